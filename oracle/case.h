@@ -1,0 +1,74 @@
+// A fixture case as every part of verlconf sees it: what verl was called with, and
+// what it returned (golden) or what an implementation returned (result).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "oracle/tensor.h"
+
+namespace verlconf {
+
+// A config value as stored in a case attribute. verl's booleans arrive as int64 0/1;
+// a None is "no attribute" and reads back as std::monostate.
+using ConfigValue = std::variant<std::monostate, int64_t, double, std::string>;
+
+// Typed access to a case's config. Every getter names the case and key in its error
+// so that a bad file is reported where it is, not as a crash in the oracle.
+class Config {
+ public:
+  Config() = default;
+  explicit Config(std::string where) : where_(std::move(where)) {}
+
+  void Set(const std::string& key, ConfigValue v) { values_[key] = std::move(v); }
+  bool Has(const std::string& key) const;  // present and not None
+  const std::map<std::string, ConfigValue>& values() const { return values_; }
+  void set_where(std::string w) { where_ = std::move(w); }
+
+  // Numbers: an int64 attribute is accepted where a float is expected (h5py writes
+  // Python ints that way), never the other way round.
+  double Double(const std::string& key, double fallback) const;
+  std::optional<double> OptionalDouble(const std::string& key) const;
+  int64_t Int(const std::string& key, int64_t fallback) const;
+  std::optional<int64_t> OptionalInt(const std::string& key) const;
+  bool Bool(const std::string& key, bool fallback) const;
+  std::string String(const std::string& key, const std::string& fallback) const;
+
+ private:
+  const ConfigValue* Find(const std::string& key) const;
+  [[noreturn]] void Fail(const std::string& key, const std::string& what) const;
+
+  std::string where_;
+  std::map<std::string, ConfigValue> values_;
+};
+
+struct Case {
+  std::string file;      // path it was read from ("" when built in memory)
+  std::string function;  // registry key, verl's spelling
+  std::string name;      // case name, unique within the function
+  DType dtype = DType::kFloat64;
+  int64_t seed = 0;
+  std::string why;
+  Config config;
+  std::map<std::string, Array> inputs, outputs, grads;
+  std::map<std::string, double> metrics;
+  // "<ExceptionType>: <message>" when verl raised on these inputs.
+  std::optional<std::string> expect_error;
+
+  // "file:/function/case", the prefix of every message about this case.
+  std::string Where() const;
+  // Input by name; BadInput naming the case if it is missing.
+  const Array& Input(const std::string& name) const;
+  const Array* OptionalInput(const std::string& name) const;
+};
+
+// What one implementation returns for a case.
+struct Result {
+  std::map<std::string, Array> outputs, grads;
+  std::map<std::string, double> metrics;
+};
+
+}  // namespace verlconf

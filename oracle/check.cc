@@ -1,0 +1,168 @@
+#include "oracle/check.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "oracle/errors.h"
+#include "oracle/validate.h"
+
+namespace verlconf {
+namespace {
+
+std::string ErrorKind(const std::string& e) { return e.substr(0, e.find(':')); }
+
+bool IsDiscrete(const FunctionSpec& spec, const std::string& field) {
+  const std::string prefix = "outputs/";
+  if (field.rfind(prefix, 0) != 0) return false;
+  const OutputSpec* o = spec.FindOutput(field.substr(prefix.size()));
+  return o && o->discrete;
+}
+
+// A case whose every mask input covers nothing exercises no arithmetic.
+bool MasksCoverNothing(const FunctionSpec& spec, const Case& c) {
+  bool any_mask = false;
+  for (const InputSpec& in : spec.inputs) {
+    if (!in.is_mask) continue;
+    const Array* m = c.OptionalInput(in.name);
+    if (!m) continue;
+    any_mask = true;
+    for (double v : m->data)
+      if (v != 0.0) return false;
+  }
+  return any_mask;
+}
+
+void Fold(CaseReport& r) {
+  bool any_failed = false, any_passed = false, any_unsupported = false;
+  for (const auto& f : r.fields) {
+    any_failed |= f.outcome == Outcome::kFailed;
+    any_passed |= f.outcome == Outcome::kPassed;
+    any_unsupported |= f.outcome == Outcome::kUnsupported;
+    if (std::isfinite(f.worst_rel)) r.worst_rel = std::max(r.worst_rel, f.worst_rel);
+  }
+  if (any_failed) {
+    r.outcome = Outcome::kFailed;
+    int n = 0;
+    for (const auto& f : r.fields) n += f.outcome == Outcome::kFailed;
+    r.detail = std::to_string(n) + " field(s) out of tolerance";
+  } else if (any_unsupported) {
+    r.outcome = Outcome::kUnsupported;
+    r.detail = "some expected fields were not produced";
+  } else if (!any_passed) {
+    r.outcome = Outcome::kMistrusted;
+    r.detail = r.fields.empty() ? "nothing to compare" : "every reference field is all zero";
+  }
+}
+
+}  // namespace
+
+Tolerance ToleranceFor(const FunctionSpec& spec, const std::string& field, DType dtype) {
+  Tolerance t = IsDiscrete(spec, field) && dtype == DType::kFloat64 ? ExactTolerance() : DefaultTolerance(dtype);
+  for (const auto& o : spec.tolerances)
+    if (o.dtype == dtype && (o.field == field || o.field == "*")) return {o.rtol, o.atol, o.reason};
+  return t;
+}
+
+std::string CaseReport::Describe() const {
+  std::ostringstream o;
+  o << OutcomeName(outcome) << " " << function << "/" << case_name << " [" << DTypeName(dtype) << "]";
+  if (!detail.empty()) o << ": " << detail;
+  for (const auto& f : fields)
+    if (f.outcome == Outcome::kFailed || outcome != Outcome::kPassed) o << "\n  " << f.Describe();
+  if (!repro.empty()) o << "\n  repro: " << repro;
+  return o.str();
+}
+
+CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Result* got,
+                         const std::optional<std::string>& raised) {
+  CaseReport r;
+  r.function = golden.function;
+  r.case_name = golden.name;
+  r.where = golden.Where();
+  r.dtype = golden.dtype;
+  if (golden.expect_error || raised) {
+    // Error semantics: the same condition must raise the same kind of exception.
+    if (golden.expect_error && raised && ErrorKind(*golden.expect_error) == ErrorKind(*raised)) {
+      r.outcome = Outcome::kPassed;
+      r.detail = "raised " + ErrorKind(*raised) + " as verl does";
+    } else {
+      r.outcome = Outcome::kFailed;
+      r.detail = golden.expect_error ? "verl raised '" + *golden.expect_error + "' but the implementation " +
+                                           (raised ? "raised '" + *raised + "'" : std::string("returned a result"))
+                                     : "the implementation raised '" + *raised + "' but verl returned a result";
+    }
+    return r;
+  }
+  auto compare_map = [&](const char* group, const std::map<std::string, Array>& want,
+                         const std::map<std::string, Array>& have) {
+    for (const auto& [name, w] : want) {
+      const std::string field = std::string(group) + "/" + name;
+      auto it = have.find(name);
+      r.fields.push_back(CompareField(field, it == have.end() ? nullptr : &it->second, w,
+                                      ToleranceFor(spec, field, golden.dtype), IsDiscrete(spec, field)));
+    }
+  };
+  compare_map("outputs", golden.outputs, got->outputs);
+  compare_map("grads", golden.grads, got->grads);
+  for (const auto& [name, w] : golden.metrics) {
+    const std::string field = "metrics/" + name;
+    auto it = got->metrics.find(name);
+    const Array want = Array::Scalar(w);
+    const Array have = it == got->metrics.end() ? Array() : Array::Scalar(it->second);
+    r.fields.push_back(CompareField(field, it == got->metrics.end() ? nullptr : &have, want,
+                                    ToleranceFor(spec, field, golden.dtype), false));
+  }
+  Fold(r);
+  if (r.outcome == Outcome::kPassed && MasksCoverNothing(spec, golden)) {
+    r.outcome = Outcome::kMistrusted;
+    r.detail = "every mask input is all zero";
+  }
+  return r;
+}
+
+CaseReport CheckImplementation(const FunctionSpec& spec, const Case& golden, const RunFn& impl) {
+  ValidateCase(spec, golden);
+  try {
+    const Result got = impl(golden);
+    return CompareResult(spec, golden, &got, std::nullopt);
+  } catch (const VerlError& e) {
+    return CompareResult(spec, golden, nullptr, std::string(e.what()));
+  } catch (const Unsupported& e) {
+    CaseReport r;
+    r.function = golden.function;
+    r.case_name = golden.name;
+    r.where = golden.Where();
+    r.dtype = golden.dtype;
+    r.outcome = Outcome::kUnsupported;
+    r.detail = e.what();
+    return r;
+  }
+}
+
+CaseReport CheckCandidate(const FunctionSpec& spec, const Case& golden, const Case& candidate) {
+  ValidateCase(spec, golden);
+  for (const auto& [name, w] : golden.inputs) {
+    const Array* have = candidate.OptionalInput(name);
+    if (!have) throw BadInput(candidate.Where() + ": inputs/" + name + ": missing (the golden has it)");
+    if (have->shape != w.shape || have->data != w.data)
+      throw BadInput(candidate.Where() + ": inputs/" + name + ": differs from the golden input (was the candidate "
+                     "produced from these goldens?)");
+  }
+  if (candidate.expect_error) return CompareResult(spec, golden, nullptr, candidate.expect_error);
+  if (candidate.outputs.empty() && !golden.expect_error) {
+    CaseReport r;
+    r.function = golden.function;
+    r.case_name = golden.name;
+    r.where = candidate.Where();
+    r.dtype = golden.dtype;
+    r.outcome = Outcome::kUnsupported;
+    r.detail = "the candidate file has no outputs for this case";
+    return r;
+  }
+  Result got{candidate.outputs, candidate.grads, candidate.metrics};
+  CaseReport r = CompareResult(spec, golden, &got, std::nullopt);
+  r.where = candidate.Where();
+  return r;
+}
+
+}  // namespace verlconf

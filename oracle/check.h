@@ -1,0 +1,46 @@
+// Checking one case: run an implementation (or take a candidate's stored result) and
+// compare it with the golden, field by field, into one outcome per case.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "oracle/case.h"
+#include "oracle/compare.h"
+#include "oracle/registry.h"
+
+namespace verlconf {
+
+struct CaseReport {
+  std::string function;
+  std::string case_name;
+  std::string where;  // file:/function/case
+  DType dtype = DType::kFloat64;
+  Outcome outcome = Outcome::kPassed;
+  std::string detail;  // one line: why FAILED / MISTRUSTED / UNSUPPORTED
+  std::vector<FieldReport> fields;
+  std::string repro;   // a command line that reproduces this check
+  double worst_rel = 0.0;
+
+  std::string Describe() const;  // multi-line, for failures
+};
+
+// The tolerance for one field: the dtype default, or the spec's override.
+Tolerance ToleranceFor(const FunctionSpec& spec, const std::string& field, DType dtype);
+
+// Compares `got` (or the error the implementation raised) with the golden case.
+// `raised` is "<Kind>: <message>" when the implementation raised a verl error.
+CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Result* got,
+                         const std::optional<std::string>& raised);
+
+// Runs `impl` on the golden's inputs and compares. Unsupported → UNSUPPORTED.
+// BadInput propagates (the CLI exits 2).
+CaseReport CheckImplementation(const FunctionSpec& spec, const Case& golden, const RunFn& impl);
+
+// Compares a candidate's stored case with the golden one. The candidate's inputs must
+// equal the golden's (else BadInput: it was not produced from these goldens); a
+// candidate without outputs is UNSUPPORTED for that case.
+CaseReport CheckCandidate(const FunctionSpec& spec, const Case& golden, const Case& candidate);
+
+}  // namespace verlconf

@@ -1,0 +1,69 @@
+// Comparison of an implementation's result with a reference, and the outcome model.
+//
+// Closeness is |got - want| <= atol + rtol * |want| elementwise. Every comparison has
+// exactly one outcome; only PASSED counts as evidence of conformance.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "oracle/tensor.h"
+
+namespace verlconf {
+
+enum class Outcome {
+  kPassed,
+  kFailed,
+  kMistrusted,   // the check proves nothing (all-zero reference, empty mask, ...)
+  kSkipped,      // not run, with a reason
+  kUnsupported,  // the implementation does not provide this function or output
+};
+const char* OutcomeName(Outcome o);
+
+struct Tolerance {
+  double rtol = 0.0;
+  double atol = 0.0;
+  std::string reason;  // why it differs from the default ("" for the default)
+};
+
+// The default per dtype, as multiples of that dtype's machine epsilon:
+//   float64: rtol = 2^18 eps64 (5.8e-11), atol = 2^10 eps64 (2.3e-13). Oracle and
+//            verl compute the same formulas in the same precision; only rounding
+//            differs, so anything beyond means different semantics.
+//   float32: rtol = 2^8 eps32 (3.1e-5), atol = 2^8 eps32. verl computes in float32,
+//            the oracle in float64 from the same float32 inputs.
+Tolerance DefaultTolerance(DType d);
+// Tolerance for discrete outputs (masks, fractions): exact.
+Tolerance ExactTolerance();
+
+struct FieldReport {
+  std::string field;  // "outputs/advantages", "grads/log_prob", "metrics/actor/ppo_kl"
+  Outcome outcome = Outcome::kPassed;
+  std::string note;   // why MISTRUSTED / UNSUPPORTED, or a shape/dtype problem
+  Tolerance tol;
+  bool discrete = false;
+  int64_t total = 0;
+  int64_t mismatched = 0;
+  double worst_abs = 0.0;
+  double worst_rel = 0.0;       // over elements whose reference is non-zero
+  int64_t worst_index = -1;     // element with the largest error relative to tolerance
+  std::vector<int64_t> shape;   // of the reference, to print the worst index
+  struct Pair {
+    int64_t index;
+    double got, want;
+  };
+  std::vector<Pair> first_mismatches;  // up to 5
+
+  // Multi-line description: counts, worst errors with index, pairs, tolerance.
+  std::string Describe() const;
+};
+
+// Compares one field. `got` may be null: the implementation did not produce it.
+FieldReport CompareField(const std::string& field, const Array* got, const Array& want, const Tolerance& tol,
+                         bool discrete);
+
+// Index of a flat position in a shape, as "(i, j)".
+std::string FormatIndex(int64_t flat, const std::vector<int64_t>& shape);
+
+}  // namespace verlconf

@@ -1,0 +1,70 @@
+// Mirrors verl 0.9.1 core_algos.compute_policy_loss_vanilla.
+#include "oracle/policy_loss.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "oracle/errors.h"
+#include "oracle/masked.h"
+
+namespace verlconf::oracle {
+namespace {
+
+double Clamp(double x, double lo, double hi) { return std::min(std::max(x, lo), hi); }
+double Inside(double x, double lo, double hi) { return (x >= lo && x <= hi) ? 1.0 : 0.0; }
+
+// Share of the gradient that torch.maximum(a, b) sends to `a`.
+double MaxShareA(double a, double b) { return a > b ? 1.0 : (a == b ? 0.5 : 0.0); }
+// Share that torch.min(a, b) / torch.minimum sends to `a`.
+double MinShareA(double a, double b) { return a < b ? 1.0 : (a == b ? 0.5 : 0.0); }
+
+}  // namespace
+
+PolicyLossResult policy_loss_vanilla(const PolicyLossInputs& in, const VanillaConfig& cfg) {
+  if (!(cfg.clip_ratio_c > 1.0))
+    throw VerlError("AssertionError",
+                    "The lower bound of the clip_ratio_c for dual-clip PPO should be greater than 1.0, but get "
+                    "the value: " + std::to_string(cfg.clip_ratio_c) + ".");
+  const Array& mask = in.response_mask;
+  const double lo = 1.0 - cfg.clip_ratio_low;
+  const double hi = 1.0 + cfg.clip_ratio_high;
+  const double c = cfg.clip_ratio_c;
+
+  Array losses(mask.shape, mask.dtype);
+  Array dloss_dlogp(mask.shape, mask.dtype);  // d L_{i,t} / d log_prob_{i,t}
+  Array neg_kl(mask.shape, mask.dtype), clipped(mask.shape, mask.dtype), clipped_lower(mask.shape, mask.dtype);
+  for (int64_t k = 0; k < mask.size(); ++k) {
+    const double A = in.advantages[k];
+    const double raw = in.log_prob[k] - in.old_log_prob[k];
+    const double d = Clamp(raw, -kPolicyLogRatioClamp, kPolicyLogRatioClamp);
+    const double r = std::exp(d);
+    const double l1 = -A * r;
+    const double l2 = -A * Clamp(r, lo, hi);
+    const double c1 = std::max(l1, l2);
+    const double l3 = -A * c;
+    const double c2 = std::min(l3, c1);
+    const bool negative = A < 0;
+    const double w = in.rollout_is_weights ? (*in.rollout_is_weights)[k] : 1.0;
+    losses[k] = (negative ? c2 : c1) * w;
+    neg_kl[k] = -d;
+    clipped[k] = l2 > l1 ? 1.0 : 0.0;
+    clipped_lower[k] = (c1 > l3 && negative) ? 1.0 : 0.0;
+
+    // Chain rule back to the ratio, then through exp and the log-ratio clamp.
+    const double dc1_dr = MaxShareA(l1, l2) * -A + MaxShareA(l2, l1) * -A * Inside(r, lo, hi);
+    const double dsel_dr = negative ? MinShareA(c1, l3) * dc1_dr : dc1_dr;
+    dloss_dlogp[k] = w * dsel_dr * r * Inside(raw, -kPolicyLogRatioClamp, kPolicyLogRatioClamp);
+  }
+
+  PolicyLossResult out;
+  out.loss = agg_loss(losses, mask, cfg.loss_agg_mode, cfg.global);
+  const Array weights = agg_loss_weights(mask, cfg.loss_agg_mode, cfg.global);
+  out.grad_log_prob = Array(mask.shape, mask.dtype);
+  for (int64_t k = 0; k < mask.size(); ++k) out.grad_log_prob[k] = weights[k] * dloss_dlogp[k];
+  out.metrics["actor/pg_clipfrac"] = masked_mean(clipped, mask);
+  out.metrics["actor/ppo_kl"] = masked_mean(neg_kl, mask);
+  out.metrics["actor/pg_clipfrac_lower"] = masked_mean(clipped_lower, mask);
+  return out;
+}
+
+}  // namespace verlconf::oracle

@@ -1,0 +1,92 @@
+// The function spec registry: the one place that lists functions. Golden tests,
+// property tests, the CLI, `conform spec --json` and (through it) the Python side
+// all iterate this list.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "oracle/case.h"
+
+namespace verlconf {
+
+// How an input's shape relates to the batch: B sequences x T tokens.
+enum class Role { kTokens, kSequences, kGroupIndex, kScalar };
+const char* RoleName(Role r);
+
+struct InputSpec {
+  std::string name;
+  Role role = Role::kTokens;
+  bool is_mask = false;   // must hold 0/1 values; float by verl's convention
+  bool optional = false;  // may be absent (verl's None)
+};
+
+struct ConfigKey {
+  std::string name;
+  std::string type;          // "float", "int", "bool", "str"
+  ConfigValue verl_default;  // std::monostate = verl's default is None
+  std::string doc;
+};
+
+enum class OutputKind { kTensor, kScalar };
+struct OutputSpec {
+  std::string name;
+  OutputKind kind = OutputKind::kTensor;
+  bool discrete = false;  // compared exactly in float64; flips reported in float32
+};
+
+// A loosening of the default tolerance for one output of one function in one dtype.
+// It may only loosen (the comparator enforces that) and must say why.
+struct ToleranceOverride {
+  std::string field;  // "outputs/<name>", "grads/<name>", "metrics/<name>" or "*"
+  DType dtype;
+  double rtol;
+  double atol;
+  std::string reason;
+};
+
+struct GenParams {
+  uint64_t seed = 0;
+  int64_t batch = 8;     // B
+  int64_t tokens = 16;   // T
+  DType dtype = DType::kFloat64;
+};
+
+using RunFn = std::function<Result(const Case&)>;
+using GenFn = std::function<Case(const GenParams&)>;
+
+struct FunctionSpec {
+  std::string name;         // verl's registry string, exactly
+  std::string family;       // advantage, policy_loss, aggregation, kl, torch_functional
+  std::string verl_symbol;  // the verl function it mirrors
+  std::vector<InputSpec> inputs;
+  std::vector<ConfigKey> config;
+  std::vector<OutputSpec> outputs;
+  std::vector<std::string> metrics;
+  std::vector<std::string> grads;  // inputs the scalar loss is differentiated by
+  RunFn oracle;                    // throws Unsupported where verl has no semantics
+  bool cuda = false;               // cuda_impl has an entry under the same name
+  GenFn generate;                  // random valid inputs + config for property tests
+  std::vector<ToleranceOverride> tolerances;
+  std::string notes;
+
+  const InputSpec* FindInput(const std::string& n) const;
+  const OutputSpec* FindOutput(const std::string& n) const;
+};
+
+const std::vector<FunctionSpec>& Registry();
+const FunctionSpec* FindSpec(const std::string& name);
+
+// Per-family registration, one file each (oracle/spec_<family>.cc).
+void AddAdvantageSpecs(std::vector<FunctionSpec>& out);
+void AddPolicyLossSpecs(std::vector<FunctionSpec>& out);
+void AddAggregationSpecs(std::vector<FunctionSpec>& out);
+void AddKlSpecs(std::vector<FunctionSpec>& out);
+void AddTorchFunctionalSpecs(std::vector<FunctionSpec>& out);
+
+// The registry as JSON (`conform spec --json`).
+std::string RegistryJson();
+
+}  // namespace verlconf

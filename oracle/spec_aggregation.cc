@@ -1,0 +1,52 @@
+// Registry entries for agg_loss, one per loss_agg_mode (family "aggregation").
+#include "oracle/aggregation.h"
+#include "oracle/generate.h"
+#include "oracle/registry.h"
+#include "oracle/spec_util.h"
+
+namespace verlconf {
+namespace {
+
+Result RunAgg(const Case& c) {
+  const Array& loss_mat = c.Input("loss_mat");
+  const Array& mask = c.Input("loss_mask");
+  const oracle::GlobalBatchInfo info = oracle::ReadGlobalBatchInfo(c.config);
+  Result r;
+  r.outputs["loss"] = Array::Scalar(oracle::agg_loss(loss_mat, mask, c.function, info), c.dtype);
+  r.grads["loss_mat"] = oracle::agg_loss_weights(mask, c.function, info);
+  return r;
+}
+
+Case GenerateAgg(const GenParams& p, const std::string& mode) {
+  oracle::InputGen g(p.seed);
+  Case c;
+  c.function = mode;
+  c.name = "generated";
+  c.dtype = p.dtype;
+  c.seed = static_cast<int64_t>(p.seed);
+  c.inputs["loss_mat"] = g.Normal(p.batch, p.tokens, 0.0, 1.0, p.dtype);
+  c.inputs["loss_mask"] = g.ResponseMask(p.batch, p.tokens, p.dtype);
+  return c;
+}
+
+}  // namespace
+
+void AddAggregationSpecs(std::vector<FunctionSpec>& out) {
+  for (const char* mode : oracle::kAggModes) {
+    FunctionSpec s;
+    s.name = mode;
+    s.family = "aggregation";
+    s.verl_symbol = "verl.trainer.ppo.core_algos.agg_loss";
+    s.inputs = {{"loss_mat", Role::kTokens}, {"loss_mask", Role::kTokens, /*is_mask=*/true}};
+    oracle::AddGlobalBatchKeys(s);
+    s.outputs = {{"loss", OutputKind::kScalar}};
+    s.grads = {"loss_mat"};
+    s.oracle = RunAgg;
+    const std::string m = mode;
+    s.generate = [m](const GenParams& p) { return GenerateAgg(p, m); };
+    s.notes = "loss_agg_mode='" + m + "'";
+    out.push_back(std::move(s));
+  }
+}
+
+}  // namespace verlconf

@@ -1,0 +1,71 @@
+// Registry entries for kl_penalty, one per name verl accepts (family "kl").
+#include "oracle/generate.h"
+#include "oracle/kl.h"
+#include "oracle/registry.h"
+
+namespace verlconf {
+namespace {
+
+// Every spelling verl's kl_penalty accepts, aliases included: each is a separate
+// verl string a user can put in a config, so each is checked on its own.
+constexpr const char* kKlNames[] = {"kl",  "k1",  "abs",  "mse",  "k2",  "low_var_kl",  "k3",
+                                    "kl+", "k1+", "abs+", "mse+", "k2+", "low_var_kl+", "k3+"};
+
+// Names the CUDA implementation provides (cuda_impl/kl.cu); a test keeps the two in step.
+bool HasCuda(const std::string&) { return true; }
+
+Result RunKl(const Case& c) {
+  const Array& lp = c.Input("logprob");
+  const Array& ref = c.Input("ref_logprob");
+  Result r;
+  r.outputs["kl"] = oracle::kl_penalty(lp, ref, c.function);
+  r.grads["logprob"] = oracle::kl_penalty_grad(lp, ref, c.function);
+  return r;
+}
+
+Case GenerateKl(const GenParams& p, const std::string& name) {
+  oracle::InputGen g(p.seed);
+  Case c;
+  c.function = name;
+  c.name = "generated";
+  c.dtype = p.dtype;
+  c.seed = static_cast<int64_t>(p.seed);
+  Array ref = g.LogProbs(p.batch, p.tokens, p.dtype);
+  c.inputs["ref_logprob"] = ref;
+  c.inputs["logprob"] = g.Perturb(ref, g.Coin(0.8) ? 0.1 : 8.0);
+  return c;
+}
+
+FunctionSpec KlSpec(const std::string& name) {
+  FunctionSpec s;
+  s.name = name;
+  s.family = "kl";
+  s.verl_symbol = "verl.trainer.ppo.core_algos.kl_penalty";
+  s.inputs = {{"logprob", Role::kTokens}, {"ref_logprob", Role::kTokens}};
+  s.outputs = {{"kl"}};
+  s.grads = {"logprob"};
+  return s;
+}
+
+}  // namespace
+
+void AddKlSpecs(std::vector<FunctionSpec>& out) {
+  for (const char* name : kKlNames) {
+    FunctionSpec s = KlSpec(name);
+    s.oracle = RunKl;
+    s.cuda = HasCuda(name);
+    const std::string n = name;
+    s.generate = [n](const GenParams& p) { return GenerateKl(p, n); };
+    s.notes = n.back() == '+' ? "straight-through: forward value, gradient of k2" : "";
+    out.push_back(std::move(s));
+  }
+  // verl accepts the name "full" only to raise NotImplementedError (it would need
+  // full-vocabulary logits). The oracle mirrors exactly that, so the golden case that
+  // records verl's error is checked like any other; no value is ever produced.
+  FunctionSpec full = KlSpec("full");
+  full.oracle = RunKl;
+  full.notes = "verl raises NotImplementedError; so does the oracle";
+  out.push_back(std::move(full));
+}
+
+}  // namespace verlconf

@@ -1,0 +1,83 @@
+// Registry entries for the policy losses (family "policy_loss").
+#include "oracle/generate.h"
+#include "oracle/policy_loss.h"
+#include "oracle/registry.h"
+#include "oracle/spec_util.h"
+
+namespace verlconf {
+namespace {
+
+using oracle::VanillaConfig;
+
+VanillaConfig ReadVanilla(const Config& c) {
+  VanillaConfig v;
+  // verl: clip_ratio_low / _high fall back to clip_ratio when None.
+  const double clip = c.Double("clip_ratio", 0.2);
+  v.clip_ratio_low = c.Double("clip_ratio_low", clip);
+  v.clip_ratio_high = c.Double("clip_ratio_high", clip);
+  v.clip_ratio_c = c.Double("clip_ratio_c", 3.0);
+  v.loss_agg_mode = c.String("loss_agg_mode", "token-mean");
+  v.global = oracle::ReadGlobalBatchInfo(c);
+  return v;
+}
+
+Result RunVanilla(const Case& c) {
+  const oracle::PolicyLossInputs in{c.Input("old_log_prob"), c.Input("log_prob"), c.Input("advantages"),
+                                    c.Input("response_mask"), c.OptionalInput("rollout_is_weights")};
+  oracle::PolicyLossResult pl = oracle::policy_loss_vanilla(in, ReadVanilla(c.config));
+  Result r;
+  r.outputs["pg_loss"] = Array::Scalar(pl.loss, c.dtype);
+  r.grads["log_prob"] = std::move(pl.grad_log_prob);
+  r.metrics = std::move(pl.metrics);
+  return r;
+}
+
+Case GenerateVanilla(const GenParams& p) {
+  oracle::InputGen g(p.seed);
+  Case c;
+  c.function = "vanilla";
+  c.name = "generated";
+  c.dtype = p.dtype;
+  c.seed = static_cast<int64_t>(p.seed);
+  Array old_lp = g.LogProbs(p.batch, p.tokens, p.dtype);
+  c.inputs["old_log_prob"] = old_lp;
+  c.inputs["log_prob"] = g.Perturb(old_lp, g.Coin(0.5) ? 0.05 : 0.5);
+  c.inputs["advantages"] = g.Normal(p.batch, p.tokens, 0.0, 1.0, p.dtype);
+  c.inputs["response_mask"] = g.ResponseMask(p.batch, p.tokens, p.dtype);
+  if (g.Coin(0.3)) c.inputs["rollout_is_weights"] = g.Uniform(p.batch, p.tokens, 0.0, 2.0, p.dtype);
+  c.config.Set("clip_ratio", 0.2);
+  c.config.Set("clip_ratio_low", 0.2);
+  c.config.Set("clip_ratio_high", g.Coin(0.5) ? 0.2 : 0.28);
+  c.config.Set("clip_ratio_c", g.Coin(0.5) ? 3.0 : 10.0);
+  c.config.Set("loss_agg_mode", std::string(oracle::kAggModes[g.Int(0, 4)]));
+  return c;
+}
+
+}  // namespace
+
+void AddPolicyLossSpecs(std::vector<FunctionSpec>& out) {
+  FunctionSpec s;
+  s.name = "vanilla";
+  s.family = "policy_loss";
+  s.verl_symbol = "verl.trainer.ppo.core_algos.compute_policy_loss_vanilla";
+  s.inputs = {{"old_log_prob", Role::kTokens},
+              {"log_prob", Role::kTokens},
+              {"advantages", Role::kTokens},
+              {"response_mask", Role::kTokens, /*is_mask=*/true},
+              {"rollout_is_weights", Role::kTokens, false, /*optional=*/true}};
+  s.config = {{"clip_ratio", "float", 0.2, "symmetric clip epsilon"},
+              {"clip_ratio_low", "float", 0.2, "lower clip epsilon; None = clip_ratio"},
+              {"clip_ratio_high", "float", 0.2, "upper clip epsilon; None = clip_ratio"},
+              {"clip_ratio_c", "float", 3.0, "dual-clip bound for negative advantages; must be > 1"},
+              {"loss_agg_mode", "str", std::string("token-mean"), "agg_loss mode"}};
+  oracle::AddGlobalBatchKeys(s);
+  s.outputs = {{"pg_loss", OutputKind::kScalar}};
+  s.metrics = {"actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower"};
+  s.grads = {"log_prob"};
+  s.oracle = RunVanilla;
+  s.generate = GenerateVanilla;
+  s.notes = "log-ratio clamped to [-20, 20] before exp; metrics are masked means over response_mask.";
+  out.push_back(std::move(s));
+}
+
+}  // namespace verlconf

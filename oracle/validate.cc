@@ -1,0 +1,71 @@
+#include "oracle/validate.h"
+
+#include <cmath>
+
+#include "oracle/errors.h"
+
+namespace verlconf {
+namespace {
+
+[[noreturn]] void Fail(const Case& c, const std::string& field, const std::string& what) {
+  throw BadInput(c.Where() + ": " + field + ": " + what);
+}
+
+}  // namespace
+
+void ValidateCase(const FunctionSpec& spec, const Case& c) {
+  for (const auto& [name, a] : c.inputs)
+    if (!spec.FindInput(name)) Fail(c, "inputs/" + name, "not an input of '" + spec.name + "'");
+  for (const auto& [key, v] : c.config.values()) {
+    bool known = false;
+    for (const auto& k : spec.config) known |= k.name == key;
+    if (!known) Fail(c, "cfg." + key, "not a config key of '" + spec.name + "'");
+  }
+  int64_t batch = -1, tokens = -1;
+  auto expect = [&](int64_t& slot, int64_t got, const std::string& field, const char* what) {
+    if (slot < 0) slot = got;
+    else if (slot != got)
+      Fail(c, field, std::string(what) + " is " + std::to_string(got) + " but other inputs have " + std::to_string(slot));
+  };
+  for (const InputSpec& in : spec.inputs) {
+    const std::string field = "inputs/" + in.name;
+    const Array* a = c.OptionalInput(in.name);
+    if (!a) {
+      if (in.optional) continue;
+      Fail(c, field, "missing dataset");
+    }
+    switch (in.role) {
+      case Role::kTokens:
+        if (a->rank() != 2) Fail(c, field, "expected rank 2 (B, T), got shape " + a->ShapeString());
+        expect(batch, a->shape[0], field, "B");
+        expect(tokens, a->shape[1], field, "T");
+        break;
+      case Role::kSequences:
+      case Role::kGroupIndex:
+        if (a->rank() != 1) Fail(c, field, "expected rank 1 (B,), got shape " + a->ShapeString());
+        expect(batch, a->shape[0], field, "B");
+        break;
+      case Role::kScalar:
+        if (a->rank() != 0) Fail(c, field, "expected a scalar, got shape " + a->ShapeString());
+        break;
+    }
+    if (in.role == Role::kGroupIndex) {
+      if (a->dtype != DType::kInt64) Fail(c, field, std::string("expected int64 group codes, got ") + DTypeName(a->dtype));
+      for (int64_t k = 0; k < a->size(); ++k)
+        if ((*a)[k] < 0) Fail(c, field, "negative group code at " + std::to_string(k));
+      continue;
+    }
+    if (a->dtype != c.dtype)
+      Fail(c, field, std::string("dtype ") + DTypeName(a->dtype) + " but the case dtype is " + DTypeName(c.dtype));
+    for (int64_t k = 0; k < a->size(); ++k) {
+      const double v = (*a)[k];
+      if (!std::isfinite(v)) Fail(c, field, "non-finite value " + std::to_string(v) + " at flat index " + std::to_string(k));
+      if (in.is_mask && v != 0.0 && v != 1.0)
+        Fail(c, field, "mask value " + std::to_string(v) + " at flat index " + std::to_string(k) + " is not 0 or 1");
+    }
+  }
+  if (batch == 0) Fail(c, "inputs", "empty batch (B = 0)");
+  if (tokens == 0) Fail(c, "inputs", "zero-length responses (T = 0)");
+}
+
+}  // namespace verlconf

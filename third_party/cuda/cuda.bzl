@@ -1,0 +1,123 @@
+"""cuda_library: compile .cu files with the system nvcc, wrap them in a cc_library.
+
+No rules_cuda (it would have to be downloaded). A small rule rather than a
+plain genrule, because nvcc must see the headers of every C++ dependency
+(e.g. oracle/*.h, gtest) and only CcInfo knows that transitive header set
+and its -I/-isystem/-D flags. Each .cu is compiled whole-program (no -rdc),
+for sm_80 and sm_90 SASS plus compute_90 PTX so newer GPUs can JIT.
+"""
+
+load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
+
+NVCC = "/usr/local/cuda/bin/nvcc"
+
+NVCC_FLAGS = [
+    "-std=c++17",
+    "-O3",
+    "--expt-relaxed-constexpr",
+    "-Xcompiler",
+    "-fPIC",
+    "-gencode",
+    "arch=compute_80,code=sm_80",
+    "-gencode",
+    "arch=compute_90,code=sm_90",
+    "-gencode",
+    "arch=compute_90,code=compute_90",
+]
+
+# Files nvcc reads but cc_library rejects by extension.
+_CUDA_ONLY = (".cu", ".cuh")
+
+def _nvcc_objects_impl(ctx):
+    cc_toolchain = find_cpp_toolchain(ctx)
+    cc = cc_common.merge_cc_infos(
+        cc_infos = [d[CcInfo] for d in ctx.attr.deps if CcInfo in d],
+    ).compilation_context
+
+    args = list(NVCC_FLAGS)
+
+    # Host compiler = Bazel's C++ compiler, so host code and ABI match.
+    args += ["-ccbin", cc_toolchain.compiler_executable]
+
+    # Workspace-relative includes ("cuda_impl/x.h", "oracle/x.h"), also for
+    # generated headers, then whatever the deps export.
+    args += ["-I.", "-I" + ctx.bin_dir.path, "-I" + ctx.genfiles_dir.path]
+    args += ["-I" + p for p in cc.quote_includes.to_list()]
+    args += ["-I" + p for p in cc.includes.to_list()]
+    args += ["-isystem=" + p for p in cc.system_includes.to_list()]
+    args += ["-D" + d for d in cc.defines.to_list()]
+    args += ctx.attr.copts
+
+    inputs = depset(
+        [f for f in ctx.files.srcs + ctx.files.hdrs if not f.path.endswith(".cu")],
+        transitive = [cc.headers],
+    )
+    objs = []
+    for src in ctx.files.srcs:
+        if not src.path.endswith(".cu"):
+            continue
+
+        # Keep the package-relative path so a/k.cu and b/k.cu do not collide.
+        # ".pic.o": Bazel then uses the object for both PIC and non-PIC links.
+        rel = src.short_path[len(ctx.label.package) + 1:] if ctx.label.package else src.short_path
+        obj = ctx.actions.declare_file("_cuda_objs/%s/%s.pic.o" % (ctx.label.name, rel[:-len(".cu")]))
+        ctx.actions.run(
+            executable = NVCC,
+            arguments = args + ["-c", src.path, "-o", obj.path],
+            inputs = depset([src], transitive = [inputs, cc_toolchain.all_files]),
+            outputs = [obj],
+            # PATH for the host compiler's own helpers (as, ld).
+            use_default_shell_env = True,
+            mnemonic = "NvccCompile",
+            progress_message = "nvcc %s" % src.short_path,
+        )
+        objs.append(obj)
+    return [DefaultInfo(files = depset(objs))]
+
+_nvcc_objects = rule(
+    implementation = _nvcc_objects_impl,
+    attrs = {
+        "srcs": attr.label_list(allow_files = True),
+        "hdrs": attr.label_list(allow_files = True),
+        "deps": attr.label_list(providers = [CcInfo]),
+        "copts": attr.string_list(),
+        "_cc_toolchain": attr.label(default = "@bazel_tools//tools/cpp:current_cc_toolchain"),
+    },
+    toolchains = ["@bazel_tools//tools/cpp:toolchain_type"],
+    fragments = ["cpp"],
+)
+
+def cuda_library(name, srcs, hdrs = [], deps = [], copts = [], **kwargs):
+    """A cc_library whose .cu sources are compiled by nvcc.
+
+    Args:
+      name: cc_library name; depend on it like on any cc_library.
+      srcs: .cu files (compiled by nvcc), plus private .h/.cuh/.cc files.
+      hdrs: public headers (.h; .cuh are visible to nvcc only).
+      deps: cc_library deps; their headers are visible to nvcc.
+      copts: extra nvcc flags (use -Xcompiler for host-compiler flags).
+      **kwargs: passed to the cc_library (visibility, testonly, tags...).
+    """
+    _nvcc_objects(
+        name = name + "_nvcc",
+        srcs = srcs,
+        hdrs = hdrs,
+        deps = deps + ["@cuda//:cuda_headers"],
+        copts = copts,
+        testonly = kwargs.get("testonly", False),
+        tags = kwargs.get("tags", []),
+        visibility = ["//visibility:private"],
+    )
+    native.cc_library(
+        name = name,
+        srcs = [":" + name + "_nvcc"] + [s for s in srcs if not s.endswith(_CUDA_ONLY)],
+        hdrs = [h for h in hdrs if not h.endswith(_CUDA_ONLY)],
+        deps = deps + [
+            "@cuda//:cuda_headers",
+            "@cuda//:cudart_static",
+        ],
+        # Link the objects straight into binaries: no per-library .so that
+        # would need its own copy of the static CUDA runtime.
+        linkstatic = True,
+        **kwargs
+    )

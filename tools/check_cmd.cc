@@ -1,0 +1,154 @@
+// `conform check`: the conformance table of an implementation or a candidate file
+// against a golden set.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <ostream>
+#include <set>
+
+#include "cuda_impl/entries.h"
+#include "oracle/check.h"
+#include "oracle/errors.h"
+#include "tools/commands.h"
+#include "tools/golden_set.h"
+#include "tools/junit.h"
+
+namespace verlconf::tools {
+namespace {
+
+bool Selected(const std::string& only, const Case& c) {
+  if (only.empty()) return true;
+  const size_t slash = only.find('/');
+  if (slash == std::string::npos) return c.function == only;
+  return c.function == only.substr(0, slash) && c.name == only.substr(slash + 1);
+}
+
+std::string Repro(const CheckOptions& o, const Case& c) {
+  std::string r = "bazel run //tools:conform -- check --against " + o.against;
+  if (!o.candidate.empty()) r += " --candidate " + o.candidate;
+  if (o.impl != "oracle") r += " --impl " + o.impl;
+  return r + " --only " + c.function + "/" + c.name;
+}
+
+CaseReport Unsupported(const Case& c, const std::string& why) {
+  CaseReport r;
+  r.function = c.function;
+  r.case_name = c.name;
+  r.where = c.Where();
+  r.dtype = c.dtype;
+  r.outcome = Outcome::kUnsupported;
+  r.detail = why;
+  return r;
+}
+
+CaseReport Skipped(const Case& c, const std::string& why) {
+  CaseReport r = Unsupported(c, why);
+  r.outcome = Outcome::kSkipped;
+  return r;
+}
+
+std::string Sci(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2e", v);
+  return b;
+}
+
+struct Row {
+  std::string family;
+  int cases = 0;
+  std::map<Outcome, int> by;
+  double worst64 = 0.0, worst32 = 0.0;
+};
+
+void PrintTable(const std::vector<CaseReport>& reports, std::ostream& out) {
+  std::map<std::string, Row> rows;
+  for (const auto& r : reports) {
+    Row& row = rows[r.function];
+    const FunctionSpec* s = FindSpec(r.function);
+    row.family = s ? s->family : "?";
+    ++row.cases;
+    ++row.by[r.outcome];
+    double& w = r.dtype == DType::kFloat64 ? row.worst64 : row.worst32;
+    w = std::max(w, r.worst_rel);
+  }
+  char line[256];
+  std::snprintf(line, sizeof line, "%-26s %-16s %5s %6s %6s %6s %6s %10s %10s\n", "function", "family", "cases",
+                "passed", "failed", "mistr", "unsup", "worst f64", "worst f32");
+  out << line;
+  int totals[5] = {0, 0, 0, 0, 0};
+  for (const auto& [fn, row] : rows) {
+    auto n = [&](Outcome o) { auto it = row.by.find(o); return it == row.by.end() ? 0 : it->second; };
+    std::snprintf(line, sizeof line, "%-26s %-16s %5d %6d %6d %6d %6d %10s %10s\n", fn.c_str(), row.family.c_str(),
+                  row.cases, n(Outcome::kPassed), n(Outcome::kFailed), n(Outcome::kMistrusted),
+                  n(Outcome::kUnsupported) + n(Outcome::kSkipped), Sci(row.worst64).c_str(), Sci(row.worst32).c_str());
+    out << line;
+    for (int k = 0; k < 5; ++k) totals[k] += n(static_cast<Outcome>(k));
+  }
+  out << "\n" << reports.size() << " cases: " << totals[0] << " passed, " << totals[1] << " failed, " << totals[2]
+      << " mistrusted, " << totals[4] << " unsupported, " << totals[3] << " skipped\n";
+}
+
+}  // namespace
+
+int RunCheck(const CheckOptions& o, std::ostream& out) {
+  if (o.impl != "oracle" && o.impl != "cuda") throw BadInput("--impl: expected oracle or cuda, got '" + o.impl + "'");
+  const GoldenSet golden = GoldenSet::Load(o.against);
+  std::vector<CaseReport> reports;
+  std::string cuda_unavailable;
+  if (o.impl == "cuda" && o.candidate.empty()) cuda_unavailable = cuda::DeviceUnavailableReason();
+
+  if (!o.candidate.empty()) {
+    const GoldenSet cand = GoldenSet::LoadFile(o.candidate);
+    std::set<std::string> functions;
+    for (const auto& [key, c] : cand.index) {
+      if (!Selected(o.only, *c)) continue;
+      functions.insert(c->function);
+      auto g = golden.index.find(key);
+      if (g == golden.index.end())
+        throw BadInput(c->Where() + ": no golden case of that name in " + o.against);
+      const FunctionSpec* spec = FindSpec(c->function);
+      if (!spec) throw BadInput(c->Where() + ": unknown function '" + c->function + "'");
+      reports.push_back(CheckCandidate(*spec, *g->second, *c));
+      reports.back().repro = Repro(o, *c);
+    }
+    // Golden cases of those functions that the candidate left out are not passes.
+    for (const auto& [key, g] : golden.index)
+      if (functions.count(g->function) && !cand.index.count(key) && Selected(o.only, *g))
+        reports.push_back(Unsupported(*g, "missing from the candidate file"));
+  } else {
+    for (const auto& [key, g] : golden.index) {
+      if (!Selected(o.only, *g)) continue;
+      const FunctionSpec* spec = FindSpec(g->function);
+      CaseReport r;
+      if (!spec) {
+        r = Unsupported(*g, "no registry entry for '" + g->function + "'");
+      } else if (o.impl == "oracle") {
+        r = spec->oracle ? CheckImplementation(*spec, *g, spec->oracle) : Unsupported(*g, "no oracle entry");
+      } else if (!cuda_unavailable.empty()) {
+        r = Skipped(*g, cuda_unavailable);
+      } else if (const RunFn* entry = cuda::FindEntry(g->function)) {
+        r = CheckImplementation(*spec, *g, *entry);
+      } else {
+        r = Unsupported(*g, "no CUDA entry for '" + g->function + "'");
+      }
+      r.repro = Repro(o, *g);
+      reports.push_back(std::move(r));
+    }
+  }
+  if (reports.empty()) throw BadInput("--only " + o.only + ": no such function or case in " + o.against);
+
+  out << "conform check: " << (o.candidate.empty() ? o.impl : o.candidate) << " against " << o.against
+      << " (verl " << golden.VerlVersion() << ")\n";
+  if (!cuda_unavailable.empty()) out << "CUDA: " << cuda_unavailable << "\n";
+  PrintTable(reports, out);
+  bool failed = false;
+  for (const auto& r : reports) {
+    const bool show = r.outcome == Outcome::kFailed || (o.verbose && r.outcome != Outcome::kPassed);
+    if (show) out << "\n" << r.Describe() << "\n";
+    failed |= r.outcome == Outcome::kFailed;
+  }
+  if (!o.junit.empty()) WriteJunit(o.junit, "conform." + (o.candidate.empty() ? o.impl : std::string("candidate")), reports);
+  return failed ? kExitFailure : kExitOk;
+}
+
+}  // namespace verlconf::tools

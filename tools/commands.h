@@ -1,0 +1,32 @@
+// The `conform` subcommands, as functions that return the process exit code:
+//   0  everything compared passed (MISTRUSTED / UNSUPPORTED / SKIPPED are shown, not failures)
+//   1  a conformance failure (or, for drift, a change beyond tolerance)
+//   2  bad input or usage (thrown as BadInput and printed by main as one line)
+//   3  an internal error of conform
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+namespace verlconf::tools {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitInternal = 3;  // a bug in conform itself
+
+struct CheckOptions {
+  std::string against;    // golden dir (resolved)
+  std::string candidate;  // candidate file, or ""
+  std::string impl = "oracle";
+  std::string junit;      // JUnit XML path, or ""
+  std::string only;       // "function" or "function/case", or ""
+  bool verbose = false;   // describe every non-passing case, not just failures
+};
+
+int RunCheck(const CheckOptions& o, std::ostream& out);
+int RunList(const std::string& against, bool json, std::ostream& out);
+int RunSpec(std::ostream& out);
+int RunDrift(const std::string& old_dir, const std::string& new_dir, const std::string& only, std::ostream& out);
+
+}  // namespace verlconf::tools

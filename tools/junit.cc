@@ -1,0 +1,76 @@
+#include "tools/junit.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "oracle/errors.h"
+
+namespace verlconf::tools {
+namespace {
+std::string Xml(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '&': o += "&amp;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+}  // namespace
+
+void WriteFileAtomically(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw BadInput(path + ": cannot create file");
+    f << content;
+    f.flush();
+    if (!f) {
+      std::remove(tmp.c_str());
+      throw BadInput(path + ": write failed");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw BadInput(path + ": cannot rename temporary file into place");
+  }
+}
+
+void WriteJunit(const std::string& path, const std::string& prefix, const std::vector<CaseReport>& reports) {
+  std::map<std::string, std::vector<const CaseReport*>> suites;
+  for (const auto& r : reports) suites[r.function].push_back(&r);
+  std::ostringstream x;
+  x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n";
+  for (const auto& [fn, rs] : suites) {
+    int failures = 0, skipped = 0;
+    for (const auto* r : rs) {
+      failures += r->outcome == Outcome::kFailed;
+      skipped += r->outcome != Outcome::kFailed && r->outcome != Outcome::kPassed;
+    }
+    x << "  <testsuite name=\"" << Xml(prefix + "." + fn) << "\" tests=\"" << rs.size() << "\" failures=\""
+      << failures << "\" skipped=\"" << skipped << "\">\n";
+    for (const auto* r : rs) {
+      x << "    <testcase classname=\"" << Xml(prefix + "." + fn) << "\" name=\"" << Xml(r->case_name) << "\">";
+      if (r->outcome == Outcome::kFailed) {
+        x << "<failure message=\"" << Xml(r->detail) << "\">" << Xml(r->Describe()) << "</failure>";
+      } else if (r->outcome != Outcome::kPassed) {
+        // MISTRUSTED, UNSUPPORTED and SKIPPED are never passes: JUnit's <skipped>.
+        x << "<skipped message=\"" << Xml(std::string(OutcomeName(r->outcome)) + ": " + r->detail) << "\"/>";
+      }
+      x << "</testcase>\n";
+    }
+    x << "  </testsuite>\n";
+  }
+  x << "</testsuites>\n";
+  WriteFileAtomically(path, x.str());
+}
+
+}  // namespace verlconf::tools

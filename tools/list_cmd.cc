@@ -1,0 +1,90 @@
+// `conform list` and `conform spec`: what the registry holds, what the goldens cover,
+// and which names verl defines that have no oracle entry yet.
+#include <cstdio>
+#include <map>
+#include <ostream>
+#include <set>
+
+#include "oracle/json.h"
+#include "oracle/registry.h"
+#include "tools/commands.h"
+#include "tools/golden_set.h"
+
+namespace verlconf::tools {
+
+int RunSpec(std::ostream& out) {
+  out << RegistryJson() << "\n";
+  return kExitOk;
+}
+
+int RunList(const std::string& against, bool json, std::ostream& out) {
+  const GoldenSet golden = GoldenSet::Load(against);
+  std::map<std::string, std::pair<int, int>> counts;  // function -> (f64, f32)
+  for (const auto& [key, c] : golden.index) {
+    auto& n = counts[c->function];
+    (c->dtype == DType::kFloat64 ? n.first : n.second)++;
+  }
+  struct Item {
+    std::string name, family;
+    bool oracle, cuda;
+    int f64, f32;
+  };
+  std::vector<Item> items;
+  std::set<std::string> listed;
+  for (const auto& s : Registry()) {
+    const auto n = counts[s.name];
+    items.push_back({s.name, s.family, static_cast<bool>(s.oracle), s.cuda, n.first, n.second});
+    listed.insert(s.name);
+  }
+  for (const auto& [fn, n] : counts)  // goldens of functions the registry lacks
+    if (!listed.count(fn)) items.push_back({fn, "?", false, false, n.first, n.second});
+
+  std::set<std::string> missing;
+  for (const auto& [kind, names] : golden.VerlRegistry())
+    for (const auto& name : names) {
+      const FunctionSpec* s = FindSpec(name);
+      if (!s || !s->oracle) missing.insert(name);
+    }
+
+  if (json) {
+    JsonWriter j;
+    j.BeginObject();
+    j.Key("verl_version").String(golden.VerlVersion());
+    j.Key("functions").BeginArray();
+    for (const auto& it : items) {
+      j.BeginObject();
+      j.Key("name").String(it.name);
+      j.Key("family").String(it.family);
+      j.Key("oracle").Bool(it.oracle);
+      j.Key("cuda").Bool(it.cuda);
+      j.Key("golden_cases").BeginObject();
+      j.Key("float64").Int(it.f64);
+      j.Key("float32").Int(it.f32);
+      j.EndObject();
+      j.EndObject();
+    }
+    j.EndArray();
+    j.Key("verl_names_without_oracle").BeginArray();
+    for (const auto& m : missing) j.String(m);
+    j.EndArray();
+    j.EndObject();
+    out << j.str() << "\n";
+    return kExitOk;
+  }
+  out << "verl " << golden.VerlVersion() << " goldens in " << against << "\n";
+  char line[160];
+  std::snprintf(line, sizeof line, "%-26s %-16s %-6s %-5s %7s %7s\n", "function", "family", "oracle", "cuda",
+                "f64", "f32");
+  out << line;
+  for (const auto& it : items) {
+    std::snprintf(line, sizeof line, "%-26s %-16s %-6s %-5s %7d %7d\n", it.name.c_str(), it.family.c_str(),
+                  it.oracle ? "yes" : "no", it.cuda ? "yes" : "no", it.f64, it.f32);
+    out << line;
+  }
+  out << "\nverl names without an oracle entry (" << missing.size() << "):";
+  for (const auto& m : missing) out << " " << m;
+  out << "\n";
+  return kExitOk;
+}
+
+}  // namespace verlconf::tools

@@ -1,0 +1,19 @@
+// Where files are: user-given paths and the bundled goldens, under `bazel run`,
+// `bazel test` and a plain binary alike.
+#pragma once
+
+#include <string>
+
+namespace verlconf::tools {
+
+inline constexpr const char* kBundledGoldens = "fixtures/verl-0.9.1";
+
+// `bazel run` starts the tool inside its runfiles tree; a relative path the user typed
+// means relative to where they typed it, which Bazel passes as BUILD_WORKING_DIRECTORY.
+std::string ResolveUserPath(const std::string& path);
+
+// The bundled primary golden set, found through the runfiles (bazel run / test) or
+// next to the source tree (a binary run from the repository root).
+std::string BundledGoldenDir(const char* argv0);
+
+}  // namespace verlconf::tools

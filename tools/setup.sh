@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# One idempotent command that makes a fresh Debian 12 machine able to run
+# `bazel test //...` fully offline afterwards (Bazel itself downloads nothing;
+# every dependency comes from these apt packages or /usr/local/cuda).
+#
+#   tools/setup.sh             install/verify the build and test dependencies
+#   tools/setup.sh --capture … delegate to tools/setup_capture.sh … (the
+#                              Python environment that runs upstream verl)
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+say() { echo "setup: $*"; }
+die() { echo "setup: ERROR: $*" >&2; exit 1; }
+
+if [[ "${1:-}" == "--capture" ]]; then
+  shift
+  [[ -f "$here/setup_capture.sh" ]] ||
+    die "tools/setup_capture.sh does not exist (capture setup is not available in this checkout)"
+  say "delegating to tools/setup_capture.sh $*"
+  exec bash "$here/setup_capture.sh" "$@"
+fi
+[[ $# -eq 0 ]] || die "unknown argument '$1' (usage: tools/setup.sh [--capture ARGS...])"
+
+# Why each package: Bazel; the C++ libraries wrapped in third_party/*.BUILD
+# (static archives: gtest/gmock, rapidcheck, hdf5 + its zlib/szip filters);
+# Debian's python3 with numpy/h5py for py_test (third_party/python); compiler.
+packages=(
+  bazel-bootstrap
+  g++
+  googletest libgtest-dev libgmock-dev
+  librapidcheck-dev
+  libhdf5-dev zlib1g-dev libaec-dev
+  python3 python3-numpy python3-h5py
+)
+
+[[ -r /etc/os-release ]] && . /etc/os-release
+[[ "${ID:-}" == "debian" && "${VERSION_ID:-}" == "12" ]] ||
+  say "warning: tested on Debian 12 only (this is ${PRETTY_NAME:-unknown})"
+
+if [[ $EUID -eq 0 ]]; then
+  as_root=(env DEBIAN_FRONTEND=noninteractive)
+elif command -v sudo >/dev/null; then
+  as_root=(sudo env DEBIAN_FRONTEND=noninteractive)
+else
+  as_root=()  # only an error if something actually needs installing
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    say "$p: already installed, skipped"
+  else
+    missing+=("$p")
+  fi
+done
+
+if [[ ${#missing[@]} -gt 0 ]]; then
+  [[ ${#as_root[@]} -gt 0 ]] || die "need root or sudo to install: ${missing[*]}"
+  say "apt-get update"
+  "${as_root[@]}" apt-get update -q >/dev/null || die "apt-get update failed"
+  say "installing: ${missing[*]}"
+  "${as_root[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null ||
+    die "apt-get install failed for: ${missing[*]}"
+else
+  say "all packages present, apt-get not run"
+fi
+
+# Check what the build actually relies on, not just that packages exist.
+command -v bazel >/dev/null || die "bazel not on PATH after installing bazel-bootstrap"
+/usr/bin/python3 -c 'import numpy, h5py' 2>/dev/null ||
+  die "/usr/bin/python3 cannot import numpy and h5py"
+for f in /usr/lib/x86_64-linux-gnu/{libgtest,libgmock,librapidcheck,libhdf5_serial,libsz,libaec,libz}.a; do
+  [[ -f "$f" ]] || die "missing static library $f"
+done
+say "bazel, static libraries, python3 numpy/h5py: ok"
+
+# The CUDA toolkit is not a Debian package; CI images ship it preinstalled.
+if [[ -x /usr/local/cuda/bin/nvcc && -f /usr/local/cuda/lib64/libcudart_static.a ]]; then
+  say "CUDA: $(/usr/local/cuda/bin/nvcc --version | grep -o 'release [0-9.]*')"
+else
+  say "WARNING: no CUDA toolkit at /usr/local/cuda (nvcc, lib64/libcudart_static.a);" \
+      "CUDA targets will fail to build on this machine"
+fi
+say "done"
