@@ -26,8 +26,9 @@ __global__ void KlKernel(const float* __restrict__ lp, const float* __restrict__
         const float ratio = expf(x);
         const float unclamped = ratio - x - 1.0f;
         value = Clamp(unclamped, -kK3ValueClamp, kK3ValueClamp);
-        const bool passes = raw >= -kLogRatioClamp && raw <= kLogRatioClamp && unclamped >= -kK3ValueClamp &&
-                            unclamped <= kK3ValueClamp;
+        // torch.clamp passes the gradient strictly inside its bounds only.
+        const bool passes = raw > -kLogRatioClamp && raw < kLogRatioClamp && unclamped > -kK3ValueClamp &&
+                            unclamped < kK3ValueClamp;
         g = passes ? 1.0f - ratio : 0.0f;
       }
     }

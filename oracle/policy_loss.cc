@@ -11,7 +11,8 @@ namespace verlconf::oracle {
 namespace {
 
 double Clamp(double x, double lo, double hi) { return std::min(std::max(x, lo), hi); }
-double Inside(double x, double lo, double hi) { return (x >= lo && x <= hi) ? 1.0 : 0.0; }
+// torch.clamp with scalar bounds passes the gradient only strictly inside (lo, hi).
+double Inside(double x, double lo, double hi) { return (x > lo && x < hi) ? 1.0 : 0.0; }
 
 // Share of the gradient that torch.maximum(a, b) sends to `a`.
 double MaxShareA(double a, double b) { return a > b ? 1.0 : (a == b ? 0.5 : 0.0); }

@@ -43,8 +43,10 @@ inline constexpr double kPolicyLogRatioClamp = 20.0;
 //   loss = agg_loss(L, mask, mode)
 // Metrics: pg_clipfrac = masked_mean(l2 > l1), ppo_kl = masked_mean(-d),
 //          pg_clipfrac_lower = masked_mean((c1 > -A c) and A < 0).
-// The gradient follows torch's conventions at the kinks: clamp passes the gradient on
-// its closed interval, and max/min split it equally between tied arguments.
+// The gradient follows torch's conventions at the kinks: clamp passes the gradient
+// only strictly inside its bounds, and max/min split it equally between tied
+// arguments. So a ratio exactly on a clip bound gets half the naive gradient, and a
+// log-ratio of exactly +-20 gets none.
 PolicyLossResult policy_loss_vanilla(const PolicyLossInputs& in, const VanillaConfig& cfg);
 
 }  // namespace verlconf::oracle

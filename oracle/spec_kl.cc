@@ -11,9 +11,6 @@ namespace {
 constexpr const char* kKlNames[] = {"kl",  "k1",  "abs",  "mse",  "k2",  "low_var_kl",  "k3",
                                     "kl+", "k1+", "abs+", "mse+", "k2+", "low_var_kl+", "k3+"};
 
-// Names the CUDA implementation provides (cuda_impl/kl.cu); a test keeps the two in step.
-bool HasCuda(const std::string&) { return true; }
-
 Result RunKl(const Case& c) {
   const Array& lp = c.Input("logprob");
   const Array& ref = c.Input("ref_logprob");
@@ -53,7 +50,7 @@ void AddKlSpecs(std::vector<FunctionSpec>& out) {
   for (const char* name : kKlNames) {
     FunctionSpec s = KlSpec(name);
     s.oracle = RunKl;
-    s.cuda = HasCuda(name);
+    s.cuda = true;  // cuda_impl/entries.cc lists the same names; cuda_test keeps them in step
     const std::string n = name;
     s.generate = [n](const GenParams& p) { return GenerateKl(p, n); };
     s.notes = n.back() == '+' ? "straight-through: forward value, gradient of k2" : "";
@@ -62,10 +59,12 @@ void AddKlSpecs(std::vector<FunctionSpec>& out) {
   // verl accepts the name "full" only to raise NotImplementedError (it would need
   // full-vocabulary logits). The oracle mirrors exactly that, so the golden case that
   // records verl's error is checked like any other; no value is ever produced.
-  FunctionSpec full = KlSpec("full");
-  full.oracle = RunKl;
-  full.notes = "verl raises NotImplementedError; so does the oracle";
-  out.push_back(std::move(full));
+  for (const char* name : {"full", "full+"}) {
+    FunctionSpec full = KlSpec(name);
+    full.oracle = RunKl;
+    full.notes = "verl raises NotImplementedError; so does the oracle";
+    out.push_back(std::move(full));
+  }
 }
 
 }  // namespace verlconf

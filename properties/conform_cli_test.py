@@ -1,0 +1,143 @@
+"""The conform CLI as a user meets it: exit codes and one-line messages.
+
+Acceptance of the foundation issue: a planted error in a copy of a golden file makes
+`conform check --candidate` exit 1 naming function, case, output, worst error and
+index; a truncated file, a missing dataset and a wrong shape each exit 2 with one
+clear line; `list --json` reports verl 0.9.1 from the files' provenance.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import h5py
+import numpy as np
+
+CONFORM = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else "tools/conform"
+RUNFILES = os.environ.get("TEST_SRCDIR", os.getcwd())
+GOLDENS = os.path.join(RUNFILES, "verlconf", "fixtures", "verl-0.9.1")
+if not os.path.isdir(GOLDENS):
+    GOLDENS = os.path.join(os.getcwd(), "fixtures", "verl-0.9.1")
+
+
+def run(*args):
+    p = subprocess.run([CONFORM, *args], capture_output=True, text=True, timeout=600)
+    return p.returncode, p.stdout, p.stderr
+
+
+class ConformCli(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def copy(self, name):
+        dst = os.path.join(self.tmp, name)
+        shutil.copyfile(os.path.join(GOLDENS, name), dst)
+        os.chmod(dst, 0o644)
+        return dst
+
+    def test_default_run_checks_bundled_goldens_and_passes(self):
+        code, out, err = run("--against", GOLDENS)
+        self.assertEqual(code, 0, out + err)
+        self.assertIn("grpo_vectorized", out)
+        self.assertIn(" 0 failed", out)
+
+    def test_list_json_reports_provenance(self):
+        code, out, err = run("list", "--json", "--against", GOLDENS)
+        self.assertEqual(code, 0, err)
+        doc = json.loads(out)
+        self.assertEqual(doc["verl_version"], "0.9.1")
+        names = {f["name"]: f for f in doc["functions"]}
+        for n in ("grpo", "vanilla", "token-mean", "k3+", "masked_whiten"):
+            self.assertTrue(names[n]["oracle"], n)
+            self.assertGreaterEqual(names[n]["golden_cases"]["float64"], 3, n)
+            self.assertGreaterEqual(names[n]["golden_cases"]["float32"], 3, n)
+        self.assertIn("gae", doc["verl_names_without_oracle"])
+        self.assertNotIn("grpo", doc["verl_names_without_oracle"])
+
+    def test_spec_json_lists_every_function_once(self):
+        code, out, _ = run("spec", "--json")
+        self.assertEqual(code, 0)
+        names = [f["name"] for f in json.loads(out)["functions"]]
+        self.assertEqual(len(names), len(set(names)))
+        self.assertIn("vanilla", names)
+
+    def test_planted_error_in_candidate_is_reported(self):
+        path = self.copy("advantage.h5")
+        with h5py.File(path, "r+") as f:
+            case = sorted(f["grpo"].keys())[0]
+            ds = f["grpo"][case]["outputs"]["advantages"]
+            data = ds[()]
+            i, j = np.argwhere(data != 0)[0]
+            data[i, j] = data[i, j] * 1.5 + 0.25
+            ds[...] = data
+        code, out, err = run("check", "--against", GOLDENS, "--candidate", path)
+        self.assertEqual(code, 1, out + err)
+        self.assertIn("FAILED grpo/" + case, out)
+        self.assertIn("outputs/advantages", out)
+        self.assertIn("worst abs error", out)
+        self.assertIn("at index (%d, %d)" % (i, j), out)
+        self.assertIn("repro: ", out)
+
+    def test_unmodified_candidate_passes(self):
+        path = self.copy("kl.h5")
+        code, out, err = run("check", "--against", GOLDENS, "--candidate", path)
+        self.assertEqual(code, 0, out + err)
+
+    def assertBadInput(self, args, *needles):
+        code, out, err = run(*args)
+        self.assertEqual(code, 2, out + err)
+        lines = [l for l in err.splitlines() if l.strip()]
+        self.assertEqual(len(lines), 1, err)
+        for n in needles:
+            self.assertIn(n, lines[0])
+
+    def test_truncated_file_is_bad_input(self):
+        path = self.copy("kl.h5")
+        size = os.path.getsize(path)
+        with open(path, "r+b") as f:
+            f.truncate(size // 2)
+        self.assertBadInput(["check", "--against", GOLDENS, "--candidate", path], path)
+
+    def test_missing_dataset_is_bad_input(self):
+        path = self.copy("policy_loss.h5")
+        with h5py.File(path, "r+") as f:
+            case = sorted(k for k in f["vanilla"].keys() if "expect_error" not in f["vanilla"][k].attrs)[0]
+            del f["vanilla"][case]["inputs"]["advantages"]
+        self.assertBadInput(["check", "--against", GOLDENS, "--candidate", path], "vanilla/" + case, "advantages")
+
+    def test_wrong_shape_is_bad_input(self):
+        path = self.copy("aggregation.h5")
+        with h5py.File(path, "r+") as f:
+            case = sorted(f["token-sum"].keys())[0]
+            g = f["token-sum"][case]["inputs"]
+            mask = g["loss_mask"][()]
+            del g["loss_mask"]
+            g["loss_mask"] = mask[:, :-1] if mask.shape[1] > 1 else np.zeros((mask.shape[0], 2), mask.dtype)
+        self.assertBadInput(["check", "--against", GOLDENS, "--candidate", path], "token-sum/" + case, "loss_mask")
+
+    def test_usage_errors(self):
+        self.assertBadInput(["frobnicate"], "unknown command")
+        self.assertBadInput(["check", "--impl", "tpu", "--against", GOLDENS], "--impl")
+        self.assertBadInput(["check", "--against", os.path.join(self.tmp, "nowhere")], "nowhere")
+
+    def test_drift_of_a_set_against_itself_is_empty(self):
+        code, out, err = run("drift", GOLDENS, GOLDENS)
+        self.assertEqual(code, 0, out + err)
+        self.assertIn("no drift beyond tolerance", out)
+
+    def test_junit_written(self):
+        junit = os.path.join(self.tmp, "out.xml")
+        code, out, err = run("check", "--against", GOLDENS, "--only", "k3", "--junit", junit)
+        self.assertEqual(code, 0, out + err)
+        with open(junit) as f:
+            self.assertIn("<testsuite name=\"conform.oracle.k3\"", f.read())
+
+
+if __name__ == "__main__":
+    unittest.main()
