@@ -26,8 +26,10 @@ struct CaseReport {
   std::string Describe() const;  // multi-line, for failures
 };
 
-// The tolerance for one field: the dtype default, or the spec's override.
+// The tolerance for one field: the dtype default, or the spec's override; for float32
+// cases scaled by the spec's condition number of the case, when it defines one.
 Tolerance ToleranceFor(const FunctionSpec& spec, const std::string& field, DType dtype);
+Tolerance ToleranceFor(const FunctionSpec& spec, const std::string& field, const Case& c);
 
 // Compares `got` (or the error the implementation raised) with the golden case.
 // `raised` is "<Kind>: <message>" when the implementation raised a verl error.

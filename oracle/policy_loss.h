@@ -22,6 +22,7 @@ struct PolicyLossResult {
   double loss = 0.0;
   Array grad_log_prob;                    // d loss / d log_prob
   std::map<std::string, double> metrics;  // verl's names, e.g. "actor/pg_clipfrac"
+  Array boundary;                         // tokens within float32 rounding of a decision (Result::boundary)
 };
 
 struct VanillaConfig {

@@ -70,6 +70,13 @@ struct FunctionSpec {
   bool cuda = false;               // cuda_impl has an entry under the same name
   GenFn generate;                  // random valid inputs + config for property tests
   std::vector<ToleranceOverride> tolerances;
+  // float32 forward error grows with the problem's condition number; where it can be
+  // large (GRPO's division by a small group std) the spec computes it from the case's
+  // inputs and the float32 tolerance is multiplied by it. float64 is never scaled.
+  std::function<double(const Case&)> float32_condition;
+  // Metrics that are fractions of tokens (clip fractions): exact in float64; in
+  // float32 allowed to move by the boundary tokens' share, reported as flips.
+  std::vector<std::string> discrete_metrics;
   std::string notes;
 
   const InputSpec* FindInput(const std::string& n) const;

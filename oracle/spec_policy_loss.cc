@@ -29,6 +29,7 @@ Result RunVanilla(const Case& c) {
   r.outputs["pg_loss"] = Array::Scalar(pl.loss, c.dtype);
   r.grads["log_prob"] = std::move(pl.grad_log_prob);
   r.metrics = std::move(pl.metrics);
+  r.boundary = std::move(pl.boundary);
   return r;
 }
 
@@ -74,6 +75,7 @@ void AddPolicyLossSpecs(std::vector<FunctionSpec>& out) {
   s.outputs = {{"pg_loss", OutputKind::kScalar}};
   s.metrics = {"actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower"};
   s.grads = {"log_prob"};
+  s.discrete_metrics = {"actor/pg_clipfrac", "actor/pg_clipfrac_lower"};
   s.oracle = RunVanilla;
   s.generate = GenerateVanilla;
   s.notes = "log-ratio clamped to [-20, 20] before exp; metrics are masked means over response_mask.";

@@ -15,6 +15,10 @@ namespace verlconf {
 
 enum class DType { kFloat64, kFloat32, kInt64 };
 
+// Machine epsilons (DBL_EPSILON, FLT_EPSILON): tolerances are written as multiples.
+inline constexpr double kEps64 = 2.220446049250313e-16;
+inline constexpr double kEps32 = 1.1920928955078125e-07;
+
 const char* DTypeName(DType d);
 // Parses "float64" / "float32" / "int64"; returns false on anything else.
 bool ParseDType(const std::string& s, DType* out);

@@ -71,7 +71,8 @@ RC_GTEST_PROP(Grpo, ConstantGroupsGiveZero, ()) {
       c.inputs["token_level_rewards"].at(i, 2) = score;
       for (int64_t t = 0; t < 3; ++t) c.inputs["response_mask"].at(i, t) = 1.0;
     }
-    for (double v : RunOracle(c).outputs.at("advantages").data) RC_ASSERT(v == 0.0);
+    const Result r = RunOracle(c);
+    for (double v : r.outputs.at("advantages").data) RC_ASSERT(v == 0.0);
   }
 }
 
@@ -109,8 +110,13 @@ RC_GTEST_PROP(Grpo, PermutationEquivariant, ()) {
         for (int64_t t = 0; t < cols; ++t) a[i * cols + t] = src[perm[i] * cols + t];
     }
     const Array x = RunOracle(c).outputs.at("advantages"), y = RunOracle(p).outputs.at("advantages");
+    // grpo_vectorized accumulates in float32 in element order, so a permutation moves
+    // its rounding; the loop version only moves rounding in float64 (amplified by
+    // 1/epsilon in near-constant groups).
+    const double rtol = std::string(name) == "grpo" ? 1e-12 : 1e-6, atol = std::string(name) == "grpo" ? 1e-8 : 1e-6;
     for (int64_t i = 0; i < b; ++i)
-      for (int64_t t = 0; t < x.cols(); ++t) RC_ASSERT(std::fabs(y.at(i, t) - x.at(perm[i], t)) <= 1e-12 * (1 + std::fabs(x.at(perm[i], t))));
+      for (int64_t t = 0; t < x.cols(); ++t)
+        RC_ASSERT(std::fabs(y.at(i, t) - x.at(perm[i], t)) <= atol + rtol * std::fabs(x.at(perm[i], t)));
   }
 }
 

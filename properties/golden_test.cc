@@ -32,7 +32,12 @@ TEST(Golden, OracleMatchesEveryCase) {
     ++checked;
     ++tally[c->function][r.outcome];
     EXPECT_TRUE(r.outcome == Outcome::kPassed || r.outcome == Outcome::kMistrusted) << r.Describe();
-    if (c->dtype == DType::kFloat64) EXPECT_LE(r.worst_rel, 1e-10) << r.Describe();
+    // The design's bound; a spec may loosen it only with a stated reason (there is one:
+    // grpo_vectorized, where torch's float32 sqrt is not correctly rounded).
+    const Tolerance t64 = ToleranceFor(*spec, "*", DType::kFloat64);
+    const double bound = t64.reason.empty() ? 1e-10 : t64.rtol;
+    if (c->dtype == DType::kFloat64 && r.outcome == Outcome::kPassed)
+      EXPECT_LE(r.worst_rel, bound) << r.Describe() << (t64.reason.empty() ? "" : "\n  override: " + t64.reason);
   }
   EXPECT_GT(checked, 0);
   // A function whose every case is vacuous would be "green" without evidence.
@@ -59,6 +64,9 @@ const std::set<std::string>& KnownGaps() {
       "reinforce_plus_plus_baseline", "remax", "rloo", "rloo_vectorized", "tir_optimal_token_baseline",
       // policy losses (issue 4); "gpg" names both an estimator and a loss in verl
       "bypass_mode", "cispo", "clip_cov", "dppo_kl", "dppo_tv", "dro", "geo_mean", "gspo", "kl_cov", "sapo",
+      // rollout-correction rejection options (issue 5)
+      "seq_max_k2", "seq_max_k3", "seq_mean_k1", "seq_mean_k2", "seq_mean_k3", "seq_sum_k1", "seq_sum_k2",
+      "seq_sum_k3", "token_k1", "token_k2", "token_k3",
   };
   return gaps;
 }
