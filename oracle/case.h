@@ -47,7 +47,8 @@ class Config {
 
 struct Case {
   std::string file;      // path it was read from ("" when built in memory)
-  std::string function;  // registry key, verl's spelling
+  std::string family;    // the file's family; with `function`, the registry key
+  std::string function;  // verl's name, exactly as verl spells it
   std::string name;      // case name, unique within the function
   DType dtype = DType::kFloat64;
   int64_t seed = 0;

@@ -111,6 +111,7 @@ double BoundaryShare(const FunctionSpec& spec, const Case& c, const Array& bound
 CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Result* got,
                          const std::optional<std::string>& raised) {
   CaseReport r;
+  r.family = golden.family;
   r.function = golden.function;
   r.case_name = golden.name;
   r.where = golden.Where();
@@ -177,6 +178,7 @@ CaseReport CheckImplementation(const FunctionSpec& spec, const Case& golden, con
     return CompareResult(spec, golden, nullptr, std::string(e.what()));
   } catch (const Unsupported& e) {
     CaseReport r;
+    r.family = golden.family;
     r.function = golden.function;
     r.case_name = golden.name;
     r.where = golden.Where();
@@ -199,6 +201,7 @@ CaseReport CheckCandidate(const FunctionSpec& spec, const Case& golden, const Ca
   if (candidate.expect_error) return CompareResult(spec, golden, nullptr, candidate.expect_error);
   if (candidate.outputs.empty() && !golden.expect_error) {
     CaseReport r;
+    r.family = golden.family;
     r.function = golden.function;
     r.case_name = golden.name;
     r.where = candidate.Where();

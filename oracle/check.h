@@ -13,6 +13,7 @@
 namespace verlconf {
 
 struct CaseReport {
+  std::string family;
   std::string function;
   std::string case_name;
   std::string where;  // file:/function/case

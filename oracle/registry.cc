@@ -37,9 +37,18 @@ static std::vector<FunctionSpec> Build() {
   AddAggregationSpecs(all);
   AddKlSpecs(all);
   AddTorchFunctionalSpecs(all);
-  std::set<std::string> seen;
-  for (const auto& s : all)
-    if (!seen.insert(s.name).second) throw std::logic_error("duplicate registry key: " + s.name);
+  std::set<std::pair<std::string, std::string>> seen;
+  for (auto& s : all) {
+    if (!seen.insert({s.family, s.name}).second) throw std::logic_error("duplicate registry key: " + s.family + "/" + s.name);
+    // Generated cases carry their registry key, so they find their way back.
+    if (s.generate)
+      s.generate = [gen = s.generate, family = s.family, name = s.name](const GenParams& p) {
+        Case c = gen(p);
+        c.family = family;
+        c.function = name;
+        return c;
+      };
+  }
   return all;
 }
 
@@ -48,11 +57,17 @@ const std::vector<FunctionSpec>& Registry() {
   return registry;
 }
 
-const FunctionSpec* FindSpec(const std::string& name) {
-  for (const auto& s : Registry())
-    if (s.name == name) return &s;
-  return nullptr;
+const FunctionSpec* FindSpec(const std::string& name, const std::string& family) {
+  const FunctionSpec* found = nullptr;
+  for (const auto& s : Registry()) {
+    if (s.name != name || (!family.empty() && s.family != family)) continue;
+    if (found) throw std::logic_error("registry name '" + name + "' is ambiguous without a family");
+    found = &s;
+  }
+  return found;
 }
+
+const FunctionSpec* SpecFor(const Case& c) { return FindSpec(c.function, c.family); }
 
 static void WriteConfigValue(JsonWriter& j, const ConfigValue& v) {
   if (std::holds_alternative<std::monostate>(v)) j.Null();

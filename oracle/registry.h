@@ -84,7 +84,12 @@ struct FunctionSpec {
 };
 
 const std::vector<FunctionSpec>& Registry();
-const FunctionSpec* FindSpec(const std::string& name);
+// The registry key is (family, name): verl uses "gpg" both for an advantage estimator
+// and for a policy loss. With an empty family the name must be unambiguous
+// (std::logic_error otherwise). Null when absent.
+const FunctionSpec* FindSpec(const std::string& name, const std::string& family = "");
+// The spec for a case: by its family when it has one.
+const FunctionSpec* SpecFor(const Case& c);
 
 // Per-family registration, one file each (oracle/spec_<family>.cc).
 void AddAdvantageSpecs(std::vector<FunctionSpec>& out);

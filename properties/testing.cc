@@ -26,7 +26,7 @@ Case Generate(const std::string& name, const GenParams& p) {
 }
 
 Result RunOracle(const Case& c) {
-  const FunctionSpec* s = FindSpec(c.function);
+  const FunctionSpec* s = SpecFor(c);
   if (!s || !s->oracle) throw std::logic_error("no oracle for " + c.function);
   return s->oracle(c);
 }

@@ -32,6 +32,7 @@ std::string Repro(const CheckOptions& o, const Case& c) {
 
 CaseReport Unsupported(const Case& c, const std::string& why) {
   CaseReport r;
+  r.family = c.family;
   r.function = c.function;
   r.case_name = c.name;
   r.where = c.Where();
@@ -61,11 +62,10 @@ struct Row {
 };
 
 void PrintTable(const std::vector<CaseReport>& reports, std::ostream& out) {
-  std::map<std::string, Row> rows;
+  std::map<std::pair<std::string, std::string>, Row> rows;  // (function, family)
   for (const auto& r : reports) {
-    Row& row = rows[r.function];
-    const FunctionSpec* s = FindSpec(r.function);
-    row.family = s ? s->family : "?";
+    Row& row = rows[{r.function, r.family}];
+    row.family = r.family.empty() ? "?" : r.family;
     ++row.cases;
     ++row.by[r.outcome];
     double& w = r.dtype == DType::kFloat64 ? row.worst64 : row.worst32;
@@ -76,7 +76,8 @@ void PrintTable(const std::vector<CaseReport>& reports, std::ostream& out) {
                 "passed", "failed", "mistr", "unsup", "worst f64", "worst f32");
   out << line;
   int totals[5] = {0, 0, 0, 0, 0};
-  for (const auto& [fn, row] : rows) {
+  for (const auto& [key, row] : rows) {
+    const std::string& fn = key.first;
     auto n = [&](Outcome o) { auto it = row.by.find(o); return it == row.by.end() ? 0 : it->second; };
     std::snprintf(line, sizeof line, "%-26s %-16s %5d %6d %6d %6d %6d %10s %10s\n", fn.c_str(), row.family.c_str(),
                   row.cases, n(Outcome::kPassed), n(Outcome::kFailed), n(Outcome::kMistrusted),
@@ -99,26 +100,26 @@ int RunCheck(const CheckOptions& o, std::ostream& out) {
 
   if (!o.candidate.empty()) {
     const GoldenSet cand = GoldenSet::LoadFile(o.candidate);
-    std::set<std::string> functions;
+    std::set<std::pair<std::string, std::string>> functions;  // (family, function)
     for (const auto& [key, c] : cand.index) {
       if (!Selected(o.only, *c)) continue;
-      functions.insert(c->function);
+      functions.insert({c->family, c->function});
       auto g = golden.index.find(key);
       if (g == golden.index.end())
         throw BadInput(c->Where() + ": no golden case of that name in " + o.against);
-      const FunctionSpec* spec = FindSpec(c->function);
+      const FunctionSpec* spec = SpecFor(*c);
       if (!spec) throw BadInput(c->Where() + ": unknown function '" + c->function + "'");
       reports.push_back(CheckCandidate(*spec, *g->second, *c));
       reports.back().repro = Repro(o, *c);
     }
     // Golden cases of those functions that the candidate left out are not passes.
     for (const auto& [key, g] : golden.index)
-      if (functions.count(g->function) && !cand.index.count(key) && Selected(o.only, *g))
+      if (functions.count({g->family, g->function}) && !cand.index.count(key) && Selected(o.only, *g))
         reports.push_back(Unsupported(*g, "missing from the candidate file"));
   } else {
     for (const auto& [key, g] : golden.index) {
       if (!Selected(o.only, *g)) continue;
-      const FunctionSpec* spec = FindSpec(g->function);
+      const FunctionSpec* spec = SpecFor(*g);
       CaseReport r;
       if (!spec) {
         r = Unsupported(*g, "no registry entry for '" + g->function + "'");

@@ -45,15 +45,17 @@ int RunDrift(const std::string& old_dir, const std::string& new_dir, const std::
   std::map<std::string, std::map<std::string, FieldDrift>> drift;  // function -> field -> stats
   std::vector<std::string> only_old, only_new, inputs_differ, error_changes;
   for (const auto& [key, oc] : a.index) {
-    if (!Selected(only, key.first)) continue;
+    const std::string& fn = std::get<1>(key);
+    const std::string label = fn + "/" + std::get<2>(key);
+    if (!Selected(only, fn)) continue;
     auto it = b.index.find(key);
     if (it == b.index.end()) {
-      only_old.push_back(key.first + "/" + key.second);
+      only_old.push_back(label);
       continue;
     }
     const Case& nc = *it->second;
     if (oc->inputs.size() != nc.inputs.size()) {
-      inputs_differ.push_back(key.first + "/" + key.second);
+      inputs_differ.push_back(label);
       continue;
     }
     bool same_inputs = true;
@@ -62,25 +64,26 @@ int RunDrift(const std::string& old_dir, const std::string& new_dir, const std::
       same_inputs &= other && other->shape == arr.shape && other->data == arr.data;
     }
     if (!same_inputs) {
-      inputs_differ.push_back(key.first + "/" + key.second);
+      inputs_differ.push_back(label);
       continue;
     }
     if (oc->expect_error.has_value() != nc.expect_error.has_value()) {
-      error_changes.push_back(key.first + "/" + key.second + ": " + (oc->expect_error ? *oc->expect_error : "result") +
+      error_changes.push_back(label + ": " + (oc->expect_error ? *oc->expect_error : "result") +
                               " -> " + (nc.expect_error ? *nc.expect_error : "result"));
       continue;
     }
     if (oc->expect_error) continue;
     // The new set plays "got", the old one "want": same comparator as conformance.
-    const FunctionSpec* spec = FindSpec(key.first);
+    const FunctionSpec* spec = SpecFor(*oc);
     FunctionSpec generic;
-    generic.name = key.first;
+    generic.name = fn;
     const Result got{nc.outputs, nc.grads, nc.metrics};
     const CaseReport r = CompareResult(spec ? *spec : generic, *oc, &got, std::nullopt);
-    for (const auto& f : r.fields) Accumulate(drift[key.first][f.field], f, key.second);
+    for (const auto& f : r.fields) Accumulate(drift[fn][f.field], f, std::get<2>(key));
   }
   for (const auto& [key, nc] : b.index)
-    if (Selected(only, key.first) && !a.index.count(key)) only_new.push_back(key.first + "/" + key.second);
+    if (Selected(only, std::get<1>(key)) && !a.index.count(key))
+      only_new.push_back(std::get<1>(key) + "/" + std::get<2>(key));
 
   char line[256];
   std::snprintf(line, sizeof line, "%-24s %-32s %5s %5s %5s %5s %11s %11s  %s\n", "function", "field", "cases",

@@ -25,7 +25,7 @@ GoldenSet GoldenSet::LoadFile(const std::string& path) {
 void GoldenSet::Index() {
   for (const auto& f : files)
     for (const Case& c : f.cases)
-      if (!index.emplace(std::make_pair(c.function, c.name), &c).second)
+      if (!index.emplace(Key{c.family, c.function, c.name}, &c).second)
         throw BadInput(c.Where() + ": duplicate case name (also in another file of " + dir + ")");
 }
 
@@ -47,6 +47,15 @@ std::map<std::string, std::vector<std::string>> GoldenSet::VerlRegistry() const 
   std::map<std::string, std::vector<std::string>> out;
   for (const auto& [k, s] : merged) out[k] = std::vector<std::string>(s.begin(), s.end());
   return out;
+}
+
+std::string FamilyOfVerlRegistry(const std::string& list) {
+  if (list == "adv_estimators") return "advantage";
+  if (list == "policy_losses") return "policy_loss";
+  if (list == "loss_agg_modes") return "aggregation";
+  if (list.rfind("kl_penalty", 0) == 0) return "kl";
+  if (list == "rs_options") return "rollout_correction";
+  return "";
 }
 
 }  // namespace verlconf::tools

@@ -3,6 +3,7 @@
 
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -13,18 +14,23 @@ namespace verlconf::tools {
 struct GoldenSet {
   std::string dir;
   std::vector<fixtures::FixtureFile> files;
-  // (function, case) -> case, across files. A duplicate is a BadInput.
-  std::map<std::pair<std::string, std::string>, const Case*> index;
+  // (family, function, case) -> case, across files. A duplicate is a BadInput.
+  using Key = std::tuple<std::string, std::string, std::string>;
+  std::map<Key, const Case*> index;
 
   static GoldenSet Load(const std::string& dir);
   static GoldenSet LoadFile(const std::string& path);
   // verl_version from the files' provenance; BadInput if the files disagree.
   std::string VerlVersion() const;
-  // The union of every file's /_verl_registry lists.
+  // The union of every file's /_verl_registry lists, keyed by the list's name
+  // (adv_estimators, policy_losses, kl_penalty_names, ...).
   std::map<std::string, std::vector<std::string>> VerlRegistry() const;
 
  private:
   void Index();
 };
+
+// The registry family that holds the names of a /_verl_registry list.
+std::string FamilyOfVerlRegistry(const std::string& list_name);
 
 }  // namespace verlconf::tools

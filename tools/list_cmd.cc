@@ -19,9 +19,9 @@ int RunSpec(std::ostream& out) {
 
 int RunList(const std::string& against, bool json, std::ostream& out) {
   const GoldenSet golden = GoldenSet::Load(against);
-  std::map<std::string, std::pair<int, int>> counts;  // function -> (f64, f32)
+  std::map<std::pair<std::string, std::string>, std::pair<int, int>> counts;  // (family, function) -> (f64, f32)
   for (const auto& [key, c] : golden.index) {
-    auto& n = counts[c->function];
+    auto& n = counts[{c->family, c->function}];
     (c->dtype == DType::kFloat64 ? n.first : n.second)++;
   }
   struct Item {
@@ -30,19 +30,19 @@ int RunList(const std::string& against, bool json, std::ostream& out) {
     int f64, f32;
   };
   std::vector<Item> items;
-  std::set<std::string> listed;
+  std::set<std::pair<std::string, std::string>> listed;
   for (const auto& s : Registry()) {
-    const auto n = counts[s.name];
+    const auto n = counts[{s.family, s.name}];
     items.push_back({s.name, s.family, static_cast<bool>(s.oracle), s.cuda, n.first, n.second});
-    listed.insert(s.name);
+    listed.insert({s.family, s.name});
   }
-  for (const auto& [fn, n] : counts)  // goldens of functions the registry lacks
-    if (!listed.count(fn)) items.push_back({fn, "?", false, false, n.first, n.second});
+  for (const auto& [key, n] : counts)  // goldens of functions the registry lacks
+    if (!listed.count(key)) items.push_back({key.second, key.first, false, false, n.first, n.second});
 
   std::set<std::string> missing;
   for (const auto& [kind, names] : golden.VerlRegistry())
     for (const auto& name : names) {
-      const FunctionSpec* s = FindSpec(name);
+      const FunctionSpec* s = FindSpec(name, FamilyOfVerlRegistry(kind));
       if (!s || !s->oracle) missing.insert(name);
     }
 
