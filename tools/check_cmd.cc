@@ -24,7 +24,8 @@ bool Selected(const std::string& only, const Case& c) {
 }
 
 std::string Repro(const CheckOptions& o, const Case& c) {
-  std::string r = "bazel run //tools:conform -- check --against " + o.against;
+  std::string r = "bazel run //tools:conform -- check";
+  if (o.against_given) r += " --against " + o.against;
   if (!o.candidate.empty()) r += " --candidate " + o.candidate;
   if (o.impl != "oracle") r += " --impl " + o.impl;
   return r + " --only " + c.function + "/" + c.name;

@@ -17,6 +17,7 @@ inline constexpr int kExitInternal = 3;  // a bug in conform itself
 
 struct CheckOptions {
   std::string against;    // golden dir (resolved)
+  bool against_given = false;  // the user named it (else the bundled set): repro lines repeat it
   std::string candidate;  // candidate file, or ""
   std::string impl = "oracle";
   std::string junit;      // JUnit XML path, or ""

@@ -109,6 +109,7 @@ int Main(int argc, char** argv) {
     Allow(a, {"--against", "--candidate", "--impl", "--junit", "--only", "--verbose"}, 0, "check");
     t::CheckOptions o;
     o.against = against();
+    o.against_given = !Opt(a, "--against").empty();
     o.candidate = t::ResolveUserPath(Opt(a, "--candidate"));
     o.impl = Opt(a, "--impl", "oracle");
     o.junit = t::ResolveUserPath(Opt(a, "--junit"));
