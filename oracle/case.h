@@ -68,6 +68,15 @@ struct Case {
 
 // What one implementation returns for a case.
 struct Result {
+  // The stored results of a case (a golden, or a candidate's file).
+  static Result Of(const Case& c) {
+    Result r;
+    r.outputs = c.outputs;
+    r.grads = c.grads;
+    r.metrics = c.metrics;
+    return r;
+  }
+
   std::map<std::string, Array> outputs, grads;
   std::map<std::string, double> metrics;
   // Optional, token-shaped: 1 where the input sits so close to a discrete decision

@@ -108,14 +108,21 @@ double BoundaryShare(const FunctionSpec& spec, const Case& c, const Array& bound
 }
 }  // namespace
 
+CaseReport CaseReport::NotCompared(const Case& c, Outcome outcome, const std::string& detail) {
+  CaseReport r;
+  r.family = c.family;
+  r.function = c.function;
+  r.case_name = c.name;
+  r.where = c.Where();
+  r.dtype = c.dtype;
+  r.outcome = outcome;
+  r.detail = detail;
+  return r;
+}
+
 CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Result* got,
                          const std::optional<std::string>& raised) {
-  CaseReport r;
-  r.family = golden.family;
-  r.function = golden.function;
-  r.case_name = golden.name;
-  r.where = golden.Where();
-  r.dtype = golden.dtype;
+  CaseReport r = CaseReport::NotCompared(golden, Outcome::kPassed, "");
   if (golden.expect_error || raised) {
     // Error semantics: the same condition must raise the same kind of exception.
     if (golden.expect_error && raised && ErrorKind(*golden.expect_error) == ErrorKind(*raised)) {
@@ -177,15 +184,7 @@ CaseReport CheckImplementation(const FunctionSpec& spec, const Case& golden, con
   } catch (const VerlError& e) {
     return CompareResult(spec, golden, nullptr, std::string(e.what()));
   } catch (const Unsupported& e) {
-    CaseReport r;
-    r.family = golden.family;
-    r.function = golden.function;
-    r.case_name = golden.name;
-    r.where = golden.Where();
-    r.dtype = golden.dtype;
-    r.outcome = Outcome::kUnsupported;
-    r.detail = e.what();
-    return r;
+    return CaseReport::NotCompared(golden, Outcome::kUnsupported, e.what());
   }
 }
 
@@ -200,17 +199,11 @@ CaseReport CheckCandidate(const FunctionSpec& spec, const Case& golden, const Ca
   }
   if (candidate.expect_error) return CompareResult(spec, golden, nullptr, candidate.expect_error);
   if (candidate.outputs.empty() && !golden.expect_error) {
-    CaseReport r;
-    r.family = golden.family;
-    r.function = golden.function;
-    r.case_name = golden.name;
+    CaseReport r = CaseReport::NotCompared(golden, Outcome::kUnsupported, "the candidate file has no outputs for this case");
     r.where = candidate.Where();
-    r.dtype = golden.dtype;
-    r.outcome = Outcome::kUnsupported;
-    r.detail = "the candidate file has no outputs for this case";
     return r;
   }
-  Result got{candidate.outputs, candidate.grads, candidate.metrics};
+  const Result got = Result::Of(candidate);
   CaseReport r = CompareResult(spec, golden, &got, std::nullopt);
   r.where = candidate.Where();
   return r;

@@ -25,6 +25,9 @@ struct CaseReport {
   double worst_rel = 0.0;
 
   std::string Describe() const;  // multi-line, for failures
+
+  // A report about `c` that compared nothing: UNSUPPORTED or SKIPPED, with the reason.
+  static CaseReport NotCompared(const Case& c, Outcome outcome, const std::string& detail);
 };
 
 // The tolerance for one field: the dtype default, or the spec's override; for float32

@@ -17,13 +17,9 @@ Result RunAgg(const Case& c) {
   return r;
 }
 
-Case GenerateAgg(const GenParams& p, const std::string& mode) {
+Case GenerateAgg(const GenParams& p) {
   oracle::InputGen g(p.seed);
-  Case c;
-  c.function = mode;
-  c.name = "generated";
-  c.dtype = p.dtype;
-  c.seed = static_cast<int64_t>(p.seed);
+  Case c = oracle::NewGeneratedCase(p);
   c.inputs["loss_mat"] = g.Normal(p.batch, p.tokens, 0.0, 1.0, p.dtype);
   c.inputs["loss_mask"] = g.ResponseMask(p.batch, p.tokens, p.dtype);
   return c;
@@ -42,9 +38,8 @@ void AddAggregationSpecs(std::vector<FunctionSpec>& out) {
     s.outputs = {{"loss", OutputKind::kScalar}};
     s.grads = {"loss_mat"};
     s.oracle = RunAgg;
-    const std::string m = mode;
-    s.generate = [m](const GenParams& p) { return GenerateAgg(p, m); };
-    s.notes = "loss_agg_mode='" + m + "'";
+    s.generate = GenerateAgg;
+    s.notes = "loss_agg_mode='" + s.name + "'";
     out.push_back(std::move(s));
   }
 }

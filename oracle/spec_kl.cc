@@ -2,6 +2,7 @@
 #include "oracle/generate.h"
 #include "oracle/kl.h"
 #include "oracle/registry.h"
+#include "oracle/spec_util.h"
 
 namespace verlconf {
 namespace {
@@ -20,13 +21,9 @@ Result RunKl(const Case& c) {
   return r;
 }
 
-Case GenerateKl(const GenParams& p, const std::string& name) {
+Case GenerateKl(const GenParams& p) {
   oracle::InputGen g(p.seed);
-  Case c;
-  c.function = name;
-  c.name = "generated";
-  c.dtype = p.dtype;
-  c.seed = static_cast<int64_t>(p.seed);
+  Case c = oracle::NewGeneratedCase(p);
   Array ref = g.LogProbs(p.batch, p.tokens, p.dtype);
   c.inputs["ref_logprob"] = ref;
   c.inputs["logprob"] = g.Perturb(ref, g.Coin(0.8) ? 0.1 : 8.0);
@@ -51,9 +48,8 @@ void AddKlSpecs(std::vector<FunctionSpec>& out) {
     FunctionSpec s = KlSpec(name);
     s.oracle = RunKl;
     s.cuda = true;  // cuda_impl/entries.cc lists the same names; cuda_test keeps them in step
-    const std::string n = name;
-    s.generate = [n](const GenParams& p) { return GenerateKl(p, n); };
-    s.notes = n.back() == '+' ? "straight-through: forward value, gradient of k2" : "";
+    s.generate = GenerateKl;
+    s.notes = s.name.back() == '+' ? "straight-through: forward value, gradient of k2" : "";
     out.push_back(std::move(s));
   }
   // verl accepts the name "full" only to raise NotImplementedError (it would need

@@ -35,11 +35,7 @@ Result RunVanilla(const Case& c) {
 
 Case GenerateVanilla(const GenParams& p) {
   oracle::InputGen g(p.seed);
-  Case c;
-  c.function = "vanilla";
-  c.name = "generated";
-  c.dtype = p.dtype;
-  c.seed = static_cast<int64_t>(p.seed);
+  Case c = oracle::NewGeneratedCase(p);
   Array old_lp = g.LogProbs(p.batch, p.tokens, p.dtype);
   c.inputs["old_log_prob"] = old_lp;
   c.inputs["log_prob"] = g.Perturb(old_lp, g.Coin(0.5) ? 0.05 : 0.5);

@@ -3,6 +3,7 @@
 #include "oracle/generate.h"
 #include "oracle/masked.h"
 #include "oracle/registry.h"
+#include "oracle/spec_util.h"
 
 namespace verlconf {
 namespace {
@@ -55,11 +56,7 @@ FunctionSpec Masked(const std::string& name, RunFn run, std::vector<ConfigKey> c
   s.oracle = std::move(run);
   s.generate = [name](const GenParams& p) {
     oracle::InputGen g(p.seed);
-    Case c;
-    c.function = name;
-    c.name = "generated";
-    c.dtype = p.dtype;
-    c.seed = static_cast<int64_t>(p.seed);
+    Case c = oracle::NewGeneratedCase(p);
     c.inputs["values"] = g.Normal(p.batch, p.tokens, g.UniformScalar(-2, 2), g.UniformScalar(0.1, 3), p.dtype);
     c.inputs["mask"] = g.ResponseMask(p.batch, p.tokens, p.dtype);
     return c;

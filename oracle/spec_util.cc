@@ -9,6 +9,14 @@ void AddGlobalBatchKeys(FunctionSpec& s) {
   s.config.push_back({"loss_scale_factor", "float", None(), "seq-mean-token-sum-norm divisor; None = T"});
 }
 
+Case NewGeneratedCase(const GenParams& p) {
+  Case c;
+  c.name = "generated";
+  c.dtype = p.dtype;
+  c.seed = static_cast<int64_t>(p.seed);
+  return c;
+}
+
 GlobalBatchInfo ReadGlobalBatchInfo(const Config& c) {
   GlobalBatchInfo g;
   g.dp_size = c.Int("dp_size", 1);

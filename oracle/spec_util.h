@@ -15,4 +15,8 @@ GlobalBatchInfo ReadGlobalBatchInfo(const Config& c);
 
 inline ConfigValue None() { return std::monostate{}; }
 
+// The start of every registry generator: an empty case named "generated" with p's
+// dtype and seed (the registry fills in family and function).
+Case NewGeneratedCase(const GenParams& p);
+
 }  // namespace verlconf::oracle

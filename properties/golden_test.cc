@@ -36,8 +36,9 @@ TEST(Golden, OracleMatchesEveryCase) {
     // grpo_vectorized, where torch's float32 sqrt is not correctly rounded).
     const Tolerance t64 = ToleranceFor(*spec, "*", DType::kFloat64);
     const double bound = t64.reason.empty() ? 1e-10 : t64.rtol;
-    if (c->dtype == DType::kFloat64 && r.outcome == Outcome::kPassed)
+    if (c->dtype == DType::kFloat64 && r.outcome == Outcome::kPassed) {
       EXPECT_LE(r.worst_rel, bound) << r.Describe() << (t64.reason.empty() ? "" : "\n  override: " + t64.reason);
+    }
   }
   EXPECT_GT(checked, 0);
   // A function whose every case is vacuous would be "green" without evidence.

@@ -32,22 +32,10 @@ std::string Repro(const CheckOptions& o, const Case& c) {
 }
 
 CaseReport Unsupported(const Case& c, const std::string& why) {
-  CaseReport r;
-  r.family = c.family;
-  r.function = c.function;
-  r.case_name = c.name;
-  r.where = c.Where();
-  r.dtype = c.dtype;
-  r.outcome = Outcome::kUnsupported;
-  r.detail = why;
-  return r;
+  return CaseReport::NotCompared(c, Outcome::kUnsupported, why);
 }
 
-CaseReport Skipped(const Case& c, const std::string& why) {
-  CaseReport r = Unsupported(c, why);
-  r.outcome = Outcome::kSkipped;
-  return r;
-}
+CaseReport Skipped(const Case& c, const std::string& why) { return CaseReport::NotCompared(c, Outcome::kSkipped, why); }
 
 std::string Sci(double v) {
   char b[32];

@@ -77,7 +77,7 @@ int RunDrift(const std::string& old_dir, const std::string& new_dir, const std::
     const FunctionSpec* spec = SpecFor(*oc);
     FunctionSpec generic;
     generic.name = fn;
-    const Result got{nc.outputs, nc.grads, nc.metrics};
+    const Result got = Result::Of(nc);
     const CaseReport r = CompareResult(spec ? *spec : generic, *oc, &got, std::nullopt);
     for (const auto& f : r.fields) Accumulate(drift[fn][f.field], f, std::get<2>(key));
   }
