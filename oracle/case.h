@@ -80,9 +80,9 @@ struct Result {
   std::map<std::string, Array> outputs, grads;
   std::map<std::string, double> metrics;
   // Optional, token-shaped: 1 where the input sits so close to a discrete decision
-  // (a clip bound, a clamp) that float32 rounding may decide it the other way. The
-  // comparison reports disagreements there as boundary flips instead of hiding them
-  // or failing on them (float32 cases only).
+  // (a clip bound, a clamp) that rounding in the case's dtype (the log-ratio's, or
+  // an exp's last bit) may decide it the other way. The comparison reports
+  // disagreements there as boundary flips instead of hiding them or failing on them.
   Array boundary;
 };
 

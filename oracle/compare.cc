@@ -107,7 +107,7 @@ FieldReport CompareField(const std::string& field, const Array* got, const Array
   }
   if (r.mismatched > 0 && r.flips == r.mismatched) {
     r.outcome = Outcome::kPassed;
-    r.note = std::to_string(r.flips) + " element(s) differ only where float32 rounding flips a threshold decision";
+    r.note = std::to_string(r.flips) + " element(s) differ only where rounding can flip a threshold decision";
   } else if (r.mismatched > 0) {
     r.outcome = Outcome::kFailed;
     if (discrete) r.note = "discrete output differs: a threshold decision flipped";
@@ -125,7 +125,7 @@ std::string FieldReport::Describe() const {
   o << field << ": " << OutcomeName(outcome);
   if (!note.empty()) o << " (" << note << ")";
   if (outcome != Outcome::kFailed || mismatched == 0) return o.str();
-  if (flips > 0) o << "\n    " << flips << " of the mismatches sit at float32 threshold boundaries";
+  if (flips > 0) o << "\n    " << flips << " of the mismatches sit at threshold boundaries";
   const double pct = total ? 100.0 * static_cast<double>(mismatched) / static_cast<double>(total) : 0.0;
   char pbuf[32];
   std::snprintf(pbuf, sizeof pbuf, "%.2f", pct);

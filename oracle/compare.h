@@ -48,7 +48,7 @@ struct FieldReport {
   double worst_abs = 0.0;
   double worst_rel = 0.0;       // over elements whose reference is non-zero
   int64_t worst_index = -1;     // element with the largest error relative to tolerance
-  int64_t flips = 0;            // mismatches at float32 decision boundaries (see Result::boundary)
+  int64_t flips = 0;            // mismatches at decision boundaries (see Result::boundary)
   std::vector<int64_t> shape;   // of the reference, to print the worst index
   struct Pair {
     int64_t index;
@@ -61,7 +61,7 @@ struct FieldReport {
 };
 
 // Compares one field. `got` may be null: the implementation did not produce it.
-// `boundary` (same shape as want, or null) marks elements where a float32 decision may
+// `boundary` (same shape as want, or null) marks elements where a rounding-level decision may
 // flip; mismatches there are counted as flips, and a field whose every mismatch is a
 // flip passes with the count in its note.
 FieldReport CompareField(const std::string& field, const Array* got, const Array& want, const Tolerance& tol,

@@ -10,7 +10,7 @@
 namespace verlconf::oracle {
 namespace {
 
-constexpr double kFloat32DecisionUlps = 16.0;
+constexpr double kDecisionUlps = 16.0;
 
 double Clamp(double x, double lo, double hi) { return std::min(std::max(x, lo), hi); }
 // torch.clamp with scalar bounds passes the gradient only strictly inside (lo, hi).
@@ -37,6 +37,7 @@ PolicyLossResult policy_loss_vanilla(const PolicyLossInputs& in, const VanillaCo
   Array dloss_dlogp(mask.shape, mask.dtype);  // d L_{i,t} / d log_prob_{i,t}
   Array neg_kl(mask.shape, mask.dtype), clipped(mask.shape, mask.dtype), clipped_lower(mask.shape, mask.dtype);
   Array boundary(mask.shape, mask.dtype);
+  const double eps = mask.dtype == DType::kFloat32 ? kEps32 : kEps64;
   for (int64_t k = 0; k < mask.size(); ++k) {
     const double A = in.advantages[k];
     const double raw = in.log_prob[k] - in.old_log_prob[k];
@@ -51,10 +52,11 @@ PolicyLossResult policy_loss_vanilla(const PolicyLossInputs& in, const VanillaCo
     const double w = in.rollout_is_weights ? (*in.rollout_is_weights)[k] : 1.0;
     losses[k] = (negative ? c2 : c1) * w;
     neg_kl[k] = -d;
-    // In float32 the log-ratio is rounded (absolute error ~ eps32 * |log_prob|) and exp
-    // turns that into a relative error of the ratio; a bound closer than that may be
-    // decided either way by verl.
-    const double margin = kFloat32DecisionUlps * kEps32 * (1.0 + std::fabs(in.log_prob[k]) + std::fabs(in.old_log_prob[k]));
+    // The log-ratio is rounded (absolute error ~ eps * |log_prob|) and exp turns that
+    // into a relative error of the ratio, to which each libm adds its own last-bit
+    // choices (numpy's exp and torch's differ by an ulp at some points): a bound closer
+    // than that may be decided either way by a correct implementation.
+    const double margin = kDecisionUlps * eps * (1.0 + std::fabs(in.log_prob[k]) + std::fabs(in.old_log_prob[k]));
     const auto near = [&](double x, double bound) { return std::fabs(x - bound) <= margin * std::fabs(bound); };
     boundary[k] = (near(r, lo) || near(r, hi) || near(r, c) || near(raw, kPolicyLogRatioClamp) ||
                    near(raw, -kPolicyLogRatioClamp)) ? 1.0 : 0.0;

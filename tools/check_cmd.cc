@@ -12,6 +12,7 @@
 #include "tools/commands.h"
 #include "tools/golden_set.h"
 #include "tools/junit.h"
+#include "tools/paths.h"
 
 namespace verlconf::tools {
 namespace {
@@ -88,7 +89,8 @@ int RunCheck(const CheckOptions& o, std::ostream& out) {
   if (o.impl == "cuda" && o.candidate.empty()) cuda_unavailable = cuda::DeviceUnavailableReason();
 
   if (!o.candidate.empty()) {
-    const GoldenSet cand = GoldenSet::LoadFile(o.candidate);
+    // A candidate is one family file, or a directory of them (what the harness writes).
+    const GoldenSet cand = IsDirectory(o.candidate) ? GoldenSet::Load(o.candidate) : GoldenSet::LoadFile(o.candidate);
     std::set<std::pair<std::string, std::string>> functions;  // (family, function)
     for (const auto& [key, c] : cand.index) {
       if (!Selected(o.only, *c)) continue;

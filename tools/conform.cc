@@ -13,7 +13,7 @@ namespace {
 constexpr const char* kUsage = R"(usage: conform [COMMAND] [OPTIONS]
 
 commands:
-  check   [--against DIR] [--candidate FILE] [--impl oracle|cuda] [--junit FILE]
+  check   [--against DIR] [--candidate FILE|DIR] [--impl oracle|cuda] [--junit FILE]
           [--only FUNCTION[/CASE]] [--verbose]
           compare an implementation (default: the oracle) or a candidate file with
           the goldens in DIR (default: the bundled verl 0.9.1 set)

@@ -6,11 +6,12 @@
 #include <vector>
 
 namespace verlconf::tools {
-namespace {
-bool IsDir(const std::string& p) {
+bool IsDirectory(const std::string& p) {
   struct stat st;
   return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
+
+namespace {
 std::string Env(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
@@ -33,7 +34,7 @@ std::string BundledGoldenDir(const char* argv0) {
     candidates.push_back(Env("BUILD_WORKSPACE_DIRECTORY") + "/" + kBundledGoldens);
   candidates.push_back(kBundledGoldens);
   for (const auto& c : candidates)
-    if (IsDir(c)) return c;
+    if (IsDirectory(c)) return c;
   return kBundledGoldens;  // the reader then reports it as missing, by name
 }
 

@@ -12,6 +12,8 @@ inline constexpr const char* kBundledGoldens = "fixtures/verl-0.9.1";
 // means relative to where they typed it, which Bazel passes as BUILD_WORKING_DIRECTORY.
 std::string ResolveUserPath(const std::string& path);
 
+bool IsDirectory(const std::string& path);
+
 // The bundled primary golden set, found through the runfiles (bazel run / test) or
 // next to the source tree (a binary run from the repository root).
 std::string BundledGoldenDir(const char* argv0);
