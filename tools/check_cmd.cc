@@ -5,6 +5,7 @@
 #include <map>
 #include <ostream>
 #include <set>
+#include <sstream>
 
 #include "cuda_impl/entries.h"
 #include "oracle/check.h"
@@ -49,10 +50,15 @@ struct Row {
   int cases = 0;
   std::map<Outcome, int> by;
   double worst64 = 0.0, worst32 = 0.0;
+  int n(Outcome o) const {
+    auto it = by.find(o);
+    return it == by.end() ? 0 : it->second;
+  }
 };
 
-void PrintTable(const std::vector<CaseReport>& reports, std::ostream& out) {
-  std::map<std::pair<std::string, std::string>, Row> rows;  // (function, family)
+// One row per (function, family), in name order.
+std::map<std::pair<std::string, std::string>, Row> Tabulate(const std::vector<CaseReport>& reports) {
+  std::map<std::pair<std::string, std::string>, Row> rows;
   for (const auto& r : reports) {
     Row& row = rows[{r.function, r.family}];
     row.family = r.family.empty() ? "?" : r.family;
@@ -61,22 +67,51 @@ void PrintTable(const std::vector<CaseReport>& reports, std::ostream& out) {
     double& w = r.dtype == DType::kFloat64 ? row.worst64 : row.worst32;
     w = std::max(w, r.worst_rel);
   }
+  return rows;
+}
+
+std::string Totals(const std::vector<CaseReport>& reports) {
+  int t[5] = {0, 0, 0, 0, 0};
+  for (const auto& r : reports) ++t[static_cast<int>(r.outcome)];
+  return std::to_string(reports.size()) + " cases: " + std::to_string(t[0]) + " passed, " + std::to_string(t[1]) +
+         " failed, " + std::to_string(t[2]) + " mistrusted, " + std::to_string(t[4]) + " unsupported, " +
+         std::to_string(t[3]) + " skipped";
+}
+
+void PrintTable(const std::vector<CaseReport>& reports, std::ostream& out) {
   char line[256];
   std::snprintf(line, sizeof line, "%-26s %-16s %5s %6s %6s %6s %6s %10s %10s\n", "function", "family", "cases",
                 "passed", "failed", "mistr", "unsup", "worst f64", "worst f32");
   out << line;
-  int totals[5] = {0, 0, 0, 0, 0};
-  for (const auto& [key, row] : rows) {
-    const std::string& fn = key.first;
-    auto n = [&](Outcome o) { auto it = row.by.find(o); return it == row.by.end() ? 0 : it->second; };
-    std::snprintf(line, sizeof line, "%-26s %-16s %5d %6d %6d %6d %6d %10s %10s\n", fn.c_str(), row.family.c_str(),
-                  row.cases, n(Outcome::kPassed), n(Outcome::kFailed), n(Outcome::kMistrusted),
-                  n(Outcome::kUnsupported) + n(Outcome::kSkipped), Sci(row.worst64).c_str(), Sci(row.worst32).c_str());
+  for (const auto& [key, row] : Tabulate(reports)) {
+    std::snprintf(line, sizeof line, "%-26s %-16s %5d %6d %6d %6d %6d %10s %10s\n", key.first.c_str(),
+                  row.family.c_str(), row.cases, row.n(Outcome::kPassed), row.n(Outcome::kFailed),
+                  row.n(Outcome::kMistrusted), row.n(Outcome::kUnsupported) + row.n(Outcome::kSkipped),
+                  Sci(row.worst64).c_str(), Sci(row.worst32).c_str());
     out << line;
-    for (int k = 0; k < 5; ++k) totals[k] += n(static_cast<Outcome>(k));
   }
-  out << "\n" << reports.size() << " cases: " << totals[0] << " passed, " << totals[1] << " failed, " << totals[2]
-      << " mistrusted, " << totals[4] << " unsupported, " << totals[3] << " skipped\n";
+  out << "\n" << Totals(reports) << "\n";
+}
+
+// The same table and the failures as Markdown (`--report`).
+std::string MarkdownReport(const std::string& title, const std::vector<CaseReport>& reports) {
+  std::ostringstream o;
+  o << "# " << title << "\n\n" << Totals(reports) << "\n\n";
+  o << "| function | family | cases | passed | failed | mistrusted | unsupported/skipped | worst rel f64 | worst rel f32 |\n"
+       "|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& [key, row] : Tabulate(reports))
+    o << "| `" << key.first << "` | " << row.family << " | " << row.cases << " | " << row.n(Outcome::kPassed) << " | "
+      << row.n(Outcome::kFailed) << " | " << row.n(Outcome::kMistrusted) << " | "
+      << row.n(Outcome::kUnsupported) + row.n(Outcome::kSkipped) << " | " << Sci(row.worst64) << " | "
+      << Sci(row.worst32) << " |\n";
+  bool first = true;
+  for (const auto& r : reports) {
+    if (r.outcome != Outcome::kFailed) continue;
+    if (first) o << "\n## Failures\n";
+    first = false;
+    o << "\n```\n" << r.Describe() << "\n```\n";
+  }
+  return o.str();
 }
 
 }  // namespace
@@ -139,6 +174,10 @@ int RunCheck(const CheckOptions& o, std::ostream& out) {
     if (show) out << "\n" << r.Describe() << "\n";
     failed |= r.outcome == Outcome::kFailed;
   }
+  if (!o.report.empty())
+    WriteFileAtomically(o.report, MarkdownReport("conform check: " + (o.candidate.empty() ? o.impl : o.candidate) +
+                                                     " against verl " + golden.VerlVersion(),
+                                                 reports));
   if (!o.junit.empty()) WriteJunit(o.junit, "conform." + (o.candidate.empty() ? o.impl : std::string("candidate")), reports);
   return failed ? kExitFailure : kExitOk;
 }

@@ -21,6 +21,7 @@ struct CheckOptions {
   std::string candidate;  // candidate file, or ""
   std::string impl = "oracle";
   std::string junit;      // JUnit XML path, or ""
+  std::string report;     // Markdown report path, or ""
   std::string only;       // "function" or "function/case", or ""
   bool verbose = false;   // describe every non-passing case, not just failures
 };
@@ -28,6 +29,8 @@ struct CheckOptions {
 int RunCheck(const CheckOptions& o, std::ostream& out);
 int RunList(const std::string& against, bool json, std::ostream& out);
 int RunSpec(std::ostream& out);
-int RunDrift(const std::string& old_dir, const std::string& new_dir, const std::string& only, std::ostream& out);
+// `report`: also write the drift as Markdown to that file ("" for none).
+int RunDrift(const std::string& old_dir, const std::string& new_dir, const std::string& only,
+             const std::string& report, std::ostream& out);
 
 }  // namespace verlconf::tools

@@ -14,12 +14,13 @@ constexpr const char* kUsage = R"(usage: conform [COMMAND] [OPTIONS]
 
 commands:
   check   [--against DIR] [--candidate FILE|DIR] [--impl oracle|cuda] [--junit FILE]
-          [--only FUNCTION[/CASE]] [--verbose]
+          [--report FILE.md] [--only FUNCTION[/CASE]] [--verbose]
           compare an implementation (default: the oracle) or a candidate file with
           the goldens in DIR (default: the bundled verl 0.9.1 set)
   list    [--against DIR] [--json]   functions, golden case counts, verl names not covered
   spec    --json                     the function registry as JSON
-  drift   OLD_DIR NEW_DIR [--only FUNCTION]   what changed between two golden sets
+  drift   OLD_DIR NEW_DIR [--only FUNCTION] [--report FILE.md]
+          what changed between two golden sets (exit 1 when something changed)
 
 With no command, conform runs `check` on the bundled goldens.
 exit codes: 0 passed, 1 conformance failure or drift, 2 bad input or usage
@@ -36,7 +37,7 @@ struct Args {
 
 // Options that take a value; everything else starting with -- is a flag.
 bool TakesValue(const std::string& o) {
-  for (const char* v : {"--against", "--candidate", "--impl", "--junit", "--only"})
+  for (const char* v : {"--against", "--candidate", "--impl", "--junit", "--only", "--report"})
     if (o == v) return true;
   return false;
 }
@@ -106,13 +107,14 @@ int Main(int argc, char** argv) {
     return v.empty() ? bundled : t::ResolveUserPath(v);
   };
   if (cmd == "check") {
-    Allow(a, {"--against", "--candidate", "--impl", "--junit", "--only", "--verbose"}, 0, "check");
+    Allow(a, {"--against", "--candidate", "--impl", "--junit", "--report", "--only", "--verbose"}, 0, "check");
     t::CheckOptions o;
     o.against = against();
     o.against_given = !Opt(a, "--against").empty();
     o.candidate = t::ResolveUserPath(Opt(a, "--candidate"));
     o.impl = Opt(a, "--impl", "oracle");
     o.junit = t::ResolveUserPath(Opt(a, "--junit"));
+    o.report = t::ResolveUserPath(Opt(a, "--report"));
     o.only = Opt(a, "--only");
     o.verbose = Flag(a, "--verbose");
     return t::RunCheck(o, std::cout);
@@ -126,10 +128,10 @@ int Main(int argc, char** argv) {
     return t::RunSpec(std::cout);
   }
   if (cmd == "drift") {
-    Allow(a, {"--only"}, 2, "drift");
+    Allow(a, {"--only", "--report"}, 2, "drift");
     if (a.positional.size() != 2) throw BadInput("drift: expected OLD_DIR NEW_DIR");
     return t::RunDrift(t::ResolveUserPath(a.positional[0]), t::ResolveUserPath(a.positional[1]), Opt(a, "--only"),
-                       std::cout);
+                       t::ResolveUserPath(Opt(a, "--report")), std::cout);
   }
   throw BadInput("unknown command '" + cmd + "' (try: conform help)");
 }

@@ -4,11 +4,13 @@
 #include <cstdio>
 #include <map>
 #include <ostream>
+#include <sstream>
 
 #include "oracle/check.h"
 #include "oracle/errors.h"
 #include "tools/commands.h"
 #include "tools/golden_set.h"
+#include "tools/junit.h"
 
 namespace verlconf::tools {
 namespace {
@@ -17,6 +19,20 @@ struct FieldDrift {
   int compared = 0, identical = 0, rounding = 0, changed = 0;
   double max_abs = 0.0, max_rel = 0.0;
   std::string worst_case;
+};
+
+// Everything the report says, computed once and rendered as text or Markdown.
+struct Drift {
+  std::string old_version, new_version, old_dir, new_dir;
+  std::map<std::string, std::map<std::string, FieldDrift>> fields;  // function -> field -> stats
+  std::vector<std::string> only_old, only_new, inputs_differ, error_changes;
+  bool AnyChange() const {
+    if (!error_changes.empty()) return true;
+    for (const auto& [fn, fs] : fields)
+      for (const auto& [f, d] : fs)
+        if (d.changed) return true;
+    return false;
+  }
 };
 
 bool Selected(const std::string& only, const std::string& fn) { return only.empty() || only == fn; }
@@ -35,67 +51,65 @@ void Accumulate(FieldDrift& d, const FieldReport& r, const std::string& case_nam
   d.max_rel = std::max(d.max_rel, r.worst_rel);
 }
 
-}  // namespace
+bool SameInputs(const Case& a, const Case& b) {
+  if (a.inputs.size() != b.inputs.size() || a.config.values() != b.config.values()) return false;
+  for (const auto& [n, arr] : a.inputs) {
+    const Array* other = b.OptionalInput(n);
+    if (!other || other->shape != arr.shape || other->data != arr.data) return false;
+  }
+  return true;
+}
 
-int RunDrift(const std::string& old_dir, const std::string& new_dir, const std::string& only, std::ostream& out) {
-  const GoldenSet a = GoldenSet::Load(old_dir);
-  const GoldenSet b = GoldenSet::Load(new_dir);
-  out << "conform drift: verl " << a.VerlVersion() << " (" << old_dir << ") -> verl " << b.VerlVersion() << " ("
-      << new_dir << ")\n";
-  std::map<std::string, std::map<std::string, FieldDrift>> drift;  // function -> field -> stats
-  std::vector<std::string> only_old, only_new, inputs_differ, error_changes;
+Drift Compute(const GoldenSet& a, const GoldenSet& b, const std::string& only) {
+  Drift d;
+  d.old_version = a.VerlVersion();
+  d.new_version = b.VerlVersion();
   for (const auto& [key, oc] : a.index) {
     const std::string& fn = std::get<1>(key);
     const std::string label = fn + "/" + std::get<2>(key);
     if (!Selected(only, fn)) continue;
     auto it = b.index.find(key);
     if (it == b.index.end()) {
-      only_old.push_back(label);
+      d.only_old.push_back(label);
       continue;
     }
     const Case& nc = *it->second;
-    if (oc->inputs.size() != nc.inputs.size()) {
-      inputs_differ.push_back(label);
-      continue;
-    }
-    bool same_inputs = true;
-    for (const auto& [n, arr] : oc->inputs) {
-      const Array* other = nc.OptionalInput(n);
-      same_inputs &= other && other->shape == arr.shape && other->data == arr.data;
-    }
-    if (!same_inputs) {
-      inputs_differ.push_back(label);
+    if (!SameInputs(*oc, nc)) {
+      d.inputs_differ.push_back(label);
       continue;
     }
     if (oc->expect_error.has_value() != nc.expect_error.has_value()) {
-      error_changes.push_back(label + ": " + (oc->expect_error ? *oc->expect_error : "result") +
-                              " -> " + (nc.expect_error ? *nc.expect_error : "result"));
+      d.error_changes.push_back(label + ": " + (oc->expect_error ? *oc->expect_error : "result") + " -> " +
+                                (nc.expect_error ? *nc.expect_error : "result"));
       continue;
     }
     if (oc->expect_error) continue;
-    // The new set plays "got", the old one "want": same comparator as conformance.
+    // The new set plays "got", the old one "want": the same comparator as conformance.
     const FunctionSpec* spec = SpecFor(*oc);
     FunctionSpec generic;
     generic.name = fn;
     const Result got = Result::Of(nc);
     const CaseReport r = CompareResult(spec ? *spec : generic, *oc, &got, std::nullopt);
-    for (const auto& f : r.fields) Accumulate(drift[fn][f.field], f, std::get<2>(key));
+    for (const auto& f : r.fields) Accumulate(d.fields[fn][f.field], f, std::get<2>(key));
   }
   for (const auto& [key, nc] : b.index)
     if (Selected(only, std::get<1>(key)) && !a.index.count(key))
-      only_new.push_back(std::get<1>(key) + "/" + std::get<2>(key));
+      d.only_new.push_back(std::get<1>(key) + "/" + std::get<2>(key));
+  return d;
+}
 
+void RenderText(const Drift& d, std::ostream& out) {
+  out << "conform drift: verl " << d.old_version << " (" << d.old_dir << ") -> verl " << d.new_version << " ("
+      << d.new_dir << ")\n";
   char line[256];
   std::snprintf(line, sizeof line, "%-24s %-32s %5s %5s %5s %5s %11s %11s  %s\n", "function", "field", "cases",
                 "same", "round", "CHGD", "max abs", "max rel", "largest change in");
   out << line;
-  bool any_change = !error_changes.empty();
-  for (const auto& [fn, fields] : drift)
-    for (const auto& [field, d] : fields) {
-      any_change |= d.changed > 0;
+  for (const auto& [fn, fields] : d.fields)
+    for (const auto& [field, f] : fields) {
       std::snprintf(line, sizeof line, "%-24s %-32s %5d %5d %5d %5d %11.3e %11.3e  %s\n", fn.c_str(), field.c_str(),
-                    d.compared, d.identical, d.rounding, d.changed, d.max_abs, d.max_rel,
-                    d.changed ? d.worst_case.c_str() : "");
+                    f.compared, f.identical, f.rounding, f.changed, f.max_abs, f.max_rel,
+                    f.changed ? f.worst_case.c_str() : "");
       out << line;
     }
   auto list = [&](const char* title, const std::vector<std::string>& v) {
@@ -103,12 +117,68 @@ int RunDrift(const std::string& old_dir, const std::string& new_dir, const std::
     out << "\n" << title << " (" << v.size() << "):\n";
     for (const auto& s : v) out << "  " << s << "\n";
   };
-  list("error behaviour changed", error_changes);
-  list("inputs differ (catalogue changed; not compared)", inputs_differ);
-  list("only in old set", only_old);
-  list("only in new set", only_new);
-  out << "\n" << (any_change ? "drift found beyond tolerance" : "no drift beyond tolerance") << "\n";
-  return any_change ? kExitFailure : kExitOk;
+  list("error behaviour changed", d.error_changes);
+  list("inputs differ (catalogue changed; not compared)", d.inputs_differ);
+  list("only in old set", d.only_old);
+  list("only in new set", d.only_new);
+  out << "\n" << (d.AnyChange() ? "drift found beyond tolerance" : "no drift beyond tolerance") << "\n";
+}
+
+// Markdown for a committed report: only what the goldens determine (versions, counts,
+// errors), nothing machine- or path-specific, so that a re-run reproduces it exactly.
+std::string RenderMarkdown(const Drift& d) {
+  std::ostringstream o;
+  o << "## conform drift: verl " << d.old_version << " -> verl " << d.new_version << "\n\n";
+  o << "Cases present in both golden sets with identical inputs, compared field by field with the "
+       "conformance tolerances (new set as \"got\", old set as \"want\"). `same`: bitwise identical; "
+       "`round`: within tolerance; `changed`: beyond it.\n\n";
+  o << "### Changed beyond tolerance\n\n";
+  bool any = false;
+  for (const auto& [fn, fields] : d.fields)
+    for (const auto& [field, f] : fields) {
+      if (!f.changed) continue;
+      if (!any) o << "| function | field | cases | changed | max abs | max rel | largest change in |\n|---|---|---|---|---|---|---|\n";
+      any = true;
+      char buf[320];
+      std::snprintf(buf, sizeof buf, "| `%s` | `%s` | %d | %d | %.3e | %.3e | `%s` |\n", fn.c_str(), field.c_str(),
+                    f.compared, f.changed, f.max_abs, f.max_rel, f.worst_case.c_str());
+      o << buf;
+    }
+  if (!any) o << "Nothing.\n";
+  auto list = [&](const char* title, const std::vector<std::string>& v) {
+    o << "\n### " << title << " (" << v.size() << ")\n\n";
+    if (v.empty()) o << "None.\n";
+    for (const auto& s : v) o << "- `" << s << "`\n";
+  };
+  list("Error behaviour changed", d.error_changes);
+  list("Inputs differ (not compared)", d.inputs_differ);
+  list("Only in the old set", d.only_old);
+  list("Only in the new set", d.only_new);
+  o << "\n### Unchanged or rounding only\n\n| function | field | cases | same | round | max abs | max rel |\n"
+       "|---|---|---|---|---|---|---|\n";
+  for (const auto& [fn, fields] : d.fields)
+    for (const auto& [field, f] : fields) {
+      if (f.changed) continue;
+      char buf[256];
+      std::snprintf(buf, sizeof buf, "| `%s` | `%s` | %d | %d | %d | %.3e | %.3e |\n", fn.c_str(), field.c_str(),
+                    f.compared, f.identical, f.rounding, f.max_abs, f.max_rel);
+      o << buf;
+    }
+  return o.str();
+}
+
+}  // namespace
+
+int RunDrift(const std::string& old_dir, const std::string& new_dir, const std::string& only,
+             const std::string& report, std::ostream& out) {
+  const GoldenSet a = GoldenSet::Load(old_dir);
+  const GoldenSet b = GoldenSet::Load(new_dir);
+  Drift d = Compute(a, b, only);
+  d.old_dir = old_dir;
+  d.new_dir = new_dir;
+  RenderText(d, out);
+  if (!report.empty()) WriteFileAtomically(report, RenderMarkdown(d));
+  return d.AnyChange() ? kExitFailure : kExitOk;
 }
 
 }  // namespace verlconf::tools
