@@ -23,7 +23,8 @@ fi
 
 # Why each package: Bazel; the C++ libraries wrapped in third_party/*.BUILD
 # (static archives: gtest/gmock, rapidcheck, hdf5 + its zlib/szip filters);
-# Debian's python3 with numpy/h5py for py_test (third_party/python); compiler.
+# Debian's python3 with numpy/h5py for py_test (third_party/python); compiler; clang
+# and its libFuzzer/sanitizer runtime for tools/fuzz/run.sh.
 packages=(
   bazel-bootstrap
   g++
@@ -31,6 +32,7 @@ packages=(
   librapidcheck-dev
   libhdf5-dev zlib1g-dev libaec-dev
   python3 python3-numpy python3-h5py
+  clang libclang-rt-14-dev
 )
 
 [[ -r /etc/os-release ]] && . /etc/os-release
