@@ -1,0 +1,271 @@
+#!/usr/bin/env bash
+# tools/gpu_check.sh: the one prepared GPU check (DESIGN.md, "GPU checks").
+#
+# Builds the CUDA tests, the conform CLI and the benchmark here (bazel -c opt), bundles
+# them into a directory that runs on a bare Linux x86-64 machine with only the NVIDIA
+# driver (HDF5, GoogleTest, RapidCheck and cudart are linked statically; the binaries
+# need only libc, libm, libstdc++, libgcc_s, libdl, libpthread, librt), and runs them
+# there in one call.
+#
+# The device command. The device tool copies the working tree plus the ignored paths in
+# its carry list to the GPU machine and runs one command in the repo root with $OUT as
+# the folder that comes back. Build the bundle here first, then:
+#
+#     tools/gpu_check.sh --build-only gpu-bundle          # here (no GPU needed)
+#     carry: ["gpu-bundle"]    command: bash gpu-bundle/run.sh "$OUT"
+#
+# run.sh writes into OUT_DIR: env.log (driver, nvidia-smi, bundle manifest),
+# bundle_check.log (sha256 of every bundled file against MANIFEST.txt); one
+# <name>.log and GTest <name>.xml per test binary; conform_cuda.log/.xml (JUnit);
+# bench.log and bench.json; summary.txt. Its last line reads
+#     SUMMARY: N passed, N failed, N skipped (test binaries); bench: ok|skipped|error
+# and it exits 1 when a test binary failed, the benchmark errored or the bundle is
+# corrupt, else 0. A binary whose device tests skipped (no usable GPU) counts as
+# skipped, never as passed. Worst case, five steps x 100 s stay inside a 600 s call.
+#
+# Usage:
+#   tools/gpu_check.sh --build-only BUNDLE_DIR      build + bundle only
+#   tools/gpu_check.sh [--bundle BUNDLE_DIR] OUT_DIR build + bundle (default gpu-bundle/)
+#                                                   + run here, for a machine with both
+#   BUNDLE_DIR/run.sh OUT_DIR                        run a bundle (the GPU machine)
+# Environment: GPU_CHECK_STEP_TIMEOUT (seconds per binary in run.sh, default 100);
+# BENCH_ARGS (extra cuda_bench flags, e.g. "--repeats 50").
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+say() { echo "gpu_check: $*"; }
+die() { echo "gpu_check: ERROR: $*" >&2; exit 2; }
+usage() { sed -n '/^# Usage:/,/^# Environment/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+
+build_only=0
+bundle=""
+out=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --build-only) build_only=1; shift ;;
+    --bundle) [[ $# -ge 2 ]] || usage; bundle="$2"; shift 2 ;;
+    -h|--help) usage ;;
+    -*) die "unknown option '$1'" ;;
+    *) [[ -z "$out" ]] || die "one directory argument expected"; out="$1"; shift ;;
+  esac
+done
+if [[ $build_only -eq 1 ]]; then
+  [[ -z "$bundle" ]] || die "--build-only takes the bundle directory as its argument"
+  [[ -n "$out" ]] || usage
+  bundle="$out"
+  out=""
+else
+  [[ -n "$out" ]] || usage
+  bundle="${bundle:-$repo/gpu-bundle}"
+fi
+# Resolve against the caller's directory before we cd.
+abspath() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
+bundle="$(abspath "$bundle")"
+[[ -z "$out" ]] || out="$(abspath "$out")"
+cd "$repo"
+
+# ------------------------------------------------------------------------------ build
+# Bundle name -> Bazel target. Test binaries first; run.sh runs them in this order.
+tests=(
+  "third_party_cuda_test://third_party/tests:cuda_test"
+  "cuda_impl_kl_kernel_test://cuda_impl:kl_kernel_test"
+  "properties_cuda_test://properties:cuda_test"
+)
+tools=(
+  "conform://tools:conform"
+  "cuda_bench://tools/bench:cuda_bench"
+)
+targets=()
+for e in "${tests[@]}" "${tools[@]}"; do targets+=("${e#*:}"); done
+
+say "bazel build -c opt ${targets[*]}"
+bazel build -c opt "${targets[@]}"
+bin_root="$(bazel info -c opt bazel-bin 2>/dev/null)"
+
+# ----------------------------------------------------------------------------- bundle
+marker=".verlconf-gpu-bundle"
+if [[ -e "$bundle" ]]; then
+  # Only ever delete what this script made.
+  [[ -d "$bundle" ]] || die "$bundle exists and is not a directory"
+  if [[ -n "$(ls -A "$bundle")" && ! -e "$bundle/$marker" ]]; then
+    die "$bundle is not empty and is not a gpu_check bundle; refusing to overwrite it"
+  fi
+  rm -rf "$bundle"
+fi
+mkdir -p "$bundle/bin" "$bundle/goldens/verl-0.9.1"
+touch "$bundle/$marker"
+
+for e in "${tests[@]}" "${tools[@]}"; do
+  name="${e%%:*}"
+  target="${e#*:}"
+  pkg="${target#//}"; pkg="${pkg%%:*}"
+  src="$bin_root/$pkg/${target##*:}"
+  [[ -x "$src" ]] || die "built binary not found: $src"
+  cp "$src" "$bundle/bin/$name"
+  chmod u+w "$bundle/bin/$name"
+  # Debug sections come from the static archives (HDF5's especially); symbols stay
+  # for readable backtraces.
+  strip --strip-debug "$bundle/bin/$name"
+done
+cp fixtures/verl-0.9.1/*.h5 "$bundle/goldens/verl-0.9.1/"
+
+# Dynamic dependencies: nothing beyond the C/C++ runtime may be needed. readelf's
+# NEEDED list is what the GPU machine's loader will look for; ldd also resolves
+# transitive ones on this machine.
+allowed='^(linux-vdso\.so\.1|ld-linux-x86-64\.so\.2|libc\.so\.6|libm\.so\.6|libstdc\+\+\.so\.6'
+allowed+='|libgcc_s\.so\.1|libdl\.so\.2|libpthread\.so\.0|librt\.so\.1)$'
+deps_report=""
+bad=0
+for f in "$bundle"/bin/*; do
+  needed="$(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort -u)"
+  resolved="$(ldd "$f" | awk '{print $1}' | sed 's|.*/||' | sort -u)"
+  for lib in $needed $resolved; do
+    if ! [[ "$lib" =~ $allowed ]]; then
+      echo "gpu_check: ERROR: $(basename "$f") needs $lib" >&2
+      bad=1
+    fi
+  done
+  glibc="$(objdump -T "$f" | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)"
+  glibcxx="$(objdump -T "$f" | grep -o 'GLIBCXX_[0-9.]*' | sort -uV | tail -1)"
+  deps_report+="$(basename "$f"): needs $(paste -sd, <<<"$needed"); newest symbols ${glibc:-none} ${glibcxx:-}"$'\n'
+done
+[[ $bad -eq 0 ]] || die "a bundled binary needs a shared library a bare GPU machine lacks"
+
+{
+  echo "verlconf GPU bundle (tools/gpu_check.sh)"
+  echo "built_utc: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "git: $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (+ uncommitted changes)')"
+  echo "build_host: $(uname -srm); $(ldd --version 2>&1 | head -1)"
+  echo "nvcc: $(/usr/local/cuda/bin/nvcc --version | tail -1)"
+  echo "device command: bash $(basename "$bundle")/run.sh \"\$OUT\"   (carry: [\"$(basename "$bundle")\"])"
+  echo
+  echo "dynamic dependencies (checked: libc/libm/libstdc++/libgcc_s/libdl/libpthread/librt only):"
+  printf '%s' "$deps_report"
+  echo
+  echo "files:"
+  (cd "$bundle" && find bin goldens -type f | sort | xargs sha256sum)
+} >"$bundle/MANIFEST.txt"
+
+# The runner. Plain bash + coreutils: the GPU machine may have nothing else.
+cat >"$bundle/run.sh" <<'RUN_SH'
+#!/usr/bin/env bash
+# Runs the verlconf GPU check bundle (made by tools/gpu_check.sh): every test binary,
+# conform --impl cuda against the bundled goldens, and the benchmark.
+#   usage: run.sh OUT_DIR
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+[[ $# -eq 1 ]] || { echo "usage: run.sh OUT_DIR" >&2; exit 2; }
+mkdir -p "$1" || exit 2
+out="$(cd "$1" && pwd)"
+step_timeout="${GPU_CHECK_STEP_TIMEOUT:-100}"
+export GTEST_COLOR=no
+names=(third_party_cuda_test cuda_impl_kl_kernel_test properties_cuda_test conform_cuda bench)
+for n in "${names[@]}"; do rm -f "$out/$n.log" "$out/$n.xml" "$out/$n.json"; done
+rm -f "$out/env.log" "$out/summary.txt"
+
+# A bundle that arrived incomplete would quietly check fewer goldens.
+bundle_ok=1
+if ! (cd "$here" && sed -n '/^files:$/,$p' MANIFEST.txt | tail -n +2 | sha256sum -c --quiet) >"$out/bundle_check.log" 2>&1; then
+  bundle_ok=0
+  echo "FAILED   bundle integrity (sha256 of MANIFEST.txt's files; see bundle_check.log)"
+  cat "$out/bundle_check.log"
+fi
+
+{
+  echo "date_utc: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "host: $(uname -a)"
+  echo "glibc: $(ldd --version 2>&1 | head -1)"
+  if command -v nvidia-smi >/dev/null; then
+    timeout 30 nvidia-smi 2>&1
+  else
+    echo "nvidia-smi: not found"
+  fi
+  echo
+  cat "$here/MANIFEST.txt"
+} >"$out/env.log" 2>&1
+
+passed=0 failed=0 skipped=0
+lines=()
+note() { lines+=("$1"); echo "$1"; }
+
+# Runs one step under a timeout; stdout+stderr to OUT/<name>.log; sets $rc.
+step() {
+  local name="$1"; shift
+  rc=0
+  timeout -k 10 "$step_timeout" "$@" >"$out/$name.log" 2>&1 || rc=$?
+  if [[ $rc -eq 124 || $rc -eq 137 ]]; then echo "(timed out after ${step_timeout}s)" >>"$out/$name.log"; fi
+}
+
+show_tail() { echo "----- last lines of $1.log"; tail -n 30 "$out/$1.log"; echo "-----"; }
+
+for name in third_party_cuda_test cuda_impl_kl_kernel_test properties_cuda_test; do
+  step "$name" "$here/bin/$name" --gtest_output="xml:$out/$name.xml"
+  total=0 skip=0
+  if [[ -f "$out/$name.xml" ]]; then
+    total=$(grep -c '<testcase ' "$out/$name.xml" || true)
+    skip=$(grep -c 'result="skipped"' "$out/$name.xml" || true)
+  fi
+  if [[ $rc -ne 0 || ! -f "$out/$name.xml" ]]; then
+    failed=$((failed + 1))
+    note "FAILED   $name (exit $rc; see $name.log)"
+    show_tail "$name"
+  elif [[ $skip -gt 0 ]]; then
+    skipped=$((skipped + 1))
+    why=$(grep -m1 -A1 ': Skipped$' "$out/$name.log" | tail -1)
+    note "SKIPPED  $name ($skip of $total tests skipped: $why)"
+  else
+    passed=$((passed + 1))
+    note "PASSED   $name ($total tests)"
+  fi
+done
+
+# conform prints "N cases: P passed, F failed, M mistrusted, U unsupported, S skipped".
+# Functions without a CUDA entry are UNSUPPORTED by design; they do not fail the step.
+name=conform_cuda
+step "$name" "$here/bin/conform" check --impl cuda --against "$here/goldens/verl-0.9.1" --junit "$out/$name.xml"
+counts=$(grep -E '^[0-9]+ cases: ' "$out/$name.log" | tail -1)
+c_pass=$(sed -n 's/.* \([0-9]*\) passed.*/\1/p' <<<"$counts")
+c_skip=$(sed -n 's/.* \([0-9]*\) skipped.*/\1/p' <<<"$counts")
+if [[ $rc -ne 0 || -z "$counts" ]]; then
+  failed=$((failed + 1))
+  note "FAILED   $name (exit $rc; $counts)"
+  show_tail "$name"
+elif [[ "${c_skip:-0}" -gt 0 || "${c_pass:-0}" -eq 0 ]]; then
+  skipped=$((skipped + 1))
+  why=$(grep -m1 '^CUDA: ' "$out/$name.log" || echo "nothing compared")
+  note "SKIPPED  $name ($counts; $why)"
+else
+  passed=$((passed + 1))
+  note "PASSED   $name ($counts)"
+fi
+
+# shellcheck disable=SC2086  # BENCH_ARGS is a flag list on purpose
+step bench "$here/bin/cuda_bench" --json "$out/bench.json" ${BENCH_ARGS:-}
+bench_status=$(sed -n 's/^ *"status": "\([a-z]*\)".*/\1/p' "$out/bench.json" 2>/dev/null | head -1)
+[[ $rc -eq 0 ]] || bench_status="error"
+echo "----- bench.log"
+cat "$out/bench.log"
+echo "-----"
+note "bench: ${bench_status:-error} (exit $rc; bench.json, bench.log)"
+
+summary="SUMMARY: $passed passed, $failed failed, $skipped skipped (test binaries); bench: ${bench_status:-error}"
+[[ $bundle_ok -eq 1 ]] || summary+="; bundle: CORRUPT"
+printf '%s\n' "${lines[@]}" "$summary" >"$out/summary.txt"
+echo "$summary"
+[[ $failed -eq 0 && "${bench_status:-error}" != "error" && $bundle_ok -eq 1 ]]
+RUN_SH
+chmod +x "$bundle/run.sh"
+
+size="$(du -sh "$bundle" | cut -f1)"
+bytes="$(du -sb "$bundle" | cut -f1)"
+# The device tool carries at most 64 MiB, working tree included.
+[[ $bytes -lt $((48 * 1024 * 1024)) ]] || die "bundle is $size; too large to carry (keep it well under 64 MiB)"
+say "bundle ready: $bundle ($size)"
+printf '%s' "$deps_report" | sed 's/^/gpu_check:   /'
+
+if [[ $build_only -eq 1 ]]; then
+  say "device command (repo root, carry [\"$(basename "$bundle")\"]): bash $(basename "$bundle")/run.sh \"\$OUT\""
+  exit 0
+fi
+say "running $bundle/run.sh $out"
+exec "$bundle/run.sh" "$out"
