@@ -6,6 +6,9 @@
 #   tools/setup_capture.sh [VENV_DIR]      default VENV_DIR: <repo>/.venv-capture
 #
 # Environment:
+#   VERL_VERSION  the verl to install (default 0.9.1, the primary golden set). The drift
+#            set uses VERL_VERSION=0.8.0 tools/setup_capture.sh .venv-verl-0.8.0: verl
+#            0.8.0's algorithm modules import cleanly with the same pinned packages.
 #   PYTHON   interpreter used to create the venv (default: python3; must be 3.11 or 3.12,
 #            the range both verl 0.9.1 and torch 2.15 accept; Debian 12's python3 is 3.11)
 #
@@ -18,7 +21,7 @@
 # capture itself runs on CPU only.
 set -euo pipefail
 
-VERL_VERSION=0.9.1
+VERL_VERSION="${VERL_VERSION:-0.9.1}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
 req="$here/capture-requirements.txt"
