@@ -210,6 +210,9 @@ CaseReport CheckCandidate(const FunctionSpec& spec, const Case& golden, const Ca
       throw BadInput(candidate.Where() + ": inputs/" + name + ": differs from the golden input (was the candidate "
                      "produced from these goldens?)");
   }
+  if (candidate.config.values() != golden.config.values())
+    throw BadInput(candidate.Where() + ": cfg: the config attributes differ from the golden case's (was the "
+                   "candidate produced from these goldens?)");
   if (candidate.expect_error) return CompareResult(spec, golden, nullptr, candidate.expect_error);
   // Neither a result nor an error: the candidate did not compute this case.
   if (candidate.outputs.empty() && candidate.grads.empty() && candidate.metrics.empty()) {

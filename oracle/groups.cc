@@ -1,5 +1,7 @@
 #include "oracle/groups.h"
 
+#include <cmath>
+
 #include "oracle/sum.h"
 
 namespace verlconf::oracle {
@@ -26,6 +28,29 @@ std::vector<double> RowSums(const Array& m) {
     s[static_cast<size_t>(i)] = acc.Value();
   }
   return s;
+}
+
+Array RowsTimesMask(const std::vector<double>& per_seq, const Array& mask) {
+  Array out(mask.shape, mask.dtype);
+  for (int64_t i = 0; i < mask.rows(); ++i)
+    for (int64_t t = 0; t < mask.cols(); ++t) out.at(i, t) = per_seq[static_cast<size_t>(i)] * mask.at(i, t);
+  return out;
+}
+
+double GroupMean(const std::vector<double>& s, const std::vector<int64_t>& members) {
+  ExactSum sum;
+  for (int64_t i : members) sum.Add(s[static_cast<size_t>(i)]);
+  return sum.Value() / static_cast<double>(members.size());
+}
+
+double GroupStd(const std::vector<double>& s, const std::vector<int64_t>& members) {
+  const double mean = GroupMean(s, members);
+  ExactSum sq;
+  for (int64_t i : members) {
+    const double c = s[static_cast<size_t>(i)] - mean;
+    sq.Add(c * c);
+  }
+  return std::sqrt(sq.Value() / static_cast<double>(members.size() - 1));
 }
 
 }  // namespace verlconf::oracle

@@ -22,4 +22,13 @@ Groups GroupBy(const Array& index);
 // s_i = sum_t r_{i,t} over every token (verl sums the whole row, not just the mask).
 std::vector<double> RowSums(const Array& m);
 
+// A_{i,t} = a_i * mask_{i,t}: verl's `scalars.unsqueeze(-1) * response_mask`.
+Array RowsTimesMask(const std::vector<double>& per_seq, const Array& mask);
+
+// Mean of s over one group's members, as torch.mean of the stacked scores (accurately
+// summed; verl's float64 sums differ from it only in the last bits).
+double GroupMean(const std::vector<double>& s, const std::vector<int64_t>& members);
+// torch.std (unbiased, n - 1) of the same, about GroupMean.
+double GroupStd(const std::vector<double>& s, const std::vector<int64_t>& members);
+
 }  // namespace verlconf::oracle

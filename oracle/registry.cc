@@ -14,6 +14,8 @@ const char* RoleName(Role r) {
     case Role::kSequences: return "sequences";
     case Role::kGroupIndex: return "group_index";
     case Role::kScalar: return "scalar";
+    case Role::kComponents: return "components";
+    case Role::kComponentWeights: return "component_weights";
   }
   return "?";
 }
@@ -33,10 +35,12 @@ const OutputSpec* FunctionSpec::FindOutput(const std::string& n) const {
 static std::vector<FunctionSpec> Build() {
   std::vector<FunctionSpec> all;
   AddAdvantageSpecs(all);
+  AddAdvantageEstimatorSpecs(all);
   AddPolicyLossSpecs(all);
   AddAggregationSpecs(all);
   AddKlSpecs(all);
   AddTorchFunctionalSpecs(all);
+  AddRewardKlSpecs(all);
   std::set<std::pair<std::string, std::string>> seen;
   for (auto& s : all) {
     if (!seen.insert({s.family, s.name}).second) throw std::logic_error("duplicate registry key: " + s.family + "/" + s.name);
@@ -93,6 +97,7 @@ std::string RegistryJson() {
       j.Key("dtype").String(in.role == Role::kGroupIndex ? "int64" : "case");
       j.Key("mask").Bool(in.is_mask);
       j.Key("optional").Bool(in.optional);
+      if (!in.doc.empty()) j.Key("doc").String(in.doc);
       j.EndObject();
     }
     j.EndArray();
@@ -116,6 +121,11 @@ std::string RegistryJson() {
       j.EndObject();
     }
     j.EndArray();
+    if (!s.dispatch_kwargs.empty()) {
+      j.Key("verl_dispatch_kwargs").BeginArray();
+      for (const auto& k : s.dispatch_kwargs) j.String(k);
+      j.EndArray();
+    }
     j.Key("metrics").BeginArray();
     for (const auto& m : s.metrics) j.String(m);
     j.EndArray();

@@ -12,8 +12,9 @@
 
 namespace verlconf {
 
-// How an input's shape relates to the batch: B sequences x T tokens.
-enum class Role { kTokens, kSequences, kGroupIndex, kScalar };
+// How an input's shape relates to the batch: B sequences x T tokens, and K reward
+// components (GDPO's per-key scores: B x K, with K weights).
+enum class Role { kTokens, kSequences, kGroupIndex, kScalar, kComponents, kComponentWeights };
 const char* RoleName(Role r);
 
 struct InputSpec {
@@ -21,6 +22,7 @@ struct InputSpec {
   Role role = Role::kTokens;
   bool is_mask = false;   // must hold 0/1 values; float by verl's convention
   bool optional = false;  // may be absent (verl's None)
+  std::string doc = {};   // where verl takes it from (`conform spec --json`)
 };
 
 struct ConfigKey {
@@ -59,7 +61,7 @@ using GenFn = std::function<Case(const GenParams&)>;
 
 struct FunctionSpec {
   std::string name;         // verl's registry string, exactly
-  std::string family;       // advantage, policy_loss, aggregation, kl, torch_functional
+  std::string family;       // advantage, policy_loss, aggregation, kl, torch_functional, reward_kl
   std::string verl_symbol;  // the verl function it mirrors
   std::vector<InputSpec> inputs;
   std::vector<ConfigKey> config;
@@ -77,6 +79,11 @@ struct FunctionSpec {
   // Metrics that are fractions of tokens (clip fractions): exact in float64; in
   // float32 allowed to move by the boundary tokens' share, reported as flips.
   std::vector<std::string> discrete_metrics;
+  // Advantage estimators: the keyword arguments verl's compute_advantage dispatcher
+  // (ray_trainer.compute_advantage) hands this estimator when the batch holds every
+  // optional key. properties/dispatch_test.py holds them against what the capture
+  // recorded from verl's own dispatcher (/_verl_dispatch in advantage.h5).
+  std::vector<std::string> dispatch_kwargs;
   std::string notes;
 
   const InputSpec* FindInput(const std::string& n) const;
@@ -93,10 +100,12 @@ const FunctionSpec* SpecFor(const Case& c);
 
 // Per-family registration, one file each (oracle/spec_<family>.cc).
 void AddAdvantageSpecs(std::vector<FunctionSpec>& out);
+void AddAdvantageEstimatorSpecs(std::vector<FunctionSpec>& out);  // the rest of ADV_ESTIMATOR_REGISTRY
 void AddPolicyLossSpecs(std::vector<FunctionSpec>& out);
 void AddAggregationSpecs(std::vector<FunctionSpec>& out);
 void AddKlSpecs(std::vector<FunctionSpec>& out);
 void AddTorchFunctionalSpecs(std::vector<FunctionSpec>& out);
+void AddRewardKlSpecs(std::vector<FunctionSpec>& out);
 
 // The registry as JSON (`conform spec --json`).
 std::string RegistryJson();

@@ -6,6 +6,7 @@
 #include "oracle/groups.h"
 #include "oracle/generate.h"
 #include "oracle/registry.h"
+#include "oracle/spec_util.h"
 
 namespace verlconf {
 namespace {
@@ -60,32 +61,6 @@ Case GenerateOutcome(const GenParams& p, const std::string& name) {
   return c;
 }
 
-// Forward error of GRPO in float32: row sums lose eps32 * sum_t |r_t|, the group mean
-// eps32 * |mean|, and the division by (std + eps) amplifies both. verl's float32
-// result is only that good; the float32 tolerance is scaled by this factor.
-double GrpoFloat32Condition(const Case& c) {
-  const Array& r = c.Input("token_level_rewards");
-  const std::vector<double> s = oracle::RowSums(r);
-  const oracle::Groups groups = oracle::GroupBy(c.Input("index"));
-  const bool normalize = c.config.Bool("norm_adv_by_std_in_grpo", true);
-  const double eps = c.config.Double("epsilon", 1e-6);
-  double cond = 1.0;
-  for (const auto& members : groups.members) {
-    double mean = 0, sq = 0, l1max = 0;
-    for (int64_t i : members) mean += s[static_cast<size_t>(i)] / static_cast<double>(members.size());
-    for (int64_t i : members) {
-      sq += (s[static_cast<size_t>(i)] - mean) * (s[static_cast<size_t>(i)] - mean);
-      double l1 = 0;
-      for (int64_t t = 0; t < r.cols(); ++t) l1 += std::fabs(r.at(i, t));
-      l1max = std::max(l1max, l1);
-    }
-    const double sd = members.size() > 1 ? std::sqrt(sq / static_cast<double>(members.size() - 1)) : 1.0;
-    const double scale = l1max + std::fabs(mean);
-    cond = std::max(cond, normalize ? scale / (sd + eps) : scale);
-  }
-  return cond;
-}
-
 FunctionSpec GrpoSpec(const std::string& name, const std::string& symbol, RunFn run, const std::string& notes) {
   FunctionSpec s;
   s.name = name;
@@ -100,21 +75,27 @@ FunctionSpec GrpoSpec(const std::string& name, const std::string& symbol, RunFn 
   s.oracle = std::move(run);
   s.generate = [name](const GenParams& p) { return GenerateOutcome(p, name); };
   s.notes = notes;
-  s.float32_condition = GrpoFloat32Condition;
+  s.float32_condition = oracle::GrpoFloat32Condition;
   return s;
 }
 
 }  // namespace
 
 void AddAdvantageSpecs(std::vector<FunctionSpec>& out) {
+  // verl's dispatcher calls grpo by name with these; grpo_vectorized goes through the
+  // registry like every other estimator (and rejects reward_baselines: docs/verl-quirks.md).
+  const std::vector<std::string> grpo_dispatch = {"index", "norm_adv_by_std_in_grpo", "response_mask",
+                                                  "token_level_rewards"};
   out.push_back(GrpoSpec("grpo", "verl.trainer.ppo.core_algos.compute_grpo_outcome_advantage",
                          RunGrpo<oracle::grpo_outcome_advantage>,
                          "Python loop over groups; torch.std (unbiased) in the input dtype; singleton "
                          "groups use float32 mean 0 / std 1."));
+  out.back().dispatch_kwargs = grpo_dispatch;
   out.push_back(GrpoSpec("grpo_vectorized", "verl.trainer.ppo.core_algos.compute_grpo_vectorized_outcome_advantage",
                          RunGrpo<oracle::grpo_vectorized_outcome_advantage>,
                          "group statistics in float32 (verl.utils.groupwise.group_mean_std, variance "
                          "floored at 0) even for float64 inputs."));
+  out.back().dispatch_kwargs = {"config", "index", "response_mask", "reward_baselines", "token_level_rewards"};
   // The oracle replays verl's float32 group statistics with IEEE-exact float32
   // operations, but torch's CPU float32 sqrt is not correctly rounded (it returned
   // 2.3031356 where IEEE gives 2.3031359 for 5.3044343 in verl-0.9.1

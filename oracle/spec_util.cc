@@ -1,5 +1,10 @@
 #include "oracle/spec_util.h"
 
+#include <algorithm>
+#include <cmath>
+
+#include "oracle/groups.h"
+
 namespace verlconf::oracle {
 
 void AddGlobalBatchKeys(FunctionSpec& s) {
@@ -24,6 +29,81 @@ GlobalBatchInfo ReadGlobalBatchInfo(const Config& c) {
   g.global_batch_size = c.OptionalDouble("global_batch_size");
   g.loss_scale_factor = c.OptionalDouble("loss_scale_factor");
   return g;
+}
+
+double GrpoFloat32Condition(const Case& c) {
+  const Array& r = c.Input("token_level_rewards");
+  const std::vector<double> s = RowSums(r);
+  const Groups groups = GroupBy(c.Input("index"));
+  const bool normalize = c.config.Bool("norm_adv_by_std_in_grpo", true);
+  const double eps = c.config.Double("epsilon", 1e-6);
+  double cond = 1.0;
+  for (const auto& members : groups.members) {
+    double mean = 0, sq = 0, l1max = 0;
+    for (int64_t i : members) mean += s[static_cast<size_t>(i)] / static_cast<double>(members.size());
+    for (int64_t i : members) {
+      sq += (s[static_cast<size_t>(i)] - mean) * (s[static_cast<size_t>(i)] - mean);
+      double l1 = 0;
+      for (int64_t t = 0; t < r.cols(); ++t) l1 += std::fabs(r.at(i, t));
+      l1max = std::max(l1max, l1);
+    }
+    const double sd = members.size() > 1 ? std::sqrt(sq / static_cast<double>(members.size() - 1)) : 1.0;
+    const double scale = l1max + std::fabs(mean);
+    cond = std::max(cond, normalize ? scale / (sd + eps) : scale);
+  }
+  return cond;
+}
+
+namespace {
+
+double MaxRowL1(const Array& r) {
+  double m = 0.0;
+  for (int64_t i = 0; i < r.rows(); ++i) {
+    double l1 = 0.0;
+    for (int64_t t = 0; t < r.cols(); ++t) l1 += std::fabs(r.at(i, t));
+    m = std::max(m, l1);
+  }
+  return m;
+}
+
+}  // namespace
+
+double ScoreScaleCondition(const Case& c) {
+  double scale = MaxRowL1(c.Input("token_level_rewards"));
+  if (const Array* b = c.OptionalInput("reward_baselines"))
+    for (double v : b->data) scale = std::max(scale, std::fabs(v));
+  if (c.function == "gpg") {
+    int64_t nonzero = 0;
+    for (double s : RowSums(c.Input("token_level_rewards"))) nonzero += s != 0.0;
+    const double alpha = static_cast<double>(c.Input("token_level_rewards").rows()) /
+                         static_cast<double>(std::max<int64_t>(nonzero, 1));
+    scale *= alpha / std::fabs(c.config.Double("f_norm", 1.0));
+  }
+  return std::max(1.0, scale);
+}
+
+double WhitenedScoreCondition(const Case& c) {
+  const Array& r = c.Input("token_level_rewards");
+  const Array& mask = c.Input("response_mask");
+  const std::vector<double> s = RowSums(r);
+  const Groups groups = GroupBy(c.Input("index"));
+  std::vector<double> centered(s.size());
+  for (const auto& members : groups.members) {
+    const double mean = members.size() > 1 ? GroupMean(s, members) : 0.0;
+    for (int64_t i : members) centered[static_cast<size_t>(i)] = s[static_cast<size_t>(i)] - mean;
+  }
+  double n = 0, sum = 0, sq = 0;
+  for (int64_t i = 0; i < mask.rows(); ++i)
+    for (int64_t t = 0; t < mask.cols(); ++t)
+      if (mask.at(i, t) != 0.0) n += 1, sum += centered[static_cast<size_t>(i)];
+  const double mean = n > 0 ? sum / n : 0.0;
+  for (int64_t i = 0; i < mask.rows(); ++i) {
+    const double d = centered[static_cast<size_t>(i)] - mean;
+    for (int64_t t = 0; t < mask.cols(); ++t)
+      if (mask.at(i, t) != 0.0) sq += d * d;
+  }
+  const double sd = std::sqrt((n > 1 ? sq / (n - 1) : 0.0) + 1e-8);  // masked_whiten's rsqrt(var + 1e-8)
+  return std::max(1.0, MaxRowL1(r) / sd);
 }
 
 }  // namespace verlconf::oracle

@@ -19,4 +19,18 @@ inline ConfigValue None() { return std::monostate{}; }
 // dtype and seed (the registry fills in family and function).
 Case NewGeneratedCase(const GenParams& p);
 
+// float32 condition numbers of the advantage estimators (FunctionSpec::float32_condition).
+// verl's float32 result is only as good as float32 arithmetic on the case's scores
+// allows; the float32 tolerance is scaled by these, never the float64 one.
+//
+// GRPO: row sums lose eps32 * sum_t |r_t|, the group mean eps32 * |mean|, and the
+// division by (std + eps) amplifies both.
+double GrpoFloat32Condition(const Case& c);
+// Un-normalised baselines (rloo, opo, gpg, remax): the error is eps32 times the size of
+// the scores that cancel, max_i sum_t |r_{i,t}| (times gpg's alpha / f_norm).
+double ScoreScaleCondition(const Case& c);
+// Baselines followed by batch whitening (reinforce_plus_plus_baseline): the same error,
+// divided by the whitening's std.
+double WhitenedScoreCondition(const Case& c);
+
 }  // namespace verlconf::oracle

@@ -21,7 +21,7 @@ void ValidateCase(const FunctionSpec& spec, const Case& c) {
     for (const auto& k : spec.config) known |= k.name == key;
     if (!known) Fail(c, "cfg." + key, "not a config key of '" + spec.name + "'");
   }
-  int64_t batch = -1, tokens = -1;
+  int64_t batch = -1, tokens = -1, components = -1;
   auto expect = [&](int64_t& slot, int64_t got, const std::string& field, const char* what) {
     if (slot < 0) slot = got;
     else if (slot != got)
@@ -47,6 +47,16 @@ void ValidateCase(const FunctionSpec& spec, const Case& c) {
         break;
       case Role::kScalar:
         if (a->rank() != 0) Fail(c, field, "expected a scalar, got shape " + a->ShapeString());
+        break;
+      case Role::kComponents:
+        if (a->rank() != 2) Fail(c, field, "expected rank 2 (B, K), got shape " + a->ShapeString());
+        expect(batch, a->shape[0], field, "B");
+        expect(components, a->shape[1], field, "K");
+        if (a->shape[1] == 0) Fail(c, field, "no reward components (K = 0)");
+        break;
+      case Role::kComponentWeights:
+        if (a->rank() != 1) Fail(c, field, "expected rank 1 (K,), got shape " + a->ShapeString());
+        expect(components, a->shape[0], field, "K");
         break;
     }
     if (in.role == Role::kGroupIndex) {

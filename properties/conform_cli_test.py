@@ -57,14 +57,25 @@ class ConformCli(unittest.TestCase):
             self.assertTrue(names[n]["oracle"], n)
             self.assertGreaterEqual(names[n]["golden_cases"]["float64"], 3, n)
             self.assertGreaterEqual(names[n]["golden_cases"]["float32"], 3, n)
-        self.assertIn("gae", doc["verl_names_without_oracle"])
         self.assertNotIn("grpo", doc["verl_names_without_oracle"])
+        # Every estimator of verl's ADV_ESTIMATOR_REGISTRY (as the goldens recorded it)
+        # has an oracle entry and at least 3 float64 and 3 float32 golden cases.
+        with h5py.File(os.path.join(GOLDENS, "advantage.h5"), "r") as f:
+            estimators = [x for x in f["_verl_registry"].attrs["adv_estimators"].split("\n") if x]
+        self.assertGreaterEqual(len(estimators), 14)
+        advantage = {f["name"]: f for f in doc["functions"] if f["family"] == "advantage"}
+        self.assertEqual(doc["verl_names_without_oracle_by_list"]["adv_estimators"], [])
+        for n in estimators:
+            self.assertTrue(advantage[n]["oracle"], n)
+            self.assertGreaterEqual(advantage[n]["golden_cases"]["float64"], 3, n)
+            self.assertGreaterEqual(advantage[n]["golden_cases"]["float32"], 3, n)
 
     def test_spec_json_lists_every_function_once(self):
         code, out, _ = run("spec", "--json")
         self.assertEqual(code, 0)
-        names = [f["name"] for f in json.loads(out)["functions"]]
-        self.assertEqual(len(names), len(set(names)))
+        keys = [(f["family"], f["name"]) for f in json.loads(out)["functions"]]
+        self.assertEqual(len(keys), len(set(keys)))  # the registry key is (family, name)
+        names = [n for _, n in keys]
         self.assertIn("vanilla", names)
 
     def test_planted_error_in_candidate_is_reported(self):

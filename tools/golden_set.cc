@@ -55,6 +55,7 @@ std::string FamilyOfVerlRegistry(const std::string& list) {
   if (list == "loss_agg_modes") return "aggregation";
   if (list.rfind("kl_penalty", 0) == 0) return "kl";
   if (list == "rs_options") return "rollout_correction";
+  if (list == "kl_ctrl_types") return "reward_kl";
   return "";
 }
 
