@@ -6,6 +6,7 @@
 #include "oracle/groups.h"
 #include "oracle/generate.h"
 #include "oracle/registry.h"
+#include "oracle/spec_advantage_generate.h"
 #include "oracle/spec_util.h"
 
 namespace verlconf {
@@ -29,51 +30,17 @@ Result RunGrpo(const Case& c) {
   return r;
 }
 
-// Outcome rewards on the last valid token, as verl's reward managers place them; a
-// third of the time spread over several tokens instead.
-Case GenerateOutcome(const GenParams& p, const std::string& name) {
-  oracle::InputGen g(p.seed);
-  Case c;
-  c.function = name;
-  c.name = "generated";
-  c.dtype = p.dtype;
-  c.seed = static_cast<int64_t>(p.seed);
-  Array mask = g.ResponseMask(p.batch, p.tokens, p.dtype);
-  Array rewards = Array::Matrix(p.batch, p.tokens, p.dtype);
-  const bool spread = g.Coin(0.33);
-  for (int64_t i = 0; i < p.batch; ++i) {
-    int64_t last = -1;
-    for (int64_t t = 0; t < p.tokens; ++t)
-      if (mask.at(i, t) != 0.0) last = t;
-    if (spread) {
-      for (int64_t t = 0; t < p.tokens; ++t)
-        if (mask.at(i, t) != 0.0 && g.Coin(0.2)) rewards.at(i, t) = g.UniformScalar(-1, 1);
-    } else if (last >= 0) {
-      rewards.at(i, last) = g.Coin(0.5) ? 1.0 : g.UniformScalar(-2, 2);
-    }
-  }
-  oracle::RoundToDType(rewards);
-  c.inputs["token_level_rewards"] = rewards;
-  c.inputs["response_mask"] = mask;
-  c.inputs["index"] = g.GroupIndex(p.batch, g.Int(2, 6));
-  c.config.Set("epsilon", 1e-6);
-  c.config.Set("norm_adv_by_std_in_grpo", int64_t{g.Coin(0.8) ? 1 : 0});
-  return c;
-}
-
 FunctionSpec GrpoSpec(const std::string& name, const std::string& symbol, RunFn run, const std::string& notes) {
   FunctionSpec s;
   s.name = name;
   s.family = "advantage";
   s.verl_symbol = symbol;
-  s.inputs = {{"token_level_rewards", Role::kTokens},
-              {"response_mask", Role::kTokens, /*is_mask=*/true},
-              {"index", Role::kGroupIndex}};
+  s.inputs = {oracle::kRewards, oracle::kMask, oracle::kIndex};
   s.config = {{"epsilon", "float", 1e-6, "added to the group std"},
               {"norm_adv_by_std_in_grpo", "bool", int64_t{1}, "false = Dr.GRPO (no division by std)"}};
   s.outputs = {{"advantages"}, {"returns"}};
   s.oracle = std::move(run);
-  s.generate = [name](const GenParams& p) { return GenerateOutcome(p, name); };
+  s.generate = [](const GenParams& p) { return oracle::GenerateAdvantage(p, oracle::kGrpoConfig); };
   s.notes = notes;
   s.float32_condition = oracle::GrpoFloat32Condition;
   return s;
