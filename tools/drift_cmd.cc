@@ -1,6 +1,7 @@
 // `conform drift OLD NEW`: how two golden sets (e.g. two verl versions) differ on the
 // cases they share. A change is reported when it exceeds the comparison tolerance of
 // the case's dtype; smaller differences are counted as rounding.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <ostream>
@@ -26,6 +27,8 @@ struct Drift {
   std::string old_version, new_version, old_dir, new_dir;
   std::map<std::string, std::map<std::string, FieldDrift>> fields;  // function -> field -> stats
   std::vector<std::string> only_old, only_new, inputs_differ, error_changes;
+  // Names in verl's own registries (/_verl_registry) on one side only: "list: name".
+  std::vector<std::string> registry_removed, registry_added;
   bool AnyChange() const {
     if (!error_changes.empty()) return true;
     for (const auto& [fn, fs] : fields)
@@ -95,6 +98,19 @@ Drift Compute(const GoldenSet& a, const GoldenSet& b, const std::string& only) {
   for (const auto& [key, nc] : b.index)
     if (Selected(only, std::get<1>(key)) && !a.index.count(key))
       d.only_new.push_back(std::get<1>(key) + "/" + std::get<2>(key));
+  // What verl itself defines, whether or not the catalogue has cases for it yet.
+  const auto ra = a.VerlRegistry(), rb = b.VerlRegistry();
+  auto diff = [](const std::map<std::string, std::vector<std::string>>& x,
+                 const std::map<std::string, std::vector<std::string>>& y, std::vector<std::string>& out) {
+    for (const auto& [list, names] : x) {
+      auto it = y.find(list);
+      for (const auto& n : names)
+        if (it == y.end() || std::find(it->second.begin(), it->second.end(), n) == it->second.end())
+          out.push_back(list + ": " + n);
+    }
+  };
+  diff(ra, rb, d.registry_removed);
+  diff(rb, ra, d.registry_added);
   return d;
 }
 
@@ -117,6 +133,8 @@ void RenderText(const Drift& d, std::ostream& out) {
     out << "\n" << title << " (" << v.size() << "):\n";
     for (const auto& s : v) out << "  " << s << "\n";
   };
+  list("verl registry names added", d.registry_added);
+  list("verl registry names removed", d.registry_removed);
   list("error behaviour changed", d.error_changes);
   list("inputs differ (catalogue changed; not compared)", d.inputs_differ);
   list("only in old set", d.only_old);
@@ -150,6 +168,8 @@ std::string RenderMarkdown(const Drift& d) {
     if (v.empty()) o << "None.\n";
     for (const auto& s : v) o << "- `" << s << "`\n";
   };
+  list("Names verl's registries gained", d.registry_added);
+  list("Names verl's registries lost", d.registry_removed);
   list("Error behaviour changed", d.error_changes);
   list("Inputs differ (not compared)", d.inputs_differ);
   list("Only in the old set", d.only_old);
