@@ -109,6 +109,11 @@ std::string RegistryJson() {
       j.Key("verl_default");
       WriteConfigValue(j, c.verl_default);
       j.Key("doc").String(c.doc);
+      if (!c.choices.empty()) {
+        j.Key("choices").BeginArray();
+        for (const auto& ch : c.choices) j.String(ch);
+        j.EndArray();
+      }
       j.EndObject();
     }
     j.EndArray();

@@ -30,6 +30,9 @@ struct ConfigKey {
   std::string type;          // "float", "int", "bool", "str"
   ConfigValue verl_default;  // std::monostate = verl's default is None
   std::string doc;
+  // For "str" keys that name something verl defines (a loss_agg_mode, a KL estimator):
+  // the names verl accepts. Anything else in a fixture is bad input, not a case.
+  std::vector<std::string> choices = {};
 };
 
 enum class OutputKind { kTensor, kScalar };

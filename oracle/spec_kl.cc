@@ -7,10 +7,6 @@
 namespace verlconf {
 namespace {
 
-// Every spelling verl's kl_penalty accepts, aliases included: each is a separate
-// verl string a user can put in a config, so each is checked on its own.
-constexpr const char* kKlNames[] = {"kl",  "k1",  "abs",  "mse",  "k2",  "low_var_kl",  "k3",
-                                    "kl+", "k1+", "abs+", "mse+", "k2+", "low_var_kl+", "k3+"};
 
 Result RunKl(const Case& c) {
   const Array& lp = c.Input("logprob");
@@ -44,7 +40,9 @@ FunctionSpec KlSpec(const std::string& name) {
 }  // namespace
 
 void AddKlSpecs(std::vector<FunctionSpec>& out) {
-  for (const char* name : kKlNames) {
+  // Every spelling verl's kl_penalty accepts, aliases included: each is a separate verl
+  // string a user can put in a config, so each is checked on its own.
+  for (const std::string& name : oracle::kKlPenaltyNames) {
     FunctionSpec s = KlSpec(name);
     s.oracle = RunKl;
     s.cuda = true;  // cuda_impl/entries.cc lists the same names; cuda_test keeps them in step
@@ -55,7 +53,7 @@ void AddKlSpecs(std::vector<FunctionSpec>& out) {
   // verl accepts the name "full" only to raise NotImplementedError (it would need
   // full-vocabulary logits). The oracle mirrors exactly that, so the golden case that
   // records verl's error is checked like any other; no value is ever produced.
-  for (const char* name : {"full", "full+"}) {
+  for (const std::string& name : oracle::kKlPenaltyNotImplemented) {
     FunctionSpec full = KlSpec(name);
     full.oracle = RunKl;
     full.notes = "verl raises NotImplementedError; so does the oracle";

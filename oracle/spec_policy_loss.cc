@@ -1,4 +1,6 @@
 // Registry entries for the policy losses (family "policy_loss").
+#include <iterator>
+
 #include "oracle/generate.h"
 #include "oracle/policy_loss.h"
 #include "oracle/registry.h"
@@ -66,7 +68,8 @@ void AddPolicyLossSpecs(std::vector<FunctionSpec>& out) {
               {"clip_ratio_low", "float", 0.2, "lower clip epsilon; None = clip_ratio"},
               {"clip_ratio_high", "float", 0.2, "upper clip epsilon; None = clip_ratio"},
               {"clip_ratio_c", "float", 3.0, "dual-clip bound for negative advantages; must be > 1"},
-              {"loss_agg_mode", "str", std::string("token-mean"), "agg_loss mode"}};
+              {"loss_agg_mode", "str", std::string("token-mean"), "agg_loss mode",
+               std::vector<std::string>(std::begin(oracle::kAggModes), std::end(oracle::kAggModes))}};
   oracle::AddGlobalBatchKeys(s);
   s.outputs = {{"pg_loss", OutputKind::kScalar}};
   s.metrics = {"actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower"};

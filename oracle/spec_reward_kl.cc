@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "oracle/generate.h"
+#include "oracle/kl.h"
 #include "oracle/registry.h"
 #include "oracle/reward_kl.h"
 #include "oracle/spec_util.h"
@@ -24,7 +25,8 @@ oracle::KlControl ReadControl(const Case& c, const std::string& type) {
 std::vector<ConfigKey> ControlKeys(bool with_type) {
   std::vector<ConfigKey> keys;
   if (with_type)
-    keys.push_back({"kl_ctrl_type", "str", std::string("fixed"), "algorithm.kl_ctrl.type: fixed or adaptive"});
+    keys.push_back({"kl_ctrl_type", "str", std::string("fixed"), "algorithm.kl_ctrl.type: fixed or adaptive",
+                    {"fixed", "adaptive"}});
   keys.push_back({"kl_coef", "float", 0.001, "algorithm.kl_ctrl.kl_coef: the coefficient before this step"});
   keys.push_back({"target_kl", "float", 0.1, "algorithm.kl_ctrl.target_kl (adaptive)"});
   keys.push_back({"horizon", "int", int64_t{10000}, "algorithm.kl_ctrl.horizon (adaptive; must be > 0)"});
@@ -56,7 +58,8 @@ void AddRewardKlSpecs(std::vector<FunctionSpec>& out) {
                 {"response_mask", Role::kTokens, true, false, "data.batch['response_mask']"}};
     s.config = ControlKeys(/*with_type=*/true);
     s.config.insert(s.config.begin(),
-                    {"kl_penalty", "str", std::string("kl"), "algorithm.kl_penalty: the kl_penalty estimator"});
+                    {"kl_penalty", "str", std::string("kl"), "algorithm.kl_penalty: the kl_penalty estimator",
+                     oracle::kKlPenaltyNames});
     s.outputs = {{"token_level_rewards"}, {"kl_coef", OutputKind::kScalar}};
     s.metrics = {"actor/reward_kl_penalty", "actor/reward_kl_penalty_coeff"};
     s.oracle = [](const Case& c) {

@@ -1,5 +1,6 @@
 #include "oracle/validate.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "oracle/errors.h"
@@ -17,9 +18,17 @@ void ValidateCase(const FunctionSpec& spec, const Case& c) {
   for (const auto& [name, a] : c.inputs)
     if (!spec.FindInput(name)) Fail(c, "inputs/" + name, "not an input of '" + spec.name + "'");
   for (const auto& [key, v] : c.config.values()) {
-    bool known = false;
-    for (const auto& k : spec.config) known |= k.name == key;
+    const ConfigKey* known = nullptr;
+    for (const auto& k : spec.config)
+      if (k.name == key) known = &k;
     if (!known) Fail(c, "cfg." + key, "not a config key of '" + spec.name + "'");
+    const auto* s = std::get_if<std::string>(&v);
+    if (s && !known->choices.empty() &&
+        std::find(known->choices.begin(), known->choices.end(), *s) == known->choices.end()) {
+      std::string all;
+      for (const auto& ch : known->choices) all += (all.empty() ? "" : ", ") + ch;
+      Fail(c, "cfg." + key, "'" + *s + "' is not one of verl's names (" + all + ")");
+    }
   }
   int64_t batch = -1, tokens = -1, components = -1;
   auto expect = [&](int64_t& slot, int64_t got, const std::string& field, const char* what) {

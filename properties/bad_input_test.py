@@ -169,6 +169,14 @@ class BadInputMatrix(unittest.TestCase):
             f.move("k3", "k9")
         self.assertBadInput(["check", "--against", GOLDENS, "--candidate", cand], cand, "k9/")
 
+    def test_unknown_agg_mode(self):
+        path, case = self.corrupt("policy_loss", "vanilla", lambda g: g.attrs.__setitem__("cfg.loss_agg_mode", "token-avg"))
+        self.check_dir(path, "vanilla/" + case, "cfg.loss_agg_mode", "'token-avg' is not one of verl's names")
+
+    def test_unknown_kl_name_in_config(self):
+        path, case = self.corrupt("reward_kl", "apply_kl_penalty", lambda g: g.attrs.__setitem__("cfg.kl_penalty", "k4"))
+        self.check_dir(path, "apply_kl_penalty/" + case, "cfg.kl_penalty", "'k4'")
+
     def test_candidate_with_other_config(self):
         cand = os.path.join(self.tmp, "cand.h5")
         shutil.copyfile(os.path.join(GOLDENS, "aggregation.h5"), cand)
