@@ -14,6 +14,7 @@
 #include "tools/golden_set.h"
 #include "tools/junit.h"
 #include "tools/paths.h"
+#include "tools/progress.h"
 
 namespace verlconf::tools {
 namespace {
@@ -127,7 +128,9 @@ int RunCheck(const CheckOptions& o, std::ostream& out) {
     // A candidate is one family file, or a directory of them (what the harness writes).
     const GoldenSet cand = IsDirectory(o.candidate) ? GoldenSet::Load(o.candidate) : GoldenSet::LoadFile(o.candidate);
     std::set<std::pair<std::string, std::string>> functions;  // (family, function)
+    Progress progress(cand.index.size());
     for (const auto& [key, c] : cand.index) {
+      progress.Step(c->function + "/" + c->name);
       if (!Selected(o.only, *c)) continue;
       functions.insert({c->family, c->function});
       auto g = golden.index.find(key);
@@ -143,7 +146,9 @@ int RunCheck(const CheckOptions& o, std::ostream& out) {
       if (functions.count({g->family, g->function}) && !cand.index.count(key) && Selected(o.only, *g))
         reports.push_back(Unsupported(*g, "missing from the candidate file"));
   } else {
+    Progress progress(golden.index.size());
     for (const auto& [key, g] : golden.index) {
+      progress.Step(g->function + "/" + g->name);
       if (!Selected(o.only, *g)) continue;
       const FunctionSpec* spec = SpecFor(*g);
       CaseReport r;
