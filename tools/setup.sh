@@ -24,7 +24,8 @@ fi
 # Why each package: Bazel; the C++ libraries wrapped in third_party/*.BUILD
 # (static archives: gtest/gmock, rapidcheck, hdf5 + its zlib/szip filters);
 # Debian's python3 with numpy/h5py for py_test (third_party/python); compiler; clang
-# and its libFuzzer/sanitizer runtime for tools/fuzz/run.sh.
+# and its libFuzzer/sanitizer runtime for tools/fuzz/run.sh; LibTorch (CPU, shared
+# libraries) for the C++ candidate API and the autograd cross-check (tools/torch_api).
 packages=(
   bazel-bootstrap
   g++
@@ -33,6 +34,7 @@ packages=(
   libhdf5-dev zlib1g-dev libaec-dev
   python3 python3-numpy python3-h5py
   clang libclang-rt-14-dev
+  libtorch-dev
 )
 
 [[ -r /etc/os-release ]] && . /etc/os-release
@@ -74,7 +76,10 @@ command -v bazel >/dev/null || die "bazel not on PATH after installing bazel-boo
 for f in /usr/lib/x86_64-linux-gnu/{libgtest,libgmock,librapidcheck,libhdf5_serial,libsz,libaec,libz}.a; do
   [[ -f "$f" ]] || die "missing static library $f"
 done
-say "bazel, static libraries, python3 numpy/h5py: ok"
+for f in /usr/lib/x86_64-linux-gnu/{libtorch,libtorch_cpu,libc10}.so /usr/include/torch/csrc/api/include/torch/torch.h; do
+  [[ -f "$f" ]] || die "missing LibTorch file $f (libtorch-dev)"
+done
+say "bazel, static libraries, python3 numpy/h5py, libtorch: ok"
 
 # The CUDA toolkit is not a Debian package; CI images ship it preinstalled.
 if [[ -x /usr/local/cuda/bin/nvcc && -f /usr/local/cuda/lib64/libcudart_static.a ]]; then
