@@ -41,6 +41,7 @@ void Fold(CaseReport& r) {
     any_passed |= f.outcome == Outcome::kPassed;
     any_unsupported |= f.outcome == Outcome::kUnsupported;
     if (std::isfinite(f.worst_rel)) r.worst_rel = std::max(r.worst_rel, f.worst_rel);
+    if (f.outcome == Outcome::kPassed) r.flips += f.flips;
   }
   if (any_failed) {
     r.outcome = Outcome::kFailed;

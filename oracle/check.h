@@ -23,6 +23,9 @@ struct CaseReport {
   std::vector<FieldReport> fields;
   std::string repro;   // a command line that reproduces this check
   double worst_rel = 0.0;
+  // Elements that differ only where rounding can flip a threshold decision (the fields
+  // still pass; the count is shown so that a decision difference is never invisible).
+  int64_t flips = 0;
 
   std::string Describe() const;  // multi-line, for failures
 

@@ -51,6 +51,7 @@ struct Row {
   int cases = 0;
   std::map<Outcome, int> by;
   double worst64 = 0.0, worst32 = 0.0;
+  int64_t flips = 0;
   int n(Outcome o) const {
     auto it = by.find(o);
     return it == by.end() ? 0 : it->second;
@@ -67,6 +68,7 @@ std::map<std::pair<std::string, std::string>, Row> Tabulate(const std::vector<Ca
     ++row.by[r.outcome];
     double& w = r.dtype == DType::kFloat64 ? row.worst64 : row.worst32;
     w = std::max(w, r.worst_rel);
+    row.flips += r.flips;
   }
   return rows;
 }
@@ -81,14 +83,14 @@ std::string Totals(const std::vector<CaseReport>& reports) {
 
 void PrintTable(const std::vector<CaseReport>& reports, std::ostream& out) {
   char line[256];
-  std::snprintf(line, sizeof line, "%-26s %-16s %5s %6s %6s %6s %6s %10s %10s\n", "function", "family", "cases",
-                "passed", "failed", "mistr", "unsup", "worst f64", "worst f32");
+  std::snprintf(line, sizeof line, "%-26s %-16s %5s %6s %6s %6s %6s %10s %10s %6s\n", "function", "family", "cases",
+                "passed", "failed", "mistr", "unsup", "worst f64", "worst f32", "flips");
   out << line;
   for (const auto& [key, row] : Tabulate(reports)) {
-    std::snprintf(line, sizeof line, "%-26s %-16s %5d %6d %6d %6d %6d %10s %10s\n", key.first.c_str(),
+    std::snprintf(line, sizeof line, "%-26s %-16s %5d %6d %6d %6d %6d %10s %10s %6lld\n", key.first.c_str(),
                   row.family.c_str(), row.cases, row.n(Outcome::kPassed), row.n(Outcome::kFailed),
                   row.n(Outcome::kMistrusted), row.n(Outcome::kUnsupported) + row.n(Outcome::kSkipped),
-                  Sci(row.worst64).c_str(), Sci(row.worst32).c_str());
+                  Sci(row.worst64).c_str(), Sci(row.worst32).c_str(), static_cast<long long>(row.flips));
     out << line;
   }
   out << "\n" << Totals(reports) << "\n";
@@ -98,13 +100,13 @@ void PrintTable(const std::vector<CaseReport>& reports, std::ostream& out) {
 std::string MarkdownReport(const std::string& title, const std::vector<CaseReport>& reports) {
   std::ostringstream o;
   o << "# " << title << "\n\n" << Totals(reports) << "\n\n";
-  o << "| function | family | cases | passed | failed | mistrusted | unsupported/skipped | worst rel f64 | worst rel f32 |\n"
-       "|---|---|---|---|---|---|---|---|---|\n";
+  o << "| function | family | cases | passed | failed | mistrusted | unsupported/skipped | worst rel f64 | worst rel f32 | "
+       "flips |\n|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& [key, row] : Tabulate(reports))
     o << "| `" << key.first << "` | " << row.family << " | " << row.cases << " | " << row.n(Outcome::kPassed) << " | "
       << row.n(Outcome::kFailed) << " | " << row.n(Outcome::kMistrusted) << " | "
       << row.n(Outcome::kUnsupported) + row.n(Outcome::kSkipped) << " | " << Sci(row.worst64) << " | "
-      << Sci(row.worst32) << " |\n";
+      << Sci(row.worst32) << " | " << row.flips << " |\n";
   bool first = true;
   for (const auto& r : reports) {
     if (r.outcome != Outcome::kFailed) continue;
