@@ -36,6 +36,10 @@ TEST(Golden, OracleMatchesEveryCase) {
     // grpo_vectorized, where torch's float32 sqrt is not correctly rounded).
     const Tolerance t64 = ToleranceFor(*spec, "*", DType::kFloat64);
     const double bound = t64.reason.empty() ? 1e-10 : t64.rtol;
+    // The oracle reproduces verl's float64 decisions exactly: the flip allowance that
+    // candidates get (a different exp may land on the other side of a bound) is not
+    // the oracle's to use.
+    if (c->dtype == DType::kFloat64) EXPECT_EQ(r.flips, 0) << r.Describe();
     if (c->dtype == DType::kFloat64 && r.outcome == Outcome::kPassed) {
       EXPECT_LE(r.worst_rel, bound) << r.Describe() << (t64.reason.empty() ? "" : "\n  override: " + t64.reason);
     }
@@ -69,7 +73,7 @@ const std::set<std::string>& KnownGaps() {
       for (const char* n : names) g.insert(list + "/" + n);
     };
     add("policy_losses",  // issue 4
-        {"bypass_mode", "cispo", "clip_cov", "dppo_kl", "dppo_tv", "dro", "geo_mean", "gpg", "gspo", "kl_cov", "sapo"});
+        {"bypass_mode", "clip_cov", "kl_cov"});
     add("rs_options",  // issue 5
         {"seq_max_k2", "seq_max_k3", "seq_mean_k1", "seq_mean_k2", "seq_mean_k3", "seq_sum_k1", "seq_sum_k2",
          "seq_sum_k3", "token_k1", "token_k2", "token_k3"});
