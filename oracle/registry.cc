@@ -37,6 +37,7 @@ static std::vector<FunctionSpec> Build() {
   AddAdvantageSpecs(all);
   AddAdvantageEstimatorSpecs(all);
   AddPolicyLossSpecs(all);
+  AddPolicyLossFamilySpecs(all);
   AddAggregationSpecs(all);
   AddKlSpecs(all);
   AddTorchFunctionalSpecs(all);

@@ -87,6 +87,12 @@ struct FunctionSpec {
   // optional key. properties/dispatch_test.py holds them against what the capture
   // recorded from verl's own dispatcher (/_verl_dispatch in advantage.h5).
   std::vector<std::string> dispatch_kwargs;
+  // Where verl's gradient is not the derivative of the loss's value (a factor under
+  // .detach(): CISPO's clipped ratio, GSPO's sequence ratio, DPPO's truncated ratio and
+  // mask): the loss evaluated at `at` with every detached quantity taken from `base`.
+  // Its derivative at at == base is verl's gradient; gradcheck differentiates this
+  // instead of the loss.
+  std::function<double(const Case& base, const Case& at)> stop_gradient_objective;
   std::string notes;
 
   const InputSpec* FindInput(const std::string& n) const;
@@ -105,6 +111,7 @@ const FunctionSpec* SpecFor(const Case& c);
 void AddAdvantageSpecs(std::vector<FunctionSpec>& out);
 void AddAdvantageEstimatorSpecs(std::vector<FunctionSpec>& out);  // the rest of ADV_ESTIMATOR_REGISTRY
 void AddPolicyLossSpecs(std::vector<FunctionSpec>& out);
+void AddPolicyLossFamilySpecs(std::vector<FunctionSpec>& out);  // gspo, sapo, gpg, cispo, dro, geo_mean, dppo_*
 void AddAggregationSpecs(std::vector<FunctionSpec>& out);
 void AddKlSpecs(std::vector<FunctionSpec>& out);
 void AddTorchFunctionalSpecs(std::vector<FunctionSpec>& out);

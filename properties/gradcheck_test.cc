@@ -3,6 +3,15 @@
 // construction: IS weights are separate inputs that are not perturbed, and for the
 // straight-through KL names ("k3+") the finite difference is taken of the backward
 // surrogate k2, which is exactly what verl's construction differentiates.
+//
+// Policy losses with a .detach()ed factor (gspo, cispo, dppo_tv, dppo_kl) have a
+// gradient that is *not* the derivative of their value: GSPO's sequence ratio depends
+// on every token of the row, but verl routes the gradient only through
+// log_prob - sg[log_prob]; CISPO's and DPPO's ratios (and DPPO's mask) are constants to
+// autograd. Differencing the loss would test the wrong thing, so for these the
+// difference is taken of FunctionSpec::stop_gradient_objective: the loss re-evaluated
+// at the perturbed point with every detached value held at the unperturbed one, whose
+// derivative is by construction what verl's backward computes.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -19,7 +28,9 @@ using testing::ArbitraryParams;
 using testing::RunOracle;
 
 // The scalar the gradient is of: the loss, or the sum of an element-wise output.
-double Objective(const FunctionSpec& spec, const Case& c) {
+// With `base`, a spec's stop-gradient parts are taken from there.
+double Objective(const FunctionSpec& spec, const Case& c, const Case* base = nullptr) {
+  if (base && spec.stop_gradient_objective) return spec.stop_gradient_objective(*base, c);
   const Result r = RunOracle(c);
   const Array& out = r.outputs.at(spec.outputs.at(0).name);
   double s = 0;
@@ -28,11 +39,12 @@ double Objective(const FunctionSpec& spec, const Case& c) {
 }
 
 double CentralDifference(const FunctionSpec& spec, Case c, const std::string& input, int64_t k, double h) {
+  const Case base = c;
   const double x = c.inputs[input][k];
   c.inputs[input][k] = x + h;
-  const double up = Objective(spec, c);
+  const double up = Objective(spec, c, &base);
   c.inputs[input][k] = x - h;
-  const double down = Objective(spec, c);
+  const double down = Objective(spec, c, &base);
   return (up - down) / (2 * h);
 }
 
@@ -74,7 +86,7 @@ TEST(GradCheck, EveryDifferentiatedFunction) {
                                   [&spec] { CheckFunction(spec); });
     EXPECT_TRUE(result) << spec.name;
   }
-  EXPECT_GE(checked, 20);  // vanilla, 5 agg modes, 14 KL names, 3 masked statistics
+  EXPECT_GE(checked, 28);  // 9 policy losses, 5 agg modes, 14 KL names, 3 masked statistics
 }
 
 }  // namespace

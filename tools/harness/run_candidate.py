@@ -54,7 +54,7 @@ def load_spec(spec_path: Optional[str], conform: Optional[str]) -> Dict[str, Any
 def run(adapter_spec: str, goldens: str, out_dir: str, spec: Dict[str, Any]) -> Dict[str, int]:
     adapter, _ = load_adapter(adapter_spec)
     by_key = {(f["family"], f["name"]): f for f in spec["functions"]}
-    names = {f["name"] for f in spec["functions"]}
+    names = {f["name"] for f in spec["functions"]} | {f"{f['family']}/{f['name']}" for f in spec["functions"]}
     unknown = sorted(set(adapter.FUNCTIONS) - names)
     if unknown:
         raise SystemExit(f"harness: adapter {adapter.name!r} provides {unknown}, which the registry does not know")
@@ -72,7 +72,9 @@ def run(adapter_spec: str, goldens: str, out_dir: str, spec: Dict[str, Any]) -> 
                 raise SystemExit(f"harness: {p}:/{fn}: not in the registry (conform spec --json)")
             rec = h5schema.CaseRecord(function=fn, name=cn, dtype=g.dtype, seed=g.seed, why=g.why,
                                       cfg=dict(g.cfg), inputs=g.inputs)
-            call = adapter.FUNCTIONS.get(f"{family}/{fn}") or adapter.FUNCTIONS.get(fn)
+            call = adapter.FUNCTIONS.get(f"{family}/{fn}")
+            if call is None and sum(n == fn for (_, n) in by_key) == 1:  # a bare name only when unambiguous
+                call = adapter.FUNCTIONS.get(fn)
             if call is None:
                 counts["not_provided"] += 1
                 records.append(rec)
