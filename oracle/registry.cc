@@ -38,6 +38,7 @@ static std::vector<FunctionSpec> Build() {
   AddAdvantageEstimatorSpecs(all);
   AddPolicyLossSpecs(all);
   AddPolicyLossFamilySpecs(all);
+  AddPolicyLossCovSpecs(all);
   AddAggregationSpecs(all);
   AddKlSpecs(all);
   AddTorchFunctionalSpecs(all);

@@ -112,6 +112,7 @@ void AddAdvantageSpecs(std::vector<FunctionSpec>& out);
 void AddAdvantageEstimatorSpecs(std::vector<FunctionSpec>& out);  // the rest of ADV_ESTIMATOR_REGISTRY
 void AddPolicyLossSpecs(std::vector<FunctionSpec>& out);
 void AddPolicyLossFamilySpecs(std::vector<FunctionSpec>& out);  // gspo, sapo, gpg, cispo, dro, geo_mean, dppo_*
+void AddPolicyLossCovSpecs(std::vector<FunctionSpec>& out);     // clip_cov, kl_cov
 void AddAggregationSpecs(std::vector<FunctionSpec>& out);
 void AddKlSpecs(std::vector<FunctionSpec>& out);
 void AddTorchFunctionalSpecs(std::vector<FunctionSpec>& out);

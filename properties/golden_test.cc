@@ -3,10 +3,13 @@
 // same formulas, same precision, so anything more is a semantic difference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
 #include "oracle/check.h"
+#include "oracle/policy_loss_cov.h"
 #include "oracle/registry.h"
 #include "tools/golden_set.h"
 #include "tools/paths.h"
@@ -62,6 +65,55 @@ TEST(Golden, EveryOracleFunctionHasThreeCasesPerDtype) {
   }
 }
 
+// clip_cov / kl_cov goldens carry verl's own pick (inputs/cov_selected, recorded by the
+// capture adapter from verl's torch.randperm / torch.topk calls). The oracle takes it as
+// given; this checks that what was recorded is a pick verl's rule can make, so a broken
+// recording cannot pass unnoticed: clip_cov zeroes min(clip_num, #candidates) of its
+// candidates; kl_cov's pick is a top-k set of the covariance (any order among ties).
+// float64 only: in float32 a candidate's covariance or clip decision may sit on the
+// other side of a bound than in the oracle's float64 arithmetic.
+TEST(Golden, CovPicksFollowVerlsRule) {
+  int checked = 0;
+  for (const auto& [key, c] : Goldens().index) {
+    if (c->family != "policy_loss" || (c->function != "clip_cov" && c->function != "kl_cov")) continue;
+    if (c->expect_error || c->dtype != DType::kFloat64) continue;
+    const Array* sel = c->OptionalInput("cov_selected");
+    ASSERT_NE(sel, nullptr) << c->Where() << ": no recorded pick";
+    const oracle::PolicyLossInputs in{c->Input("old_log_prob"), c->Input("log_prob"), c->Input("advantages"),
+                                      c->Input("response_mask"), c->OptionalInput("rollout_is_weights")};
+    oracle::CovLossConfig cfg;
+    cfg.clip_ratio_low = c->config.Double("clip_ratio_low", c->config.Double("clip_ratio", 0.2));
+    cfg.clip_ratio_high = c->config.Double("clip_ratio_high", c->config.Double("clip_ratio", 0.2));
+    cfg.clip_cov_ratio = c->config.Double("clip_cov_ratio", 0.0002);
+    cfg.clip_cov_lb = c->config.Double("clip_cov_lb", 1.0);
+    cfg.clip_cov_ub = c->config.Double("clip_cov_ub", 5.0);
+    cfg.kl_cov_ratio = c->config.Double("kl_cov_ratio", 0.0002);
+    double n = 0;
+    for (int64_t k = 0; k < sel->size(); ++k) n += (*sel)[k];
+    if (c->function == "clip_cov") {
+      const Array cand = oracle::clip_cov_candidates(in, cfg);
+      double nc = 0;
+      for (int64_t k = 0; k < cand.size(); ++k) {
+        nc += cand[k];
+        EXPECT_LE((*sel)[k], cand[k]) << c->Where() << ": picked a non-candidate at " << k;
+      }
+      EXPECT_EQ(n, std::min<double>(static_cast<double>(oracle::clip_cov_pick_count(in, cfg)), nc)) << c->Where();
+    } else {
+      const Array cov = oracle::kl_cov_covariance(in);
+      EXPECT_EQ(n, static_cast<double>(oracle::kl_cov_pick_count(in, cfg))) << c->Where();
+      double min_in = INFINITY, max_out = -INFINITY;
+      for (int64_t k = 0; k < cov.size(); ++k) {
+        if (!(in.response_mask[k] > 0)) continue;
+        if ((*sel)[k] != 0.0) min_in = std::min(min_in, cov[k]);
+        else max_out = std::max(max_out, cov[k]);
+      }
+      EXPECT_GE(min_in, max_out) << c->Where() << ": recorded pick is not a top-k set";
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 6);
+}
+
 // verl names (as recorded by the capture from verl's own registries) that the oracle
 // does not cover yet. Each later issue empties its part of this list; the test fails
 // both when verl gains a name that is neither covered nor listed, and when a listed
@@ -73,7 +125,7 @@ const std::set<std::string>& KnownGaps() {
       for (const char* n : names) g.insert(list + "/" + n);
     };
     add("policy_losses",  // issue 4
-        {"bypass_mode", "clip_cov", "kl_cov"});
+        {"bypass_mode"});
     add("rs_options",  // issue 5
         {"seq_max_k2", "seq_max_k3", "seq_mean_k1", "seq_mean_k2", "seq_mean_k3", "seq_sum_k1", "seq_sum_k2",
          "seq_sum_k3", "token_k1", "token_k2", "token_k3"});

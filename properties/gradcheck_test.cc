@@ -11,7 +11,9 @@
 // autograd. Differencing the loss would test the wrong thing, so for these the
 // difference is taken of FunctionSpec::stop_gradient_objective: the loss re-evaluated
 // at the perturbed point with every detached value held at the unperturbed one, whose
-// derivative is by construction what verl's backward computes.
+// derivative is by construction what verl's backward computes. clip_cov and kl_cov use
+// it too: their token pick depends on log_prob but carries no gradient, so it is held
+// at the unperturbed point's pick.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 

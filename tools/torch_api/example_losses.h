@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "tools/torch_api/verlconf_torch.h"
 
@@ -23,6 +24,18 @@ enum class Bug {
 // actor/pg_clipfrac_lower. Throws VerlError("AssertionError") for clip_ratio_c <= 1.
 TorchResult VanillaPolicyLoss(const TensorMap& inputs, const Config& config, Bug bug = Bug::kNone);
 
+// verl's other registered policy losses, each after verl 0.9.1's
+// compute_policy_loss_<name> in core_algos.py: "gspo", "sapo", "gpg", "cispo", "dro",
+// "geo_mean", "dppo_tv", "dppo_kl" ("vanilla" is VanillaPolicyLoss). Outputs pg_loss,
+// grads log_prob (autograd, with verl's stop-gradients), metrics as verl returns them
+// (gpg: none; dro: ppo_kl only). Throws VerlError("ValueError") for dro without a
+// positive dro_beta, as verl does; std::invalid_argument for any other name.
+TorchResult FamilyPolicyLoss(const TensorMap& inputs, const Config& config, const std::string& name);
+
+// Every policy loss this file implements (registry names, family "policy_loss"):
+// "vanilla" and the FamilyPolicyLoss names.
+const std::vector<std::string>& PolicyLossNames();
+
 // verl's agg_loss for one loss_agg_mode: outputs loss, grads loss_mat.
 TorchResult AggLoss(const TensorMap& inputs, const Config& config, const std::string& mode);
 
@@ -32,6 +45,7 @@ TorchResult KlPenalty(const TensorMap& inputs, const std::string& name);
 
 // The same as a CandidateFn for CheckAgainstGolden.
 CandidateFn VanillaCandidate(Bug bug = Bug::kNone);
+CandidateFn PolicyLossCandidate(const std::string& name);  // any PolicyLossNames() entry
 CandidateFn AggCandidate(const std::string& mode);
 CandidateFn KlCandidate(const std::string& name);
 

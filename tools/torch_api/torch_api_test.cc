@@ -194,6 +194,20 @@ TEST(Golden, ExampleAggregationPassesEveryCase) {
   }
 }
 
+TEST(Golden, ExamplePolicyLossesPassEveryCase) {
+  // gspo, sapo, gpg, cispo, dro, geo_mean, dppo_tv, dppo_kl in ATen (verl's
+  // stop-gradients as .detach()) against verl's goldens, both dtypes; dro's missing or
+  // non-positive dro_beta cases raise ValueError on both sides.
+  for (const std::string& name : example::PolicyLossNames()) {
+    if (name == "vanilla") continue;  // ExampleVanillaPassesEveryCase
+    const std::vector<CaseReport> reports =
+        CheckAgainstGoldenSet(Goldens(), name, example::PolicyLossCandidate(name), "policy_loss");
+    EXPECT_GE(reports.size(), 20u) << name;
+    for (const CaseReport& r : reports)
+      EXPECT_TRUE(r.outcome == Outcome::kPassed || r.outcome == Outcome::kMistrusted) << r.Describe();
+  }
+}
+
 TEST(Golden, BoundaryGradientsFollowVerlsClamp) {
   // Ratios exactly on 1 +- eps get half the gradient (maximum's tie split, and clamp
   // passes nothing at its bound). LibTorch 1.13's own clamp does pass the gradient at its
