@@ -5,16 +5,13 @@
 #include <cmath>
 
 #include "oracle/errors.h"
+#include "oracle/torch_rules.h"
 
 namespace verlconf::oracle {
 namespace {
 constexpr double kLogRatioClamp = 20.0;  // k3 clamps the log-ratio before exp
 constexpr double kK3ValueClamp = 10.0;   // and the estimate after
 
-double Clamp(double x, double lo, double hi) { return std::min(std::max(x, lo), hi); }
-// torch.clamp with scalar bounds passes the gradient only strictly inside (lo, hi):
-// a value sitting exactly on a bound gets zero gradient (checked on torch 2.15).
-double ClampPasses(double x, double lo, double hi) { return (x > lo && x < hi) ? 1.0 : 0.0; }
 }  // namespace
 
 KlEstimator ParseKlName(const std::string& name) {

@@ -6,22 +6,17 @@
 
 #include "oracle/errors.h"
 #include "oracle/masked.h"
+#include "oracle/torch_rules.h"
 
 namespace verlconf::oracle {
-namespace {
 
-constexpr double kDecisionUlps = 16.0;
-
-double Clamp(double x, double lo, double hi) { return std::min(std::max(x, lo), hi); }
-// torch.clamp with scalar bounds passes the gradient only strictly inside (lo, hi).
-double Inside(double x, double lo, double hi) { return (x > lo && x < hi) ? 1.0 : 0.0; }
-
-// Share of the gradient that torch.maximum(a, b) sends to `a`.
-double MaxShareA(double a, double b) { return a > b ? 1.0 : (a == b ? 0.5 : 0.0); }
-// Share that torch.min(a, b) / torch.minimum sends to `a`.
-double MinShareA(double a, double b) { return a < b ? 1.0 : (a == b ? 0.5 : 0.0); }
-
-}  // namespace
+void Aggregate(const Array& losses, const Array& dlosses_dlogprob, const Array& mask, const std::string& mode,
+               const GlobalBatchInfo& global, PolicyLossResult& out) {
+  out.loss = agg_loss(losses, mask, mode, global);
+  const Array w = agg_loss_weights(mask, mode, global);
+  out.grad_log_prob = Array(mask.shape, mask.dtype);
+  for (int64_t k = 0; k < mask.size(); ++k) out.grad_log_prob[k] = w[k] * dlosses_dlogprob[k];
+}
 
 PolicyLossResult policy_loss_vanilla(const PolicyLossInputs& in, const VanillaConfig& cfg) {
   if (!(cfg.clip_ratio_c > 1.0))
@@ -64,16 +59,13 @@ PolicyLossResult policy_loss_vanilla(const PolicyLossInputs& in, const VanillaCo
     clipped_lower[k] = (c1 > l3 && negative) ? 1.0 : 0.0;
 
     // Chain rule back to the ratio, then through exp and the log-ratio clamp.
-    const double dc1_dr = MaxShareA(l1, l2) * -A + MaxShareA(l2, l1) * -A * Inside(r, lo, hi);
+    const double dc1_dr = MaxShareA(l1, l2) * -A + MaxShareA(l2, l1) * -A * ClampPasses(r, lo, hi);
     const double dsel_dr = negative ? MinShareA(c1, l3) * dc1_dr : dc1_dr;
-    dloss_dlogp[k] = w * dsel_dr * r * Inside(raw, -kPolicyLogRatioClamp, kPolicyLogRatioClamp);
+    dloss_dlogp[k] = w * dsel_dr * r * ClampPasses(raw, -kPolicyLogRatioClamp, kPolicyLogRatioClamp);
   }
 
   PolicyLossResult out;
-  out.loss = agg_loss(losses, mask, cfg.loss_agg_mode, cfg.global);
-  const Array weights = agg_loss_weights(mask, cfg.loss_agg_mode, cfg.global);
-  out.grad_log_prob = Array(mask.shape, mask.dtype);
-  for (int64_t k = 0; k < mask.size(); ++k) out.grad_log_prob[k] = weights[k] * dloss_dlogp[k];
+  Aggregate(losses, dloss_dlogp, mask, cfg.loss_agg_mode, cfg.global, out);
   out.metrics["actor/pg_clipfrac"] = masked_mean(clipped, mask);
   out.metrics["actor/ppo_kl"] = masked_mean(neg_kl, mask);
   out.metrics["actor/pg_clipfrac_lower"] = masked_mean(clipped_lower, mask);

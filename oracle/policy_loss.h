@@ -35,6 +35,11 @@ struct VanillaConfig {
 
 inline constexpr double kPolicyLogRatioClamp = 20.0;
 
+// loss = agg_loss(losses) and d loss / d log_prob = agg weight * d losses / d log_prob:
+// every loss that goes through agg_loss finishes this way (agg_loss is linear).
+void Aggregate(const Array& losses, const Array& dlosses_dlogprob, const Array& mask, const std::string& mode,
+               const GlobalBatchInfo& global, PolicyLossResult& out);
+
 // verl: compute_policy_loss_vanilla ("vanilla"), PPO with asymmetric and dual clip.
 //
 //   d = clamp(log_prob - old_log_prob, -20, 20),   r = exp(d)

@@ -11,17 +11,13 @@
 
 #include "oracle/errors.h"
 #include "oracle/masked.h"
+#include "oracle/torch_rules.h"
 #include "oracle/sum.h"
 
 namespace verlconf::oracle {
 namespace {
 
-constexpr double kDecisionUlps = 16.0;
 
-double Clamp(double x, double lo, double hi) { return std::min(std::max(x, lo), hi); }
-double Inside(double x, double lo, double hi) { return (x > lo && x < hi) ? 1.0 : 0.0; }
-double MaxShareA(double a, double b) { return a > b ? 1.0 : (a == b ? 0.5 : 0.0); }
-double Sign(double x) { return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0); }
 double Weight(const PolicyLossInputs& in, int64_t k) {
   return in.rollout_is_weights ? (*in.rollout_is_weights)[k] : 1.0;
 }
@@ -32,14 +28,6 @@ void CheckSelection(const Array& sel, const Array& mask) {
     if (sel[k] != 0.0 && sel[k] != 1.0) throw BadInput("cov_selected: values must be 0 or 1");
     if (sel[k] == 1.0 && !(mask[k] > 0)) throw BadInput("cov_selected: picks a masked token");
   }
-}
-
-void Aggregate(const Array& losses, const Array& dloss, const Array& mask, const std::string& mode,
-               const GlobalBatchInfo& g, PolicyLossResult& out) {
-  out.loss = agg_loss(losses, mask, mode, g);
-  const Array w = agg_loss_weights(mask, mode, g);
-  out.grad_log_prob = Array(mask.shape, mask.dtype);
-  for (int64_t k = 0; k < mask.size(); ++k) out.grad_log_prob[k] = w[k] * dloss[k];
 }
 
 double ValidCount(const Array& mask) {
@@ -141,7 +129,7 @@ PolicyLossResult policy_loss_clip_cov(const PolicyLossInputs& in, const CovLossC
     const double w = Weight(in, k);
     losses[k] = std::max(l1, l2) * corr * w;
     neg_kl[k] = -d;
-    const double dc_dr = MaxShareA(l1, l2) * -A + MaxShareA(l2, l1) * -A * Inside(r, lo, hi);
+    const double dc_dr = MaxShareA(l1, l2) * -A + MaxShareA(l2, l1) * -A * ClampPasses(r, lo, hi);
     dloss[k] = w * corr * dc_dr * r;
     // The clip decision (l2 > l1) and the bounds of clamp, within rounding of the ratio.
     const double margin = kDecisionUlps * eps * (1.0 + std::fabs(in.log_prob[k]) + std::fabs(in.old_log_prob[k]));

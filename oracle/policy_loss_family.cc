@@ -10,21 +10,16 @@
 
 #include "oracle/errors.h"
 #include "oracle/masked.h"
+#include "oracle/torch_rules.h"
 #include "oracle/sum.h"
 
 namespace verlconf::oracle {
 namespace {
 
-constexpr double kDecisionUlps = 16.0;
 constexpr double kGspoLogRatioMax = 10.0;   // gspo's one-sided clamp of the log-ratio
 constexpr double kGeoMeanIsLogEps = 1e-10;  // geo_mean: log(w + 1e-10)
 constexpr double kDppoKlEps = 1e-8;         // dppo_kl: (1 - p_old + 1e-8) / (1 - p + 1e-8)
 
-double Clamp(double x, double lo, double hi) { return std::min(std::max(x, lo), hi); }
-double Inside(double x, double lo, double hi) { return (x > lo && x < hi) ? 1.0 : 0.0; }
-double MaxShareA(double a, double b) { return a > b ? 1.0 : (a == b ? 0.5 : 0.0); }
-double MinShareA(double a, double b) { return a < b ? 1.0 : (a == b ? 0.5 : 0.0); }
-double Sign(double x) { return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0); }
 double Weight(const PolicyLossInputs& in, int64_t k) { return in.rollout_is_weights ? (*in.rollout_is_weights)[k] : 1.0; }
 
 // How far from a decision threshold a correct implementation may still decide either
@@ -41,14 +36,6 @@ struct Near {
 
 // The common ending: aggregate the per-token losses and scale the per-token
 // derivatives by the aggregation weights (agg_loss is linear in the loss matrix).
-void Aggregate(const Array& losses, const Array& dloss, const Array& mask, const std::string& mode,
-               const GlobalBatchInfo& g, PolicyLossResult& out) {
-  out.loss = agg_loss(losses, mask, mode, g);
-  const Array w = agg_loss_weights(mask, mode, g);
-  out.grad_log_prob = Array(mask.shape, mask.dtype);
-  for (int64_t k = 0; k < mask.size(); ++k) out.grad_log_prob[k] = w[k] * dloss[k];
-}
-
 double RowSum(const Array& a, const Array& mask, int64_t i) {
   ExactSum s;
   for (int64_t t = 0; t < a.cols(); ++t) s.Add(a.at(i, t) * mask.at(i, t));
@@ -100,7 +87,7 @@ PolicyLossResult policy_loss_gspo(const PolicyLossInputs& in, const PolicyLossFa
       clipped[k] = l2 > l1 ? 1.0 : 0.0;
       neg_kl[k] = -nak[k];
       boundary[k] = (near(r, lo, scale) || near(r, hi, scale) || near(x, kGspoLogRatioMax, scale)) ? 1.0 : 0.0;
-      const double dc_dr = MaxShareA(l1, l2) * -A + MaxShareA(l2, l1) * -A * Inside(r, lo, hi);
+      const double dc_dr = MaxShareA(l1, l2) * -A + MaxShareA(l2, l1) * -A * ClampPasses(r, lo, hi);
       dloss[k] = w * dc_dr * r * (x < kGspoLogRatioMax ? 1.0 : 0.0);
     }
   }
@@ -130,7 +117,7 @@ PolicyLossResult policy_loss_sapo(const PolicyLossInputs& in, const PolicyLossFa
     neg_kl[k] = -d;
     // Back through the gate: (4 / tau) * sigmoid' * tau, then exp and the +-20 clamp.
     dloss[k] = -A * w * (4.0 / tau) * (sig * (1.0 - sig)) * tau * r *
-               Inside(raw, -kPolicyLogRatioClamp, kPolicyLogRatioClamp);
+               ClampPasses(raw, -kPolicyLogRatioClamp, kPolicyLogRatioClamp);
   }
   PolicyLossResult out;
   // verl hard-codes the mode here: loss_agg_mode is accepted and ignored.
@@ -225,7 +212,7 @@ PolicyLossResult policy_loss_geo_mean(const PolicyLossInputs& in, const PolicyLo
     clipped_lr[k] = sg * std::min(a, b);
     // d m / d nak: the outer sign times the share torch.min routes to each argument,
     // each of which carries the sign again (and the clamp's pass-through).
-    dm[k] = sg * (MinShareA(a, b) * sg + MinShareA(b, a) * sg * Inside(nak, lo, hi));
+    dm[k] = sg * (MinShareA(a, b) * sg + MinShareA(b, a) * sg * ClampPasses(nak, lo, hi));
     neg_kl[k] = -nak;
     const bool clipped = nak != nc;
     clip_hi[k] = clipped && A > 0 ? 1.0 : 0.0;
