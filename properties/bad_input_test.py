@@ -185,6 +185,31 @@ class BadInputMatrix(unittest.TestCase):
             f["seq-mean-token-mean"][case].attrs["cfg.dp_size"] = np.int64(7)
         self.assertBadInput(["check", "--against", GOLDENS, "--candidate", cand], "seq-mean-token-mean/" + case, "cfg")
 
+    def test_candidate_with_other_inputs(self):
+        cand = os.path.join(self.tmp, "cand.h5")
+        shutil.copyfile(os.path.join(GOLDENS, "kl.h5"), cand)
+        with h5py.File(cand, "r+") as f:
+            case = first_case(f, "k2")
+            g = f["k2"][case]["inputs"]
+            data = g["logprob"][()]
+            data[0, 0] += 0.5
+            del g["logprob"]
+            g["logprob"] = data
+        self.assertBadInput(["check", "--against", GOLDENS, "--candidate", cand], "k2/" + case, "inputs/logprob",
+                            "differs from the golden input")
+
+    def test_candidate_raising_where_verl_returns_is_a_failure(self):
+        cand = os.path.join(self.tmp, "cand.h5")
+        shutil.copyfile(os.path.join(GOLDENS, "kl.h5"), cand)
+        with h5py.File(cand, "r+") as f:
+            case = first_case(f, "k1")
+            for sub in ("outputs", "grads"):
+                del f["k1"][case][sub]
+            f["k1"][case].attrs["expect_error"] = "ValueError: candidate gave up"
+        code, out, err = run("check", "--against", GOLDENS, "--candidate", cand, "--only", "k1/" + case)
+        self.assertEqual(code, 1, out + err)
+        self.assertIn("but verl returned a result", out)
+
     def test_candidate_missing_outputs_is_unsupported_not_a_crash(self):
         cand = os.path.join(self.tmp, "cand.h5")
         shutil.copyfile(os.path.join(GOLDENS, "kl.h5"), cand)
