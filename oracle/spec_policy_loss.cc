@@ -24,26 +24,13 @@ VanillaConfig ReadVanilla(const Config& c) {
 }
 
 Result RunVanilla(const Case& c) {
-  const oracle::PolicyLossInputs in{c.Input("old_log_prob"), c.Input("log_prob"), c.Input("advantages"),
-                                    c.Input("response_mask"), c.OptionalInput("rollout_is_weights")};
-  oracle::PolicyLossResult pl = oracle::policy_loss_vanilla(in, ReadVanilla(c.config));
-  Result r;
-  r.outputs["pg_loss"] = Array::Scalar(pl.loss, c.dtype);
-  r.grads["log_prob"] = std::move(pl.grad_log_prob);
-  r.metrics = std::move(pl.metrics);
-  r.boundary = std::move(pl.boundary);
-  return r;
+  return oracle::PackPolicyLoss(oracle::policy_loss_vanilla(oracle::ReadPolicyLossInputs(c), ReadVanilla(c.config)),
+                                c.dtype);
 }
 
 Case GenerateVanilla(const GenParams& p) {
   oracle::InputGen g(p.seed);
-  Case c = oracle::NewGeneratedCase(p);
-  Array old_lp = g.LogProbs(p.batch, p.tokens, p.dtype);
-  c.inputs["old_log_prob"] = old_lp;
-  c.inputs["log_prob"] = g.Perturb(old_lp, g.Coin(0.5) ? 0.05 : 0.5);
-  c.inputs["advantages"] = g.Normal(p.batch, p.tokens, 0.0, 1.0, p.dtype);
-  c.inputs["response_mask"] = g.ResponseMask(p.batch, p.tokens, p.dtype);
-  if (g.Coin(0.3)) c.inputs["rollout_is_weights"] = g.Uniform(p.batch, p.tokens, 0.0, 2.0, p.dtype);
+  Case c = oracle::NewPolicyLossCase(p, g);
   c.config.Set("clip_ratio", 0.2);
   c.config.Set("clip_ratio_low", 0.2);
   c.config.Set("clip_ratio_high", g.Coin(0.5) ? 0.2 : 0.28);

@@ -37,13 +37,10 @@ CovLossConfig ReadConfig(const Config& c) {
 // `pick_from`'s default pick (`pick_from` = the case itself, or the base case whose pick
 // a stop-gradient evaluation holds fixed).
 PolicyLossResult Run(CovFn fn, PickFn pick, const Case& c, const Case& pick_from) {
-  const PolicyLossInputs in{c.Input("old_log_prob"), c.Input("log_prob"), c.Input("advantages"),
-                            c.Input("response_mask"), c.OptionalInput("rollout_is_weights")};
+  const PolicyLossInputs in = oracle::ReadPolicyLossInputs(c);
   const CovLossConfig cfg = ReadConfig(c.config);
   if (const Array* sel = pick_from.OptionalInput("cov_selected")) return fn(in, cfg, *sel);
-  const PolicyLossInputs base{pick_from.Input("old_log_prob"), pick_from.Input("log_prob"),
-                              pick_from.Input("advantages"), pick_from.Input("response_mask"),
-                              pick_from.OptionalInput("rollout_is_weights")};
+  const PolicyLossInputs base = oracle::ReadPolicyLossInputs(pick_from);
   return fn(in, cfg, pick(base, ReadConfig(pick_from.config)));
 }
 
@@ -61,13 +58,7 @@ struct CovDef {
 GenFn Generator(bool clip) {
   return [clip](const GenParams& p) {
     oracle::InputGen g(p.seed);
-    Case c = oracle::NewGeneratedCase(p);
-    Array old_lp = g.LogProbs(p.batch, p.tokens, p.dtype);
-    c.inputs["old_log_prob"] = old_lp;
-    c.inputs["log_prob"] = g.Perturb(old_lp, g.Coin(0.5) ? 0.05 : 0.5);
-    c.inputs["advantages"] = g.Normal(p.batch, p.tokens, 0.0, 1.0, p.dtype);
-    c.inputs["response_mask"] = g.ResponseMask(p.batch, p.tokens, p.dtype);
-    if (g.Coin(0.3)) c.inputs["rollout_is_weights"] = g.Uniform(p.batch, p.tokens, 0.05, 2.0, p.dtype);
+    Case c = oracle::NewPolicyLossCase(p, g);
     if (clip) {
       c.config.Set("clip_ratio", 0.2);
       c.config.Set("clip_ratio_low", 0.2);
@@ -132,15 +123,7 @@ void AddPolicyLossCovSpecs(std::vector<FunctionSpec>& out) {
     s.discrete_metrics = d.discrete;
     const CovFn fn = d.fn;
     const PickFn pick = d.pick;
-    s.oracle = [fn, pick](const Case& c) {
-      PolicyLossResult pl = Run(fn, pick, c, c);
-      Result r;
-      r.outputs["pg_loss"] = Array::Scalar(pl.loss, c.dtype);
-      r.grads["log_prob"] = std::move(pl.grad_log_prob);
-      r.metrics = std::move(pl.metrics);
-      r.boundary = std::move(pl.boundary);
-      return r;
-    };
+    s.oracle = [fn, pick](const Case& c) { return oracle::PackPolicyLoss(Run(fn, pick, c, c), c.dtype); };
     // The pick depends on log_prob (through the covariance) but carries no gradient:
     // hold the base point's pick fixed.
     s.stop_gradient_objective = [fn, pick](const Case& base, const Case& at) {

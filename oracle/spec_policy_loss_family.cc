@@ -45,30 +45,13 @@ PolicyLossFamilyConfig ReadConfig(const Config& c) {
 
 PolicyLossResult Run(oracle::FamilyLossFn fn, const Case& c, const PolicyLossDetached* frozen,
                      PolicyLossDetached* detached) {
-  const PolicyLossInputs in{c.Input("old_log_prob"), c.Input("log_prob"), c.Input("advantages"),
-                            c.Input("response_mask"), c.OptionalInput("rollout_is_weights")};
-  return fn(in, ReadConfig(c.config), frozen, detached);
-}
-
-Result ToResult(PolicyLossResult pl, DType dtype) {
-  Result r;
-  r.outputs["pg_loss"] = Array::Scalar(pl.loss, dtype);
-  r.grads["log_prob"] = std::move(pl.grad_log_prob);
-  r.metrics = std::move(pl.metrics);
-  r.boundary = std::move(pl.boundary);
-  return r;
+  return fn(oracle::ReadPolicyLossInputs(c), ReadConfig(c.config), frozen, detached);
 }
 
 GenFn Generator(unsigned keys) {
   return [keys](const GenParams& p) {
     oracle::InputGen g(p.seed);
-    Case c = oracle::NewGeneratedCase(p);
-    Array old_lp = g.LogProbs(p.batch, p.tokens, p.dtype);
-    c.inputs["old_log_prob"] = old_lp;
-    c.inputs["log_prob"] = g.Perturb(old_lp, g.Coin(0.5) ? 0.05 : 0.5);
-    c.inputs["advantages"] = g.Normal(p.batch, p.tokens, 0.0, 1.0, p.dtype);
-    c.inputs["response_mask"] = g.ResponseMask(p.batch, p.tokens, p.dtype);
-    if (g.Coin(0.3)) c.inputs["rollout_is_weights"] = g.Uniform(p.batch, p.tokens, 0.05, 2.0, p.dtype);
+    Case c = oracle::NewPolicyLossCase(p, g);
     if (keys & kClip) {
       c.config.Set("clip_ratio", 0.2);
       c.config.Set("clip_ratio_low", 0.2);
@@ -160,7 +143,7 @@ void AddPolicyLossFamilySpecs(std::vector<FunctionSpec>& out) {
     s.grads = {"log_prob"};
     s.discrete_metrics = d.discrete;
     const oracle::FamilyLossFn fn = d.fn;
-    s.oracle = [fn](const Case& c) { return ToResult(Run(fn, c, nullptr, nullptr), c.dtype); };
+    s.oracle = [fn](const Case& c) { return oracle::PackPolicyLoss(Run(fn, c, nullptr, nullptr), c.dtype); };
     if (d.stop_gradient)
       s.stop_gradient_objective = [fn](const Case& base, const Case& at) {
         PolicyLossDetached frozen;

@@ -14,6 +14,31 @@ void AddGlobalBatchKeys(FunctionSpec& s) {
   s.config.push_back({"loss_scale_factor", "float", None(), "seq-mean-token-sum-norm divisor; None = T"});
 }
 
+PolicyLossInputs ReadPolicyLossInputs(const Case& c) {
+  return {c.Input("old_log_prob"), c.Input("log_prob"), c.Input("advantages"), c.Input("response_mask"),
+          c.OptionalInput("rollout_is_weights")};
+}
+
+Result PackPolicyLoss(PolicyLossResult pl, DType dtype) {
+  Result r;
+  r.outputs["pg_loss"] = Array::Scalar(pl.loss, dtype);
+  r.grads["log_prob"] = std::move(pl.grad_log_prob);
+  r.metrics = std::move(pl.metrics);
+  r.boundary = std::move(pl.boundary);
+  return r;
+}
+
+Case NewPolicyLossCase(const GenParams& p, InputGen& g) {
+  Case c = NewGeneratedCase(p);
+  Array old_lp = g.LogProbs(p.batch, p.tokens, p.dtype);
+  c.inputs["old_log_prob"] = old_lp;
+  c.inputs["log_prob"] = g.Perturb(old_lp, g.Coin(0.5) ? 0.05 : 0.5);
+  c.inputs["advantages"] = g.Normal(p.batch, p.tokens, 0.0, 1.0, p.dtype);
+  c.inputs["response_mask"] = g.ResponseMask(p.batch, p.tokens, p.dtype);
+  if (g.Coin(0.3)) c.inputs["rollout_is_weights"] = g.Uniform(p.batch, p.tokens, 0.05, 2.0, p.dtype);
+  return c;
+}
+
 Case NewGeneratedCase(const GenParams& p) {
   Case c;
   c.name = "generated";

@@ -4,6 +4,8 @@
 #include <string>
 
 #include "oracle/aggregation.h"
+#include "oracle/generate.h"
+#include "oracle/policy_loss.h"
 #include "oracle/case.h"
 #include "oracle/registry.h"
 
@@ -14,6 +16,13 @@ void AddGlobalBatchKeys(FunctionSpec& s);
 GlobalBatchInfo ReadGlobalBatchInfo(const Config& c);
 
 inline ConfigValue None() { return std::monostate{}; }
+
+// Policy losses share their inputs, their result layout and their random batches.
+PolicyLossInputs ReadPolicyLossInputs(const Case& c);
+Result PackPolicyLoss(PolicyLossResult pl, DType dtype);
+// old/new log-probs a small or a large step apart, N(0, 1) advantages, a response mask
+// with padding and interior spans, and IS weights a third of the time.
+Case NewPolicyLossCase(const GenParams& p, InputGen& g);
 
 // The start of every registry generator: an empty case named "generated" with p's
 // dtype and seed (the registry fills in family and function).
