@@ -16,6 +16,7 @@ const char* RoleName(Role r) {
     case Role::kScalar: return "scalar";
     case Role::kComponents: return "components";
     case Role::kComponentWeights: return "component_weights";
+    case Role::kVocabLogits: return "vocab_logits";
   }
   return "?";
 }
@@ -39,6 +40,10 @@ static std::vector<FunctionSpec> Build() {
   AddPolicyLossSpecs(all);
   AddPolicyLossFamilySpecs(all);
   AddPolicyLossCovSpecs(all);
+  AddValueLossSpecs(all);
+  AddPolicyLossLegacySpecs(all);
+  AddActorKlLossSpecs(all);
+  AddEntropyLossSpecs(all);
   AddAggregationSpecs(all);
   AddKlSpecs(all);
   AddTorchFunctionalSpecs(all);

@@ -14,7 +14,8 @@ namespace verlconf {
 
 // How an input's shape relates to the batch: B sequences x T tokens, and K reward
 // components (GDPO's per-key scores: B x K, with K weights).
-enum class Role { kTokens, kSequences, kGroupIndex, kScalar, kComponents, kComponentWeights };
+// kVocabLogits: B x T x V (per-token logits over a vocabulary of V).
+enum class Role { kTokens, kSequences, kGroupIndex, kScalar, kComponents, kComponentWeights, kVocabLogits };
 const char* RoleName(Role r);
 
 struct InputSpec {
@@ -113,6 +114,10 @@ void AddAdvantageEstimatorSpecs(std::vector<FunctionSpec>& out);  // the rest of
 void AddPolicyLossSpecs(std::vector<FunctionSpec>& out);
 void AddPolicyLossFamilySpecs(std::vector<FunctionSpec>& out);  // gspo, sapo, gpg, cispo, dro, geo_mean, dppo_*
 void AddPolicyLossCovSpecs(std::vector<FunctionSpec>& out);     // clip_cov, kl_cov
+void AddValueLossSpecs(std::vector<FunctionSpec>& out);        // compute_value_loss (critic; family policy_loss)
+void AddPolicyLossLegacySpecs(std::vector<FunctionSpec>& out);  // compute_policy_loss_reinforce, compute_policy_loss
+void AddActorKlLossSpecs(std::vector<FunctionSpec>& out);
+void AddEntropyLossSpecs(std::vector<FunctionSpec>& out);  // compute_entropy_loss       // actor_kl_loss
 void AddAggregationSpecs(std::vector<FunctionSpec>& out);
 void AddKlSpecs(std::vector<FunctionSpec>& out);
 void AddTorchFunctionalSpecs(std::vector<FunctionSpec>& out);

@@ -63,6 +63,12 @@ void ValidateCase(const FunctionSpec& spec, const Case& c) {
         expect(components, a->shape[1], field, "K");
         if (a->shape[1] == 0) Fail(c, field, "no reward components (K = 0)");
         break;
+      case Role::kVocabLogits:
+        if (a->rank() != 3) Fail(c, field, "expected rank 3 (B, T, V), got shape " + a->ShapeString());
+        expect(batch, a->shape[0], field, "B");
+        expect(tokens, a->shape[1], field, "T");
+        if (a->shape[2] == 0) Fail(c, field, "empty vocabulary (V = 0)");
+        break;
       case Role::kComponentWeights:
         if (a->rank() != 1) Fail(c, field, "expected rank 1 (K,), got shape " + a->ShapeString());
         expect(components, a->shape[0], field, "K");
