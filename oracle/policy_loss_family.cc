@@ -44,6 +44,22 @@ double RowSum(const Array& a, const Array& mask, int64_t i) {
 
 }  // namespace
 
+namespace {
+// The ending gspo and cispo share: aggregate, then verl's three metrics (neither has a
+// dual clip, so pg_clipfrac_lower is 0).
+PolicyLossResult ClipLossResult(const Array& losses, const Array& dloss, const Array& mask,
+                                const PolicyLossFamilyConfig& cfg, const Array& clipped, const Array& neg_kl,
+                                Array boundary) {
+  PolicyLossResult out;
+  Aggregate(losses, dloss, mask, cfg.loss_agg_mode, cfg.global, out);
+  out.metrics["actor/pg_clipfrac"] = masked_mean(clipped, mask);
+  out.metrics["actor/ppo_kl"] = masked_mean(neg_kl, mask);
+  out.metrics["actor/pg_clipfrac_lower"] = 0.0;
+  out.boundary = std::move(boundary);
+  return out;
+}
+}  // namespace
+
 PolicyLossResult policy_loss_gspo(const PolicyLossInputs& in, const PolicyLossFamilyConfig& cfg,
                                   const PolicyLossDetached* frozen, PolicyLossDetached* detached) {
   const Array& mask = in.response_mask;
@@ -91,13 +107,7 @@ PolicyLossResult policy_loss_gspo(const PolicyLossInputs& in, const PolicyLossFa
       dloss[k] = w * dc_dr * r * (x < kGspoLogRatioMax ? 1.0 : 0.0);
     }
   }
-  PolicyLossResult out;
-  Aggregate(losses, dloss, mask, cfg.loss_agg_mode, cfg.global, out);
-  out.metrics["actor/pg_clipfrac"] = masked_mean(clipped, mask);
-  out.metrics["actor/ppo_kl"] = masked_mean(neg_kl, mask);
-  out.metrics["actor/pg_clipfrac_lower"] = 0.0;
-  out.boundary = std::move(boundary);
-  return out;
+  return ClipLossResult(losses, dloss, mask, cfg, clipped, neg_kl, std::move(boundary));
 }
 
 PolicyLossResult policy_loss_sapo(const PolicyLossInputs& in, const PolicyLossFamilyConfig& cfg,
@@ -165,13 +175,7 @@ PolicyLossResult policy_loss_cispo(const PolicyLossInputs& in, const PolicyLossF
     boundary[k] = (near(r, lo, scale) || near(r, hi, scale)) ? 1.0 : 0.0;
   }
   if (detached) detached->clipped_ratio = cr_now;
-  PolicyLossResult out;
-  Aggregate(losses, dloss, mask, cfg.loss_agg_mode, cfg.global, out);
-  out.metrics["actor/pg_clipfrac"] = masked_mean(clipped, mask);
-  out.metrics["actor/ppo_kl"] = masked_mean(neg_kl, mask);
-  out.metrics["actor/pg_clipfrac_lower"] = 0.0;
-  out.boundary = std::move(boundary);
-  return out;
+  return ClipLossResult(losses, dloss, mask, cfg, clipped, neg_kl, std::move(boundary));
 }
 
 PolicyLossResult policy_loss_dro(const PolicyLossInputs& in, const PolicyLossFamilyConfig& cfg,

@@ -1,5 +1,6 @@
 // Registry entries for the policy losses (family "policy_loss").
 #include <iterator>
+#include <tuple>
 
 #include "oracle/generate.h"
 #include "oracle/policy_loss.h"
@@ -14,9 +15,7 @@ using oracle::VanillaConfig;
 VanillaConfig ReadVanilla(const Config& c) {
   VanillaConfig v;
   // verl: clip_ratio_low / _high fall back to clip_ratio when None.
-  const double clip = c.Double("clip_ratio", 0.2);
-  v.clip_ratio_low = c.Double("clip_ratio_low", clip);
-  v.clip_ratio_high = c.Double("clip_ratio_high", clip);
+  std::tie(v.clip_ratio_low, v.clip_ratio_high) = oracle::ReadClipRatios(c);
   v.clip_ratio_c = c.Double("clip_ratio_c", 3.0);
   v.loss_agg_mode = c.String("loss_agg_mode", "token-mean");
   v.global = oracle::ReadGlobalBatchInfo(c);

@@ -1,6 +1,8 @@
 // Registry entries for clip_cov and kl_cov (family "policy_loss"). The math is in
 // oracle/policy_loss_cov.cc. verl's pick of tokens (clip_cov: torch.randperm; kl_cov:
 // torch.topk) is the optional input `cov_selected`; the goldens carry verl's own.
+#include <tuple>
+
 #include <iterator>
 
 #include "oracle/generate.h"
@@ -20,9 +22,7 @@ using PickFn = Array (*)(const PolicyLossInputs&, const CovLossConfig&);
 
 CovLossConfig ReadConfig(const Config& c) {
   CovLossConfig v;
-  const double clip = c.Double("clip_ratio", 0.2);
-  v.clip_ratio_low = c.Double("clip_ratio_low", clip);
-  v.clip_ratio_high = c.Double("clip_ratio_high", clip);
+  std::tie(v.clip_ratio_low, v.clip_ratio_high) = oracle::ReadClipRatios(c);
   v.clip_cov_ratio = c.Double("clip_cov_ratio", 0.0002);
   v.clip_cov_lb = c.Double("clip_cov_lb", 1.0);
   v.clip_cov_ub = c.Double("clip_cov_ub", 5.0);

@@ -1,6 +1,8 @@
 // Registry entries for the policy losses beyond vanilla (family "policy_loss"): gspo,
 // sapo, gpg, cispo, dro, geo_mean, dppo_tv, dppo_kl. The math is in
 // oracle/policy_loss_family.cc.
+#include <tuple>
+
 #include <iterator>
 
 #include "oracle/generate.h"
@@ -31,9 +33,7 @@ struct LossDef {
 
 PolicyLossFamilyConfig ReadConfig(const Config& c) {
   PolicyLossFamilyConfig v;
-  const double clip = c.Double("clip_ratio", 0.2);
-  v.clip_ratio_low = c.Double("clip_ratio_low", clip);
-  v.clip_ratio_high = c.Double("clip_ratio_high", clip);
+  std::tie(v.clip_ratio_low, v.clip_ratio_high) = oracle::ReadClipRatios(c);
   v.clip_ratio_c = c.Double("clip_ratio_c", 3.0);
   v.tau_pos = c.Double("tau_pos", 1.0);
   v.tau_neg = c.Double("tau_neg", 1.05);

@@ -19,6 +19,11 @@ PolicyLossInputs ReadPolicyLossInputs(const Case& c) {
           c.OptionalInput("rollout_is_weights")};
 }
 
+std::pair<double, double> ReadClipRatios(const Config& c) {
+  const double clip = c.Double("clip_ratio", 0.2);
+  return {c.Double("clip_ratio_low", clip), c.Double("clip_ratio_high", clip)};
+}
+
 Result PackPolicyLoss(PolicyLossResult pl, DType dtype) {
   Result r;
   r.outputs["pg_loss"] = Array::Scalar(pl.loss, dtype);

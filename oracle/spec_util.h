@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
 #include "oracle/aggregation.h"
 #include "oracle/generate.h"
@@ -19,6 +20,8 @@ inline ConfigValue None() { return std::monostate{}; }
 
 // Policy losses share their inputs, their result layout and their random batches.
 PolicyLossInputs ReadPolicyLossInputs(const Case& c);
+// verl's clip_ratio_low / clip_ratio_high, each falling back to clip_ratio when None.
+std::pair<double, double> ReadClipRatios(const Config& c);
 Result PackPolicyLoss(PolicyLossResult pl, DType dtype);
 // old/new log-probs a small or a large step apart, N(0, 1) advantages, a response mask
 // with padding and interior spans, and IS weights a third of the time.
