@@ -186,6 +186,12 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
   if (r.outcome == Outcome::kPassed && MasksCoverNothing(spec, golden)) {
     r.outcome = Outcome::kMistrusted;
     r.detail = "every mask input is all zero";
+  } else if (r.outcome == Outcome::kPassed && spec.mistrust) {
+    const std::string why = spec.mistrust(golden);
+    if (!why.empty()) {
+      r.outcome = Outcome::kMistrusted;
+      r.detail = why;
+    }
   }
   return r;
 }

@@ -44,10 +44,13 @@ static std::vector<FunctionSpec> Build() {
   AddPolicyLossLegacySpecs(all);
   AddActorKlLossSpecs(all);
   AddEntropyLossSpecs(all);
+  AddBypassModeSpecs(all);
   AddAggregationSpecs(all);
   AddKlSpecs(all);
   AddTorchFunctionalSpecs(all);
   AddRewardKlSpecs(all);
+  AddRolloutCorrectionSpecs(all);
+  AddRolloutPresetSpecs(all);
   std::set<std::pair<std::string, std::string>> seen;
   for (auto& s : all) {
     if (!seen.insert({s.family, s.name}).second) throw std::logic_error("duplicate registry key: " + s.family + "/" + s.name);
@@ -137,6 +140,19 @@ std::string RegistryJson() {
       j.Key("verl_dispatch_kwargs").BeginArray();
       for (const auto& k : s.dispatch_kwargs) j.String(k);
       j.EndArray();
+    }
+    if (!s.required_variants.empty()) {
+      j.Key("required_variants").BeginArray();
+      for (const auto& v : s.required_variants) j.String(v);
+      j.EndArray();
+    }
+    if (!s.preset_expansion.empty()) {
+      j.Key("preset_expansion").BeginObject();
+      for (const auto& [k, v] : s.preset_expansion) {
+        j.Key(k);
+        WriteConfigValue(j, v);
+      }
+      j.EndObject();
     }
     j.Key("metrics").BeginArray();
     for (const auto& m : s.metrics) j.String(m);

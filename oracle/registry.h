@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "oracle/case.h"
@@ -65,7 +66,8 @@ using GenFn = std::function<Case(const GenParams&)>;
 
 struct FunctionSpec {
   std::string name;         // verl's registry string, exactly
-  std::string family;       // advantage, policy_loss, aggregation, kl, torch_functional, reward_kl
+  std::string family;       // advantage, policy_loss, aggregation, kl, torch_functional, reward_kl,
+                            // rollout_correction
   std::string verl_symbol;  // the verl function it mirrors
   std::vector<InputSpec> inputs;
   std::vector<ConfigKey> config;
@@ -94,6 +96,26 @@ struct FunctionSpec {
   // Its derivative at at == base is verl's gradient; gradcheck differentiates this
   // instead of the loss.
   std::function<double(const Case& base, const Case& at)> stop_gradient_objective;
+  // Coverage labels of a case (rollout correction: "rollout_is=token", "icepop",
+  // "chain", ...). `conform list --json` counts golden cases per label, and golden_test
+  // requires at least 3 float64 and 3 float32 passing cases for every label in
+  // required_variants: one registry entry can then stand for several of verl's modes
+  // without any mode going untested.
+  std::function<std::vector<std::string>(const Case&)> variants;
+  std::vector<std::string> required_variants;
+  // A reason why agreement on this golden proves little although some reference field
+  // is non-zero (every token rejected: the masks agree trivially); "" when trusted.
+  // A passing case with a reason is reported MISTRUSTED.
+  std::function<std::string(const Case& golden)> mistrust;
+  // Config values verl would reject (a malformed threshold string, an unknown RS
+  // option): a case that claims verl returned a result for them is not a file verl
+  // produced. Throws BadInput naming the field; not called for expect_error cases
+  // (there, verl's own exception is the expected result).
+  std::function<void(const Case&)> check_config;
+  // Presets (RolloutCorrectionConfig factories): the config the factory returns with
+  // its default arguments, as the oracle expands it. properties/preset_test.py holds it
+  // against what the capture recorded from verl (/_verl_presets in rollout_correction.h5).
+  std::vector<std::pair<std::string, ConfigValue>> preset_expansion;
   std::string notes;
 
   const InputSpec* FindInput(const std::string& n) const;
@@ -116,12 +138,17 @@ void AddPolicyLossFamilySpecs(std::vector<FunctionSpec>& out);  // gspo, sapo, g
 void AddPolicyLossCovSpecs(std::vector<FunctionSpec>& out);     // clip_cov, kl_cov
 void AddValueLossSpecs(std::vector<FunctionSpec>& out);        // compute_value_loss (critic; family policy_loss)
 void AddPolicyLossLegacySpecs(std::vector<FunctionSpec>& out);  // compute_policy_loss_reinforce, compute_policy_loss
-void AddActorKlLossSpecs(std::vector<FunctionSpec>& out);
-void AddEntropyLossSpecs(std::vector<FunctionSpec>& out);  // compute_entropy_loss       // actor_kl_loss
+void AddActorKlLossSpecs(std::vector<FunctionSpec>& out);  // actor_kl_loss
+void AddBypassModeSpecs(std::vector<FunctionSpec>& out);   // bypass_mode (POLICY_LOSS_REGISTRY)
+void AddEntropyLossSpecs(std::vector<FunctionSpec>& out);  // compute_entropy_loss
 void AddAggregationSpecs(std::vector<FunctionSpec>& out);
 void AddKlSpecs(std::vector<FunctionSpec>& out);
 void AddTorchFunctionalSpecs(std::vector<FunctionSpec>& out);
 void AddRewardKlSpecs(std::vector<FunctionSpec>& out);
+// rollout_corr_helper.py: IS weights, the 11 RS options and chains, metrics, the
+// pipeline; RolloutCorrectionConfig presets (one file each: spec_rollout_*.cc).
+void AddRolloutCorrectionSpecs(std::vector<FunctionSpec>& out);
+void AddRolloutPresetSpecs(std::vector<FunctionSpec>& out);
 
 // The registry as JSON (`conform spec --json`).
 std::string RegistryJson();

@@ -30,6 +30,7 @@ void ValidateCase(const FunctionSpec& spec, const Case& c) {
       Fail(c, "cfg." + key, "'" + *s + "' is not one of verl's names (" + all + ")");
     }
   }
+  if (spec.check_config && !c.expect_error) spec.check_config(c);
   int64_t batch = -1, tokens = -1, components = -1;
   auto expect = [&](int64_t& slot, int64_t got, const std::string& field, const char* what) {
     if (slot < 0) slot = got;

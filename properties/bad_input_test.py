@@ -177,6 +177,40 @@ class BadInputMatrix(unittest.TestCase):
         path, case = self.corrupt("reward_kl", "apply_kl_penalty", lambda g: g.attrs.__setitem__("cfg.kl_penalty", "k4"))
         self.check_dir(path, "apply_kl_penalty/" + case, "cfg.kl_penalty", "'k4'")
 
+    # A threshold or option verl refuses, on a case that claims verl returned a result:
+    # the file cannot have come from verl (cases expecting verl's ValueError are fine).
+    def test_malformed_rs_threshold(self):
+        path, case = self.corrupt("rollout_correction", "token_k1",
+                                  lambda g: g.attrs.__setitem__("cfg.rollout_rs_threshold", "2_1"))
+        self.check_dir(path, "token_k1/" + case, "cfg.rollout_rs_threshold", "2_1")
+
+    def test_lower_upper_on_a_k3_option(self):
+        path, case = self.corrupt("rollout_correction", "seq_mean_k3",
+                                  lambda g: g.attrs.__setitem__("cfg.rollout_rs_threshold", "0.5_2.0"))
+        self.check_dir(path, "seq_mean_k3/" + case, "cfg.rollout_rs_threshold")
+
+    def test_malformed_is_threshold(self):
+        path, case = self.corrupt("rollout_correction", "compute_rollout_correction_weights",
+                                  lambda g: g.attrs.__setitem__("cfg.rollout_is_threshold", "abc"))
+        self.check_dir(path, "compute_rollout_correction_weights/" + case, "cfg.rollout_is_threshold", "abc")
+
+    def test_unknown_rs_option(self):
+        path, case = self.corrupt("rollout_correction", "compute_rollout_rejection_mask",
+                                  lambda g: g.attrs.__setitem__("cfg.rollout_rs", "token_k1,token_k4"))
+        self.check_dir(path, "compute_rollout_rejection_mask/" + case, "cfg.rollout_rs", "token_k4")
+
+    def test_unknown_is_level(self):
+        path, case = self.corrupt("rollout_correction", "compute_rollout_correction_weights",
+                                  lambda g: g.attrs.__setitem__("cfg.rollout_is", "tok"))
+        self.check_dir(path, "compute_rollout_correction_weights/" + case, "cfg.rollout_is",
+                       "'tok' is not one of verl's names")
+
+    def test_expected_threshold_error_is_not_bad_input(self):
+        code, out, err = run("check", "--against", GOLDENS, "--only",
+                             "compute_rollout_rejection_mask/err_lower_above_upper_4x8_f64")
+        self.assertEqual(code, 0, out + err)
+        self.assertIn("1 passed", out)
+
     def test_candidate_with_other_config(self):
         cand = os.path.join(self.tmp, "cand.h5")
         shutil.copyfile(os.path.join(GOLDENS, "aggregation.h5"), cand)

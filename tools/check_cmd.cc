@@ -83,11 +83,11 @@ std::string Totals(const std::vector<CaseReport>& reports) {
 
 void PrintTable(const std::vector<CaseReport>& reports, std::ostream& out) {
   char line[256];
-  std::snprintf(line, sizeof line, "%-26s %-16s %5s %6s %6s %6s %6s %10s %10s %6s\n", "function", "family", "cases",
+  std::snprintf(line, sizeof line, "%-46s %-18s %5s %6s %6s %6s %6s %10s %10s %6s\n", "function", "family", "cases",
                 "passed", "failed", "mistr", "unsup", "worst f64", "worst f32", "flips");
   out << line;
   for (const auto& [key, row] : Tabulate(reports)) {
-    std::snprintf(line, sizeof line, "%-26s %-16s %5d %6d %6d %6d %6d %10s %10s %6lld\n", key.first.c_str(),
+    std::snprintf(line, sizeof line, "%-46s %-18s %5d %6d %6d %6d %6d %10s %10s %6lld\n", key.first.c_str(),
                   row.family.c_str(), row.cases, row.n(Outcome::kPassed), row.n(Outcome::kFailed),
                   row.n(Outcome::kMistrusted), row.n(Outcome::kUnsupported) + row.n(Outcome::kSkipped),
                   Sci(row.worst64).c_str(), Sci(row.worst32).c_str(), static_cast<long long>(row.flips));

@@ -20,9 +20,18 @@ int RunSpec(std::ostream& out) {
 int RunList(const std::string& against, bool json, std::ostream& out) {
   const GoldenSet golden = GoldenSet::Load(against);
   std::map<std::pair<std::string, std::string>, std::pair<int, int>> counts;  // (family, function) -> (f64, f32)
+  // Per coverage label of the entries that have them (FunctionSpec::variants); cases
+  // where verl raised count for the function but not for a label.
+  std::map<std::pair<std::string, std::string>, std::map<std::string, std::pair<int, int>>> by_variant;
   for (const auto& [key, c] : golden.index) {
     auto& n = counts[{c->family, c->function}];
     (c->dtype == DType::kFloat64 ? n.first : n.second)++;
+    const FunctionSpec* s = FindSpec(c->function, c->family);
+    if (!s || !s->variants || c->expect_error) continue;
+    for (const auto& v : s->variants(*c)) {
+      auto& m = by_variant[{c->family, c->function}][v];
+      (c->dtype == DType::kFloat64 ? m.first : m.second)++;
+    }
   }
   struct Item {
     std::string name, family;
@@ -64,6 +73,17 @@ int RunList(const std::string& against, bool json, std::ostream& out) {
       j.Key("float64").Int(it.f64);
       j.Key("float32").Int(it.f32);
       j.EndObject();
+      const auto v = by_variant.find({it.family, it.name});
+      if (v != by_variant.end()) {
+        j.Key("golden_cases_by_variant").BeginObject();
+        for (const auto& [label, n] : v->second) {
+          j.Key(label).BeginObject();
+          j.Key("float64").Int(n.first);
+          j.Key("float32").Int(n.second);
+          j.EndObject();
+        }
+        j.EndObject();
+      }
       j.EndObject();
     }
     j.EndArray();
@@ -84,13 +104,20 @@ int RunList(const std::string& against, bool json, std::ostream& out) {
   }
   out << "verl " << golden.VerlVersion() << " goldens in " << against << "\n";
   char line[160];
-  std::snprintf(line, sizeof line, "%-26s %-16s %-6s %-5s %7s %7s\n", "function", "family", "oracle", "cuda",
+  std::snprintf(line, sizeof line, "%-46s %-18s %-6s %-5s %7s %7s\n", "function", "family", "oracle", "cuda",
                 "f64", "f32");
   out << line;
   for (const auto& it : items) {
-    std::snprintf(line, sizeof line, "%-26s %-16s %-6s %-5s %7d %7d\n", it.name.c_str(), it.family.c_str(),
+    std::snprintf(line, sizeof line, "%-46s %-18s %-6s %-5s %7d %7d\n", it.name.c_str(), it.family.c_str(),
                   it.oracle ? "yes" : "no", it.cuda ? "yes" : "no", it.f64, it.f32);
     out << line;
+    const auto v = by_variant.find({it.family, it.name});
+    if (v == by_variant.end()) continue;
+    for (const auto& [label, n] : v->second) {
+      std::snprintf(line, sizeof line, "  %-44s %-18s %-6s %-5s %7d %7d\n", ("[" + label + "]").c_str(), "", "", "",
+                    n.first, n.second);
+      out << line;
+    }
   }
   out << "\nverl names without an oracle entry (" << missing.size() << "):";
   for (const auto& m : missing) out << " " << m;

@@ -1,15 +1,25 @@
 // verl 0.9.1's policy losses (vanilla, gspo, sapo, gpg, cispo, dro, geo_mean, dppo_tv,
-// dppo_kl), agg_loss and kl_penalty with ATen ops, step by step as verl builds them in
-// core_algos.py (every .detach() where verl has one); gradients from torch autograd.
+// dppo_kl, clip_cov, kl_cov, bypass_mode with its rollout correction), the other
+// losses of core_algos.py (compute_value_loss,
+// compute_policy_loss_reinforce, the deprecated compute_policy_loss,
+// compute_entropy_loss), the actor's KL loss term, agg_loss and kl_penalty with ATen
+// ops, step by step as verl builds them (every .detach() where verl has one); gradients
+// from torch autograd.
 #include "tools/torch_api/example_losses.h"
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/autograd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
+#include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <stdexcept>
+#include <variant>
 
 #include "oracle/errors.h"
 
@@ -98,20 +108,29 @@ at::Tensor KlForward(const at::Tensor& logprob, const at::Tensor& ref, const std
   throw VerlError("NotImplementedError", "");  // "full" and any unknown name
 }
 
-}  // namespace
+// verl's kl_penalty: a trailing '+' is straight-through, the value of the estimator
+// with the gradient of k2.
+at::Tensor KlPenaltyTensor(const at::Tensor& logprob, const at::Tensor& ref, const std::string& name) {
+  if (name.empty() || name.back() != '+') return KlForward(logprob, ref, name);
+  const at::Tensor forward = KlForward(logprob, ref, name.substr(0, name.size() - 1));
+  const at::Tensor backward_score = 0.5 * (logprob - ref).square();
+  return backward_score - backward_score.detach() + forward.detach();
+}
 
-TorchResult VanillaPolicyLoss(const TensorMap& in, const Config& cfg, Bug bug) {
-  const double clip = cfg.Double("clip_ratio", 0.2);
-  const double clip_low = cfg.Double("clip_ratio_low", clip);
-  const double clip_high = cfg.Double("clip_ratio_high", clip);
-  const double clip_c = cfg.Double("clip_ratio_c", 3.0);
+// verl's dual-clip PPO per-token loss and its metrics, as compute_policy_loss_vanilla
+// and the deprecated compute_policy_loss both build it (before IS weights and agg_loss).
+struct DualClip {
+  at::Tensor losses, clipfrac, ppo_kl, clipfrac_lower;
+};
+
+DualClip DualClipPpo(const at::Tensor& log_prob, const TensorMap& in, double clip_low, double clip_high,
+                     double clip_c, Bug bug) {
   if (!(clip_c > 1.0))
     throw VerlError("AssertionError", "The lower bound of the clip_ratio_c for dual-clip PPO should be greater than "
                                       "1.0, but get the value: " + PyFloat(clip_c) + ".");
   const at::Tensor& old_log_prob = in.at("old_log_prob");
   const at::Tensor& advantages = in.at("advantages");
   const at::Tensor& response_mask = in.at("response_mask");
-  const at::Tensor log_prob = in.at("log_prob").detach().clone().requires_grad_(true);
 
   at::Tensor negative_approx_kl = log_prob - old_log_prob;
   const auto clamp = [bug](const at::Tensor& x, double lo, double hi) {
@@ -119,30 +138,42 @@ TorchResult VanillaPolicyLoss(const TensorMap& in, const Config& cfg, Bug bug) {
   };
   if (bug != Bug::kNoLogRatioClamp) negative_approx_kl = clamp(negative_approx_kl, -20.0, 20.0);
   const at::Tensor ratio = at::exp(negative_approx_kl);
-  const at::Tensor ppo_kl = MaskedMean(-negative_approx_kl, response_mask);
 
   const at::Tensor neg_adv = bug == Bug::kWrongSign ? advantages : -advantages;
   const at::Tensor pg_losses1 = neg_adv * ratio;
   const at::Tensor pg_losses2 = neg_adv * clamp(ratio, 1 - clip_low, 1 + clip_high);
   const at::Tensor clip_pg_losses1 = at::maximum(pg_losses1, pg_losses2);  // ties: gradient split 0.5/0.5
-  const at::Tensor pg_clipfrac = MaskedMean(at::gt(pg_losses2, pg_losses1).to(at::kFloat), response_mask);
 
   const at::Tensor pg_losses3 = -advantages * clip_c;
   const at::Tensor clip_pg_losses2 = at::minimum(pg_losses3, clip_pg_losses1);
-  const at::Tensor pg_clipfrac_lower =
-      MaskedMean(at::gt(clip_pg_losses1, pg_losses3).to(at::kFloat) * (advantages < 0).to(at::kFloat), response_mask);
 
-  at::Tensor pg_losses = at::where(advantages < 0, clip_pg_losses2, clip_pg_losses1);
+  DualClip r;
+  r.losses = at::where(advantages < 0, clip_pg_losses2, clip_pg_losses1);
+  r.clipfrac = MaskedMean(at::gt(pg_losses2, pg_losses1).to(at::kFloat), response_mask);
+  r.ppo_kl = MaskedMean(-negative_approx_kl, response_mask);
+  r.clipfrac_lower =
+      MaskedMean(at::gt(clip_pg_losses1, pg_losses3).to(at::kFloat) * (advantages < 0).to(at::kFloat), response_mask);
+  return r;
+}
+
+}  // namespace
+
+TorchResult VanillaPolicyLoss(const TensorMap& in, const Config& cfg, Bug bug) {
+  const double clip = cfg.Double("clip_ratio", 0.2);
+  const at::Tensor log_prob = in.at("log_prob").detach().clone().requires_grad_(true);
+  const DualClip dc = DualClipPpo(log_prob, in, cfg.Double("clip_ratio_low", clip), cfg.Double("clip_ratio_high", clip),
+                                  cfg.Double("clip_ratio_c", 3.0), bug);
+  at::Tensor pg_losses = dc.losses;
   if (auto it = in.find("rollout_is_weights"); it != in.end()) pg_losses = pg_losses * it->second;
   const at::Tensor pg_loss =
-      AggLossTensor(pg_losses, response_mask, cfg.String("loss_agg_mode", "token-mean"), cfg);
+      AggLossTensor(pg_losses, in.at("response_mask"), cfg.String("loss_agg_mode", "token-mean"), cfg);
 
   TorchResult r;
   r.grads["log_prob"] = Grad(pg_loss, log_prob);
   r.outputs["pg_loss"] = pg_loss.detach();
-  r.metrics["actor/pg_clipfrac"] = pg_clipfrac.item<double>();
-  r.metrics["actor/ppo_kl"] = ppo_kl.item<double>();
-  r.metrics["actor/pg_clipfrac_lower"] = pg_clipfrac_lower.item<double>();
+  r.metrics["actor/pg_clipfrac"] = dc.clipfrac.item<double>();
+  r.metrics["actor/ppo_kl"] = dc.ppo_kl.item<double>();
+  r.metrics["actor/pg_clipfrac_lower"] = dc.clipfrac_lower.item<double>();
   return r;
 }
 
@@ -318,6 +349,565 @@ LossAndMetrics Dppo(const at::Tensor& log_prob, const TensorMap& in, const Confi
   return r;
 }
 
+// clip_cov and kl_cov pick tokens by covariance with torch.randperm / torch.topk, which
+// nothing outside torch reproduces; the pick is the recorded input cov_selected. verl
+// applies it by integer indexing, so it is a constant of the loss: never differentiated.
+at::Tensor CovSelected(const TensorMap& in) { return in.at("cov_selected").detach(); }
+
+// verl: compute_policy_loss_clip_cov. PPO's clip (no dual clip, no +-20 clamp) with the
+// loss of the picked tokens multiplied by 0; pg_clipfrac is the picked share.
+LossAndMetrics ClipCov(const at::Tensor& log_prob, const TensorMap& in, const Config& cfg) {
+  if (!(cfg.Double("clip_cov_ratio", 0.0002) > 0))
+    throw VerlError("AssertionError", "clip_ratio should be larger than 0.");  // verl's message, sic
+  const Clip clip = ClipRatios(cfg);
+  const at::Tensor& adv = in.at("advantages");
+  const at::Tensor& mask = in.at("response_mask");
+  const at::Tensor corr = 1.0 - CovSelected(in);
+  const at::Tensor log_ratio = log_prob - in.at("old_log_prob");
+  const at::Tensor ratio = at::exp(log_ratio);
+  const at::Tensor unclipped = -adv * ratio;
+  const at::Tensor clipped = -adv * ClampLikeVerl(ratio, 1.0 - clip.low, 1.0 + clip.high);
+  const at::Tensor losses = WithIsWeights(at::maximum(unclipped, clipped) * corr, in);
+  LossAndMetrics r;
+  r.loss = AggLossTensor(losses, mask, cfg.String("loss_agg_mode", "token-mean"), cfg);
+  r.metrics["actor/pg_clipfrac"] = MaskedMean((corr == 0).to(at::kFloat), mask);
+  r.metrics["actor/ppo_kl"] = MaskedMean(-log_ratio, mask);
+  return r;
+}
+
+// verl: compute_policy_loss_kl_cov. -A r on every token; the picked ones get the
+// penalty ppo_kl_coef |log-ratio| on top (d|x|/dx = sign(x), 0 at 0). ppo_kl is the mean
+// |log-ratio|. ppo_kl_coef falls back to PolicyLossConfig's 0.1 (the function's own 1.0
+// never applies).
+LossAndMetrics KlCov(const at::Tensor& log_prob, const TensorMap& in, const Config& cfg) {
+  if (!(cfg.Double("kl_cov_ratio", 0.0002) > 0))
+    throw VerlError("AssertionError", "kl_cov_ratio should be larger than 0.");
+  const at::Tensor& adv = in.at("advantages");
+  const at::Tensor& mask = in.at("response_mask");
+  const at::Tensor selected = CovSelected(in);
+  const at::Tensor log_ratio = log_prob - in.at("old_log_prob");  // no clamp here
+  const at::Tensor abs_log_ratio = log_ratio.abs();
+  const at::Tensor plain = -adv * at::exp(log_ratio);
+  const at::Tensor penalised = plain + cfg.Double("ppo_kl_coef", 0.1) * abs_log_ratio;
+  const at::Tensor losses = WithIsWeights(at::where(selected != 0, penalised, plain), in);
+  LossAndMetrics r;
+  r.loss = AggLossTensor(losses, mask, cfg.String("loss_agg_mode", "token-mean"), cfg);
+  r.metrics["actor/ppo_kl"] = MaskedMean(abs_log_ratio, mask);
+  return r;
+}
+
+// verl: compute_policy_loss_reinforce. -A log_prob, the IS weights as constants;
+// old_log_prob is verl's rollout_log_prob and enters only ppo_kl (no clamp). The
+// function's own aggregation default is seq-mean-token-sum.
+LossAndMetrics Reinforce(const at::Tensor& log_prob, const TensorMap& in, const Config& cfg) {
+  const at::Tensor& mask = in.at("response_mask");
+  const at::Tensor losses = WithIsWeights(-in.at("advantages") * log_prob, in);
+  LossAndMetrics r;
+  r.loss = AggLossTensor(losses, mask, cfg.String("loss_agg_mode", "seq-mean-token-sum"), cfg);
+  r.metrics["actor/ppo_kl"] = MaskedMean(-(log_prob - in.at("old_log_prob")), mask);
+  return r;
+}
+
+// verl: compute_policy_loss (deprecated). Vanilla's dual-clip PPO under other config
+// names, without IS weights or global_batch_info (agg_loss's own defaults), its tuple's
+// metrics under their bare names.
+LossAndMetrics DeprecatedPpo(const at::Tensor& log_prob, const TensorMap& in, const Config& cfg) {
+  const double clip = cfg.Double("cliprange", 0.2);
+  const DualClip dc = DualClipPpo(log_prob, in, cfg.Double("cliprange_low", clip), cfg.Double("cliprange_high", clip),
+                                  cfg.Double("clip_ratio_c", 3.0), Bug::kNone);
+  LossAndMetrics r;
+  r.loss = AggLossTensor(dc.losses, in.at("response_mask"), cfg.String("loss_agg_mode", "token-mean"), Config());
+  r.metrics = {{"pg_clipfrac", dc.clipfrac}, {"ppo_kl", dc.ppo_kl}, {"pg_clipfrac_lower", dc.clipfrac_lower}};
+  return r;
+}
+
+// ---- bypass_mode: verl's core_algos.compute_policy_loss_bypass_mode, whose rollout
+// correction is rollout_corr_helper.compute_rollout_correction_and_rejection_mask. The
+// IS weights, the rejection mask and the rollout_corr/ metrics are computed here with
+// ATen ops under at::NoGradGuard (verl's `with torch.no_grad()`): constants to autograd.
+// The threshold texts are parsed here too (no oracle code is called).
+
+// rollout_corr_helper.SAFETY_BOUND: log-ratios (and their row sums) are clamped to
+// [-20, 20] before exp.
+constexpr double kRolloutBound = 20.0;
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+// The case's value of a RolloutCorrectionConfig key; null for an absent key or None (the
+// capture passes an absent key as None, not as the dataclass default).
+const ConfigValue* RawValue(const Config& cfg, const std::string& key) {
+  auto it = cfg.values().find(key);
+  if (it == cfg.values().end() || std::holds_alternative<std::monostate>(it->second)) return nullptr;
+  return &it->second;
+}
+
+std::string StripPy(const std::string& s) {
+  const char* ws = " \t\n\r\f\v";
+  const size_t b = s.find_first_not_of(ws);
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+// Python's float(text) for the texts thresholds take: surrounding whitespace, decimal or
+// exponent notation, inf / nan, single underscores between digits. nullopt where
+// Python raises ValueError.
+std::optional<double> PyFloatOf(const std::string& text) {
+  const std::string t = StripPy(text);
+  std::string clean;
+  for (size_t k = 0; k < t.size(); ++k) {
+    if (t[k] == '_' && k > 0 && k + 1 < t.size() && std::isdigit(static_cast<unsigned char>(t[k - 1])) &&
+        std::isdigit(static_cast<unsigned char>(t[k + 1])))
+      continue;
+    if (t[k] == 'x' || t[k] == 'X') return std::nullopt;  // strtod's hex floats are no Python float
+    clean += t[k];
+  }
+  if (clean.empty()) return std::nullopt;
+  char* end = nullptr;
+  const double v = std::strtod(clean.c_str(), &end);
+  if (end != clean.c_str() + clean.size()) return std::nullopt;
+  return v;
+}
+
+std::vector<std::string> SplitStripped(const std::string& s) {  // [p.strip() for p in s.split(",") if p.strip()]
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t k = 0; k <= s.size(); ++k)
+    if (k == s.size() || s[k] == ',') {
+      const std::string p = StripPy(s.substr(start, k - start));
+      if (!p.empty()) out.push_back(p);
+      start = k + 1;
+    }
+  return out;
+}
+
+bool EndsWithK(const std::string& option, const char* k) {
+  return option.size() >= 2 && option.compare(option.size() - 2, 2, k) == 0;
+}
+
+// verl: rollout_corr_helper._parse_rollout_is_threshold. A number is TIS's upper bound,
+// "lower_upper" an IcePop band.
+struct IsBounds {
+  double upper;
+  std::optional<double> lower;
+};
+IsBounds ParseIsThreshold(const ConfigValue& spec) {
+  IsBounds b{0.0, std::nullopt};
+  if (const auto* i = std::get_if<int64_t>(&spec)) {
+    b.upper = static_cast<double>(*i);
+  } else if (const auto* d = std::get_if<double>(&spec)) {
+    b.upper = *d;
+  } else if (const auto* s = std::get_if<std::string>(&spec)) {
+    const std::string t = StripPy(*s);
+    if (t.empty()) throw VerlError("ValueError", "rollout_is_threshold must not be an empty string.");
+    const size_t us = t.find('_');
+    const std::optional<double> upper = PyFloatOf(us == std::string::npos ? t : t.substr(us + 1));
+    const std::optional<double> lower = us == std::string::npos ? std::nullopt : PyFloatOf(t.substr(0, us));
+    if (!upper || (us != std::string::npos && !lower))
+      throw VerlError("ValueError", "Invalid rollout_is_threshold '" + *s + "'.");
+    b.upper = *upper;
+    b.lower = lower;
+  } else {
+    throw VerlError("TypeError", "rollout_is_threshold must be a float or a string threshold specification.");
+  }
+  if (b.upper <= 0) throw VerlError("ValueError", "rollout_is_threshold upper bound must be positive.");
+  if (b.lower && *b.lower <= 0) throw VerlError("ValueError", "rollout_is_threshold lower bound must be positive.");
+  if (b.lower && *b.lower > b.upper)
+    throw VerlError("ValueError", "rollout_is_threshold lower bound must be <= upper bound.");
+  return b;
+}
+
+// verl: the option list of compute_rollout_rejection_mask (stripped, empty parts
+// dropped, duplicates dropped keeping the first) and _parse_rollout_rs_thresholds (one
+// entry shared by all options or one per option; k1: "lower_upper" ratio bounds, or u
+// meaning [1/u, u]; k2 / k3: one upper bound).
+struct RsOption {
+  std::string name;
+  std::optional<double> lower;  // k1 only
+  double upper;
+};
+std::vector<RsOption> ParseRsOptions(const std::string& rollout_rs, const ConfigValue& spec) {
+  static const std::set<std::string> kSupported = {"token_k1",    "token_k2",    "token_k3",   "seq_sum_k1",
+                                                   "seq_sum_k2",  "seq_sum_k3",  "seq_mean_k1", "seq_mean_k2",
+                                                   "seq_mean_k3", "seq_max_k2",  "seq_max_k3"};
+  std::vector<std::string> names;
+  const std::vector<std::string> modes = SplitStripped(rollout_rs);
+  if (modes.empty()) throw VerlError("ValueError", "rollout_rs must contain at least one valid option.");
+  for (const std::string& m : modes) {
+    if (!kSupported.count(m)) throw VerlError("ValueError", "Invalid rollout_rs option: " + m + ".");
+    if (std::find(names.begin(), names.end(), m) == names.end()) names.push_back(m);
+  }
+  std::vector<std::string> raw;  // the entries as text; a number stands for str(number)
+  std::optional<double> number;
+  if (const auto* s = std::get_if<std::string>(&spec)) {
+    raw = SplitStripped(*s);
+  } else if (const auto* i = std::get_if<int64_t>(&spec)) {
+    number = static_cast<double>(*i);
+    raw = {std::to_string(*i)};
+  } else if (const auto* d = std::get_if<double>(&spec)) {
+    number = *d;  // str() of a Python float round-trips
+    raw = {"<number>"};
+  } else {
+    throw VerlError("ValueError", "rollout_rs_threshold must be provided for rejection sampling.");
+  }
+  if (raw.empty()) throw VerlError("ValueError", "rollout_rs_threshold must contain at least one threshold value.");
+  if (raw.size() != 1 && raw.size() != names.size())
+    throw VerlError("ValueError", "rollout_rs_threshold expects either one threshold shared by all options or "
+                                  "exactly one per rollout_rs option.");
+  std::vector<RsOption> out;
+  for (size_t k = 0; k < names.size(); ++k) {
+    const std::string& entry = raw.size() == 1 ? raw[0] : raw[k];
+    const auto value = [&](const std::string& text) { return number ? number : PyFloatOf(text); };
+    RsOption o{names[k], std::nullopt, 0.0};
+    const std::string invalid = "Invalid numeric threshold '" + entry + "' for option '" + o.name + "'.";
+    if (EndsWithK(o.name, "k1")) {
+      const size_t us = number ? std::string::npos : entry.find('_');
+      std::optional<double> lower, upper;
+      if (us != std::string::npos) {
+        lower = PyFloatOf(entry.substr(0, us));
+        upper = PyFloatOf(entry.substr(us + 1));
+        if (!lower || !upper) throw VerlError("ValueError", invalid);
+      } else {  // str(1.0 / float(upper)), outside verl's try: Python's own errors
+        upper = value(entry);
+        if (!upper) throw VerlError("ValueError", "could not convert string to float: '" + entry + "'");
+        if (*upper == 0.0) throw VerlError("ZeroDivisionError", "float division by zero");
+        lower = 1.0 / *upper;
+      }
+      if (*lower <= 0 || *upper <= 0)
+        throw VerlError("ValueError", "Thresholds for option '" + o.name + "' must be positive.");
+      if (*lower > *upper) throw VerlError("ValueError", "Thresholds for option '" + o.name + "' must be lower <= upper.");
+      o.lower = lower;
+      o.upper = *upper;
+    } else {
+      if (!number && entry.find('_') != std::string::npos)
+        throw VerlError("ValueError", "rollout_rs_threshold for option '" + o.name +
+                                          "' must provide a single upper bound without '_'.");
+      const std::optional<double> upper = value(entry);
+      if (!upper) throw VerlError("ValueError", invalid);
+      if (*upper <= 0) throw VerlError("ValueError", "Threshold for option '" + o.name + "' must be positive.");
+      o.upper = *upper;
+    }
+    out.push_back(o);
+  }
+  return out;
+}
+
+// verl_F.masked_sum / masked_mean along the last axis: one value per row.
+at::Tensor RowMaskedSum(const at::Tensor& values, const at::Tensor& mask) {
+  return (at::where(mask != 0, values, at::zeros_like(values)) * mask).sum(-1);
+}
+at::Tensor RowMaskedMean(const at::Tensor& values, const at::Tensor& mask) {
+  return RowMaskedSum(values, mask) / (mask.sum(-1) + 1e-8);
+}
+
+double Item(const at::Tensor& t) { return t.item<double>(); }
+
+using MetricMap = std::map<std::string, double>;
+
+// verl: rollout_corr_helper.compute_is_metrics (both levels; the weights keep their
+// batch dimension, so the per-row metrics are always there).
+MetricMap IsMetrics(const at::Tensor& w, const at::Tensor& raw, const at::Tensor& log_for_metrics,
+                    const at::Tensor& mask, bool sequence, double upper, std::optional<double> lower_in) {
+  MetricMap m;
+  const double lower = lower_in ? *lower_in : 1.0 / upper;
+  const at::Tensor mask_bool = mask.to(at::kBool);
+  if (sequence) {
+    // torch.log(torch.tensor(x)): float32 tensors (the default dtype).
+    const at::Tensor log_upper = at::log(at::scalar_tensor(upper, at::kFloat));
+    const at::Tensor log_lower = at::log(at::scalar_tensor(lower, at::kFloat));
+    m["rollout_is_max"] = Item(at::exp(log_for_metrics.max().clamp_max(kRolloutBound)));
+    m["rollout_is_min"] = Item(at::exp(log_for_metrics.min()));
+    m["rollout_is_mean"] = Item(MaskedMean(w, mask));
+    m["rollout_is_ratio_fraction_high"] = Item(at::gt(log_for_metrics, log_upper).to(at::kFloat).mean());
+    m["rollout_is_ratio_fraction_low"] = Item(at::lt(log_for_metrics, log_lower).to(at::kFloat).mean());
+  } else {
+    m["rollout_is_mean"] = Item(MaskedMean(w, mask));
+    m["rollout_is_ratio_fraction_high"] = Item(MaskedMean(at::gt(raw, upper).to(at::kFloat), mask));
+    m["rollout_is_ratio_fraction_low"] = Item(MaskedMean(at::lt(raw, lower).to(at::kFloat), mask));
+    m["rollout_is_max"] = Item(w.masked_fill(~mask_bool, -kInfinity).max());
+    m["rollout_is_min"] = Item(w.masked_fill(~mask_bool, kInfinity).min());
+  }
+  const at::Tensor clamped = w.clamp(0.0, upper);
+  if (Item(mask.sum()) > 1) {
+    const at::Tensor mean = MaskedMean(clamped, mask);
+    const at::Tensor var = MaskedMean(clamped.square(), mask) - mean.square();
+    m["rollout_is_std"] = Item(at::sqrt(var.clamp_min(0.0)));
+  } else {
+    m["rollout_is_std"] = 0.0;
+  }
+  const at::Tensor normalized = clamped / (MaskedMean(clamped, mask) + 1e-8);
+  const double ess_den = Item(MaskedMean(normalized.square(), mask));
+  // A Python float division: all applied weights zero raises instead of giving inf.
+  if (ess_den == 0.0) throw VerlError("ZeroDivisionError", "float division by zero");
+  m["rollout_is_eff_sample_size"] = 1.0 / ess_den;
+  const at::Tensor seq = RowMaskedMean(w, mask);
+  m["rollout_is_seq_mean"] = Item(seq.mean());
+  m["rollout_is_seq_std"] = seq.numel() > 1 ? Item(seq.std()) : 0.0;  // unbiased
+  m["rollout_is_seq_max"] = Item(seq.max());
+  m["rollout_is_seq_min"] = Item(seq.min());
+  m["rollout_is_seq_max_deviation"] = Item((seq - 1.0).abs().max());
+  const at::Tensor raw_seq = RowMaskedMean(raw, mask);  // before TIS / IcePop
+  m["rollout_is_seq_fraction_high"] = Item(at::gt(raw_seq, upper).to(at::kFloat).mean());
+  m["rollout_is_seq_fraction_low"] = Item(at::lt(raw_seq, lower).to(at::kFloat).mean());
+  return m;
+}
+
+// verl: rollout_corr_helper.compute_rollout_correction_weights (torch.distributed not
+// initialised). Returns the (detached) weights; adds the IS metrics to m.
+at::Tensor IsWeights(const at::Tensor& log_ratio, const at::Tensor& mask, const ConfigValue& level,
+                     const ConfigValue& threshold, bool batch_normalize, MetricMap& m) {
+  const auto* lv = std::get_if<std::string>(&level);
+  if (!lv || (*lv != "token" && *lv != "sequence"))
+    throw VerlError("ValueError", "Invalid rollout_is. Must be one of {'token', 'sequence'}.");
+  const IsBounds b = ParseIsThreshold(threshold);
+  const bool sequence = *lv == "sequence";
+  at::Tensor raw, log_for_metrics;
+  if (!sequence) {
+    log_for_metrics = log_ratio;
+    raw = at::exp(log_ratio.clamp(-kRolloutBound, kRolloutBound));
+  } else {
+    log_for_metrics = RowMaskedSum(log_ratio, mask).unsqueeze(-1);  // B x 1
+    raw = at::exp(log_for_metrics.clamp(-kRolloutBound, kRolloutBound)).expand_as(log_ratio);
+  }
+  raw = raw * mask;
+  at::Tensor w;
+  if (!b.lower) {
+    w = raw.clamp_max(b.upper);  // TIS
+  } else {                       // IcePop
+    w = at::where(at::logical_and(raw >= *b.lower, raw <= b.upper), raw, at::zeros_like(raw));
+  }
+  const MetricMap is = IsMetrics(w, raw, log_for_metrics, mask, sequence, b.upper, b.lower);
+  m.insert(is.begin(), is.end());
+  if (b.lower)
+    m["rollout_is_oob_ratio"] =
+        Item(MaskedMean(at::logical_or(raw < *b.lower, raw > b.upper).to(at::kFloat), mask));
+  w = w.detach();
+  if (batch_normalize) {
+    at::Tensor mean;
+    if (!sequence) {
+      mean = MaskedMean(w, mask);
+    } else {
+      const at::Tensor seq_w = RowMaskedMean(w, mask);
+      const at::Tensor seq_mask = (mask.sum(-1) > 0).to(w.scalar_type());
+      mean = (seq_w * seq_mask).sum() / seq_mask.sum().clamp_min(1e-8);
+    }
+    if (Item(mean) > 1e-8) {
+      w = w / mean;
+      m["rollout_is_batch_norm_factor"] = Item(mean);
+    } else {
+      m["rollout_is_batch_norm_factor"] = 1.0;
+    }
+  }
+  return w;
+}
+
+// verl: rollout_corr_helper.compute_rs_metrics for one option. `stat` is per token (a
+// sequence option's row value broadcast); `per_seq` the row values (undefined for a
+// token option: then the rows' masked means).
+void RsMetrics(const std::string& option, const at::Tensor& stat, const at::Tensor& mask, const at::Tensor& seq_valid,
+               bool sequence, const at::Tensor& per_seq, double thr_upper, double thr_lower, bool apply_lower,
+               MetricMap& m) {
+  const std::string p = "rollout_rs_" + option;
+  const at::Tensor mask_bool = mask.to(at::kBool);
+  const at::Tensor seq_values = per_seq.defined() ? per_seq : RowMaskedMean(stat, mask);
+  const at::Tensor valid = at::masked_select(seq_values, seq_valid);
+  const bool any_seq = valid.numel() > 0;
+  m[p + "_mean"] = Item(MaskedMean(stat, mask));
+  if (sequence && any_seq) {
+    m[p + "_max"] = Item(valid.max());
+    m[p + "_min"] = Item(valid.min());
+    m[p + "_fraction_high"] = Item(at::gt(valid, thr_upper).to(at::kFloat).mean());
+    m[p + "_fraction_low"] = apply_lower ? Item(at::lt(valid, thr_lower).to(at::kFloat).mean()) : 0.0;
+  } else {
+    m[p + "_max"] = Item(stat.masked_fill(~mask_bool, -kInfinity).max());
+    m[p + "_min"] = Item(stat.masked_fill(~mask_bool, kInfinity).min());
+    m[p + "_fraction_high"] = Item(MaskedMean(at::gt(stat, thr_upper).to(at::kFloat), mask));
+    m[p + "_fraction_low"] = apply_lower ? Item(MaskedMean(at::lt(stat, thr_lower).to(at::kFloat), mask)) : 0.0;
+  }
+  if (Item(mask.sum()) > 1) {
+    const at::Tensor c = stat.clamp(apply_lower ? thr_lower : 0.0, thr_upper);
+    const at::Tensor mean = MaskedMean(c, mask);
+    m[p + "_std"] = Item(at::sqrt((MaskedMean(c.square(), mask) - mean.square()).clamp_min(0.0)));
+  } else {
+    m[p + "_std"] = 0.0;
+  }
+  if (any_seq) {
+    m[p + "_seq_mean"] = Item(valid.mean());
+    m[p + "_seq_std"] = valid.numel() > 1 ? Item(valid.std()) : 0.0;
+    m[p + "_seq_max"] = Item(valid.max());
+    m[p + "_seq_min"] = Item(valid.min());
+    m[p + "_seq_max_deviation"] = Item((valid - 0.0).abs().max());
+    m[p + "_seq_fraction_high"] = Item(at::gt(valid, thr_upper).to(at::kFloat).mean());
+    if (apply_lower) m[p + "_seq_fraction_low"] = Item(at::lt(valid, thr_lower).to(at::kFloat).mean());
+  } else {
+    for (const char* k : {"_seq_mean", "_seq_std", "_seq_max", "_seq_min", "_seq_max_deviation", "_seq_fraction_high",
+                          "_seq_fraction_low"})
+      m[p + k] = 0.0;
+  }
+}
+
+// verl: rollout_corr_helper.compute_rollout_rejection_mask. With l = clamp(log-ratio,
+// +-20): k1 = -l, k2 = l^2 / 2, k3 = exp(l) - 1 - l, per token or per row (masked sum,
+// masked mean, max over valid tokens with 0 for an empty row); k1 keeps
+// log(lower) <= stat <= log(upper), k2 / k3 keep stat <= upper; all options must pass.
+// Returns the modified response mask; adds the RS metrics to m.
+at::Tensor RejectionMask(const at::Tensor& log_ratio, const at::Tensor& mask, const std::string& rollout_rs,
+                         const ConfigValue& threshold, MetricMap& m) {
+  const std::vector<RsOption> options = ParseRsOptions(rollout_rs, threshold);
+  const at::Tensor safe = log_ratio.clamp(-kRolloutBound, kRolloutBound);
+  const at::Tensor k1 = -safe, k2 = 0.5 * safe.pow(2), k3 = at::exp(safe) - 1.0 - safe;
+  const at::Tensor mask_bool = mask.to(at::kBool);
+  const at::Tensor seq_valid = mask.sum(-1) > 0;
+  at::Tensor combined = at::ones_like(mask, log_ratio.scalar_type());
+  for (const RsOption& o : options) {
+    const bool is_k1 = EndsWithK(o.name, "k1");
+    const double lower_log = is_k1 ? std::log(*o.lower) : 0.0, upper_log = is_k1 ? std::log(o.upper) : 0.0;
+    const at::Tensor& token_stat = is_k1 ? k1 : EndsWithK(o.name, "k2") ? k2 : k3;
+    const auto keeps = [&](const at::Tensor& s) {
+      return is_k1 ? at::logical_and(s >= lower_log, s <= upper_log) : s <= o.upper;
+    };
+    const bool token_level = o.name.rfind("token_", 0) == 0;
+    at::Tensor stat, per_seq, keep;
+    if (token_level) {
+      stat = token_stat;
+      keep = keeps(stat);
+    } else {
+      if (o.name.rfind("seq_sum", 0) == 0) {
+        per_seq = RowMaskedSum(token_stat, mask);
+      } else if (o.name.rfind("seq_mean", 0) == 0) {
+        per_seq = RowMaskedMean(token_stat, mask);
+      } else {  // seq_max
+        const at::Tensor max = token_stat.masked_fill(~mask_bool, -kInfinity).amax(-1);
+        per_seq = at::where(max == -kInfinity, at::zeros_like(max), max);
+      }
+      keep = keeps(per_seq).unsqueeze(-1).expand_as(mask_bool);
+      stat = per_seq.unsqueeze(-1).expand_as(mask);
+    }
+    const at::Tensor keep_mask = keep.to(log_ratio.scalar_type());
+    combined = combined * keep_mask;
+    const at::Tensor seq_keep = at::logical_not(at::logical_and(at::logical_not(keep), mask_bool)).all(-1);
+    RsMetrics(o.name, stat, mask, seq_valid, !token_level, per_seq, is_k1 ? upper_log : o.upper,
+              is_k1 ? lower_log : 0.0, is_k1, m);
+    m["rollout_rs_" + o.name + "_masked_fraction"] = Item(MaskedMean(1 - keep_mask, mask));
+    const at::Tensor seq_valid_float = seq_valid.to(at::kFloat);
+    double seq_masked = 0.0;
+    if (Item(seq_valid_float.sum()) > 0) {
+      const at::Tensor seq_keep_float = seq_keep.to(log_ratio.scalar_type());
+      seq_masked = Item(((1.0 - seq_keep_float) * seq_valid_float).sum() / seq_valid_float.sum());
+    }
+    m["rollout_rs_" + o.name + "_seq_masked_fraction"] = seq_masked;
+  }
+  m["rollout_rs_masked_fraction"] = Item(MaskedMean(1 - combined, mask));
+  const at::Tensor final_keep = at::logical_and(combined > 0.5, mask_bool);
+  const at::Tensor seq_hit = at::logical_and(at::logical_not(final_keep), mask_bool).any(-1);
+  m["rollout_rs_seq_masked_fraction"] = Item(seq_hit.to(at::kFloat).mean());
+  return (mask * combined).to(mask.scalar_type());
+}
+
+// verl: rollout_corr_helper.compute_offpolicy_metrics, with rollout log-probs.
+void OffpolicyMetrics(const at::Tensor& old_log_prob, const at::Tensor& rollout, const at::Tensor& mask,
+                      MetricMap& m) {
+  const at::Tensor train_rows = RowMaskedMean(old_log_prob, mask);
+  m["training_ppl"] = Item(at::exp(-train_rows).mean());
+  m["training_log_ppl"] = Item((-train_rows).mean());
+  m["kl"] = Item(MaskedMean(rollout - old_log_prob, mask));
+  const at::Tensor lr = old_log_prob - rollout;
+  m["k3_kl"] = Item(MaskedMean(at::exp(lr) - lr - 1, mask));
+  const at::Tensor rollout_rows = RowMaskedMean(rollout, mask);
+  m["rollout_ppl"] = Item(at::exp(-rollout_rows).mean());
+  m["rollout_log_ppl"] = Item((-rollout_rows).mean());
+  const at::Tensor diff = rollout_rows - train_rows;
+  m["log_ppl_diff"] = Item(diff.mean());
+  m["log_ppl_abs_diff"] = Item(diff.abs().mean());
+  m["log_ppl_diff_max"] = Item(diff.max());
+  m["log_ppl_diff_min"] = Item(diff.min());
+  m["ppl_ratio"] = Item(at::exp(diff).mean());
+  const at::Tensor rho = at::exp(lr.clamp(-kRolloutBound, kRolloutBound));
+  m["chi2_token"] = Item(MaskedMean(rho.square(), mask) - 1.0);
+  const at::Tensor seq_sum = RowMaskedSum(lr, mask).clamp(-kRolloutBound, kRolloutBound);
+  m["chi2_seq"] = Item(at::exp(2.0 * seq_sum).mean() - 1.0);
+}
+
+struct Correction {
+  std::optional<at::Tensor> weights;  // when IS is on
+  at::Tensor mask;                    // the response mask after rejection
+  MetricMap metrics;                  // "rollout_corr/..."
+};
+
+// verl: rollout_corr_helper.compute_rollout_correction_and_rejection_mask, run as
+// compute_policy_loss_bypass_mode runs it: under no_grad, the current policy's
+// log_prob as "old", the input old_log_prob as the rollout policy.
+Correction RolloutCorrection(const at::Tensor& log_prob, const TensorMap& in, const Config& cfg) {
+  const at::NoGradGuard no_grad;
+  const at::Tensor current = log_prob.detach();
+  const at::Tensor& rollout = in.at("old_log_prob");
+  const at::Tensor& mask = in.at("response_mask");
+  if (!mask.any().item<bool>())
+    throw VerlError("ValueError", "response_mask must contain at least one valid token (1).");
+  const at::Tensor log_ratio = current - rollout;
+  Correction c;
+  MetricMap m;
+  const ConfigValue* level = RawValue(cfg, "rollout_is");
+  const ConfigValue* is_threshold = RawValue(cfg, "rollout_is_threshold");
+  if (level && is_threshold)
+    c.weights = IsWeights(log_ratio, mask, *level, *is_threshold, cfg.Bool("rollout_is_batch_normalize", false), m);
+  c.mask = mask.clone();
+  if (const ConfigValue* rs = RawValue(cfg, "rollout_rs")) {
+    const ConfigValue* rs_threshold = RawValue(cfg, "rollout_rs_threshold");
+    if (!rs_threshold)
+      throw VerlError("ValueError", "rollout_rs_threshold must be explicitly provided when rollout_rs is enabled.");
+    const auto* text = std::get_if<std::string>(rs);
+    if (!text)
+      throw VerlError("ValueError", "rollout_rs must be a non-empty string (comma separated for multiple options).");
+    c.mask = RejectionMask(log_ratio, mask, *text, *rs_threshold, m);
+  }
+  OffpolicyMetrics(current, rollout, mask, m);
+  for (const auto& [key, value] : m) c.metrics["rollout_corr/" + key] = value;
+  return c;
+}
+
+// verl: core_algos.compute_policy_loss_bypass_mode. The input old_log_prob holds the
+// rollout log-probs; its rollout_is_weights input is ignored (recomputed). ppo_clip:
+// compute_policy_loss_vanilla on the modified mask without IS weights; reinforce:
+// compute_policy_loss_reinforce with the pipeline's weights on it. Both reach log_prob
+// only through the loss itself: weights and mask are constants.
+LossAndMetrics BypassMode(const at::Tensor& log_prob, const TensorMap& in, const Config& cfg) {
+  const Correction corr = RolloutCorrection(log_prob, in, cfg);
+  TensorMap eff = in;
+  eff["response_mask"] = corr.mask;
+  eff.erase("rollout_is_weights");
+  const std::string agg_mode = cfg.String("loss_agg_mode", "token-mean");
+  // An absent loss_type is None, which verl rejects too.
+  const std::string loss_type = cfg.String("loss_type", "None");
+  LossAndMetrics r;
+  if (loss_type == "reinforce") {
+    if (corr.weights) eff["rollout_is_weights"] = *corr.weights;
+    Config reinforce_cfg = cfg;
+    reinforce_cfg.Set("loss_agg_mode", agg_mode);
+    r = Reinforce(log_prob, eff, reinforce_cfg);
+  } else if (loss_type == "ppo_clip") {
+    const Clip clip = ClipRatios(cfg);
+    const DualClip dc = DualClipPpo(log_prob, eff, clip.low, clip.high, cfg.Double("clip_ratio_c", 3.0), Bug::kNone);
+    r.loss = AggLossTensor(dc.losses, corr.mask, agg_mode, cfg);
+    r.metrics = {{"actor/pg_clipfrac", dc.clipfrac}, {"actor/ppo_kl", dc.ppo_kl},
+                 {"actor/pg_clipfrac_lower", dc.clipfrac_lower}};
+  } else {
+    throw VerlError("ValueError", "Invalid loss_type: " + loss_type + ". Must be 'reinforce' or 'ppo_clip'.");
+  }
+  for (const auto& [key, value] : corr.metrics) r.metrics[key] = at::scalar_tensor(value, at::kDouble);
+  return r;
+}
+
+using LossFn = LossAndMetrics (*)(const at::Tensor& log_prob, const TensorMap& in, const Config& cfg);
+
+// Without a recorded pick only verl's errors can be reproduced (its asserts, agg_loss's
+// ValueError: raised whatever the pick); an empty pick raises them, else Unsupported.
+LossAndMetrics WithRecordedPick(LossFn fn, const at::Tensor& log_prob, const TensorMap& in, const Config& cfg) {
+  if (in.count("cov_selected")) return fn(log_prob, in, cfg);
+  TensorMap no_pick = in;
+  no_pick["cov_selected"] = at::zeros_like(in.at("response_mask"));
+  fn(log_prob, no_pick, cfg);
+  throw Unsupported("clip_cov / kl_cov need verl's pick of tokens as the input cov_selected");
+}
+
 }  // namespace
 
 TorchResult FamilyPolicyLoss(const TensorMap& in, const Config& cfg, const std::string& name) {
@@ -331,6 +921,11 @@ TorchResult FamilyPolicyLoss(const TensorMap& in, const Config& cfg, const std::
   else if (name == "geo_mean") lm = GeoMean(log_prob, in, cfg);
   else if (name == "dppo_tv") lm = Dppo(log_prob, in, cfg, /*binary_kl=*/false);
   else if (name == "dppo_kl") lm = Dppo(log_prob, in, cfg, /*binary_kl=*/true);
+  else if (name == "clip_cov") lm = WithRecordedPick(ClipCov, log_prob, in, cfg);
+  else if (name == "kl_cov") lm = WithRecordedPick(KlCov, log_prob, in, cfg);
+  else if (name == "compute_policy_loss_reinforce") lm = Reinforce(log_prob, in, cfg);
+  else if (name == "compute_policy_loss") lm = DeprecatedPpo(log_prob, in, cfg);
+  else if (name == "bypass_mode") lm = BypassMode(log_prob, in, cfg);
   else throw std::invalid_argument("FamilyPolicyLoss: no policy loss '" + name + "' here");
   TorchResult r;
   r.grads["log_prob"] = Grad(lm.loss, log_prob);
@@ -339,9 +934,82 @@ TorchResult FamilyPolicyLoss(const TensorMap& in, const Config& cfg, const std::
   return r;
 }
 
+TorchResult ValueLoss(const TensorMap& in, const Config& cfg) {
+  const at::Tensor vpreds = in.at("vpreds").detach().clone().requires_grad_(true);
+  const at::Tensor& returns = in.at("returns");
+  const at::Tensor& values = in.at("values");
+  const at::Tensor& mask = in.at("response_mask");
+  const double c = cfg.Double("cliprange_value", 0.5);
+  // verl_F.clip_by_value is max(min(x, hi), lo), not clamp: at V +- c torch's tie rule
+  // gives vpreds half the gradient.
+  const at::Tensor vpredclipped = at::maximum(at::minimum(vpreds, values + c), values - c);
+  const at::Tensor l1 = (vpreds - returns).square();
+  const at::Tensor l2 = (vpredclipped - returns).square();
+  const at::Tensor vf_loss =
+      0.5 * AggLossTensor(at::maximum(l1, l2), mask, cfg.String("loss_agg_mode", "token-mean"), cfg);
+  TorchResult r;
+  r.grads["vpreds"] = Grad(vf_loss, vpreds);
+  r.outputs["vf_loss"] = vf_loss.detach();
+  r.metrics["vf_clipfrac"] = MaskedMean(at::gt(l2, l1).to(at::kFloat), mask).item<double>();
+  return r;
+}
+
+TorchResult EntropyLoss(const TensorMap& in, const Config& cfg) {
+  const at::Tensor logits = in.at("logits").detach().clone().requires_grad_(true);
+  // verl_F.entropy_from_logits: logsumexp(z) - sum softmax(z) z over the vocabulary.
+  const at::Tensor entropy = at::logsumexp(logits, {-1}) - (at::softmax(logits, -1) * logits).sum(-1);
+  // verl passes no global_batch_info here: agg_loss's defaults, whatever the config holds.
+  const at::Tensor loss =
+      AggLossTensor(entropy, in.at("response_mask"), cfg.String("loss_agg_mode", "token-mean"), Config());
+  TorchResult r;
+  r.grads["logits"] = Grad(loss, logits);
+  r.outputs["entropy_loss"] = loss.detach();
+  return r;
+}
+
+TorchResult ActorKlLoss(const TensorMap& in, const Config& cfg) {
+  const at::Tensor log_prob = in.at("log_prob").detach().clone().requires_grad_(true);
+  const at::Tensor kld = KlPenaltyTensor(log_prob, in.at("ref_log_prob"), cfg.String("kl_loss_type", "low_var_kl"));
+  const at::Tensor kl_loss = AggLossTensor(kld, in.at("response_mask"), cfg.String("loss_agg_mode", "token-mean"), cfg);
+  const at::Tensor term = kl_loss * cfg.Double("kl_loss_coef", 0.001);
+  TorchResult r;
+  r.grads["log_prob"] = Grad(term, log_prob);
+  r.outputs["kl_term"] = term.detach();
+  r.metrics["kl_loss"] = kl_loss.item<double>();
+  return r;
+}
+
+namespace {
+
+// The one list of policy losses (registry names, family "policy_loss") this file
+// implements: PolicyLossNames and PolicyLossCandidate both read it.
+const std::map<std::string, CandidateFn>& PolicyLossTable() {
+  static const std::map<std::string, CandidateFn>* const table = [] {
+    auto* t = new std::map<std::string, CandidateFn>{
+        {"vanilla", VanillaCandidate()},
+        {"compute_value_loss", ValueLoss},
+        {"compute_entropy_loss", EntropyLoss},
+        {"actor_kl_loss", ActorKlLoss},
+    };
+    for (const char* name : {"gspo", "sapo", "gpg", "cispo", "dro", "geo_mean", "dppo_tv", "dppo_kl", "clip_cov",
+                             "kl_cov", "compute_policy_loss_reinforce", "compute_policy_loss", "bypass_mode"}) {
+      t->emplace(name, [name = std::string(name)](const TensorMap& in, const Config& cfg) {
+        return FamilyPolicyLoss(in, cfg, name);
+      });
+    }
+    return t;
+  }();
+  return *table;
+}
+
+}  // namespace
+
 const std::vector<std::string>& PolicyLossNames() {
-  static const std::vector<std::string> names = {"vanilla", "gspo",     "sapo",    "gpg",    "cispo",
-                                                 "dro",     "geo_mean", "dppo_tv", "dppo_kl"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const auto& [name, fn] : PolicyLossTable()) v.push_back(name);
+    return v;
+  }();
   return names;
 }
 
@@ -356,16 +1024,7 @@ TorchResult AggLoss(const TensorMap& in, const Config& cfg, const std::string& m
 
 TorchResult KlPenalty(const TensorMap& in, const std::string& name) {
   const at::Tensor logprob = in.at("logprob").detach().clone().requires_grad_(true);
-  const at::Tensor& ref = in.at("ref_logprob");
-  at::Tensor kl;
-  if (!name.empty() && name.back() == '+') {
-    // Straight-through: the value of the estimator, the gradient of k2.
-    const at::Tensor forward = KlForward(logprob, ref, name.substr(0, name.size() - 1));
-    const at::Tensor backward_score = 0.5 * (logprob - ref).square();
-    kl = backward_score - backward_score.detach() + forward.detach();
-  } else {
-    kl = KlForward(logprob, ref, name);
-  }
+  const at::Tensor kl = KlPenaltyTensor(logprob, in.at("ref_logprob"), name);
   TorchResult r;
   r.grads["logprob"] = Grad(kl.sum(), logprob);
   r.outputs["kl"] = kl.detach();
@@ -376,8 +1035,10 @@ CandidateFn VanillaCandidate(Bug bug) {
   return [bug](const TensorMap& in, const Config& cfg) { return VanillaPolicyLoss(in, cfg, bug); };
 }
 CandidateFn PolicyLossCandidate(const std::string& name) {
-  if (name == "vanilla") return VanillaCandidate();
-  return [name](const TensorMap& in, const Config& cfg) { return FamilyPolicyLoss(in, cfg, name); };
+  const auto it = PolicyLossTable().find(name);
+  if (it == PolicyLossTable().end())
+    throw std::invalid_argument("PolicyLossCandidate: no policy loss '" + name + "' here");
+  return it->second;
 }
 CandidateFn AggCandidate(const std::string& mode) {
   return [mode](const TensorMap& in, const Config& cfg) { return AggLoss(in, cfg, mode); };

@@ -24,16 +24,36 @@ enum class Bug {
 // actor/pg_clipfrac_lower. Throws VerlError("AssertionError") for clip_ratio_c <= 1.
 TorchResult VanillaPolicyLoss(const TensorMap& inputs, const Config& config, Bug bug = Bug::kNone);
 
-// verl's other registered policy losses, each after verl 0.9.1's
-// compute_policy_loss_<name> in core_algos.py: "gspo", "sapo", "gpg", "cispo", "dro",
-// "geo_mean", "dppo_tv", "dppo_kl" ("vanilla" is VanillaPolicyLoss). Outputs pg_loss,
-// grads log_prob (autograd, with verl's stop-gradients), metrics as verl returns them
-// (gpg: none; dro: ppo_kl only). Throws VerlError("ValueError") for dro without a
-// positive dro_beta, as verl does; std::invalid_argument for any other name.
+// verl's other policy losses of log_prob, each after verl 0.9.1's function in
+// core_algos.py: compute_policy_loss_<name> for "gspo", "sapo", "gpg", "cispo", "dro",
+// "geo_mean", "dppo_tv", "dppo_kl", "clip_cov", "kl_cov", "bypass_mode", and the
+// registry names "compute_policy_loss_reinforce" and "compute_policy_loss" (the
+// deprecated one) ("vanilla" is VanillaPolicyLoss). Outputs pg_loss, grads log_prob
+// (autograd, with verl's stop-gradients), metrics as verl returns them (gpg: none; dro
+// and reinforce: ppo_kl only; compute_policy_loss: its tuple's pg_clipfrac, ppo_kl,
+// pg_clipfrac_lower; bypass_mode: its loss's plus the rollout_corr/ ones its config
+// turns on). clip_cov and kl_cov take verl's pick of tokens as the input cov_selected
+// (without it: verl's errors, else Unsupported). bypass_mode computes its IS weights
+// and rejection mask with ATen under no_grad (constants to autograd) and ignores its
+// rollout_is_weights input, as verl does. Throws VerlError where verl raises (dro
+// without a positive dro_beta, a non-positive clip_cov_ratio / kl_cov_ratio,
+// clip_ratio_c <= 1, bypass_mode's invalid loss_type, thresholds, empty mask or
+// all-zero IcePop weights); std::invalid_argument for any other name.
 TorchResult FamilyPolicyLoss(const TensorMap& inputs, const Config& config, const std::string& name);
 
-// Every policy loss this file implements (registry names, family "policy_loss"):
-// "vanilla" and the FamilyPolicyLoss names.
+// verl's compute_value_loss: outputs vf_loss, grads vpreds, metric vf_clipfrac.
+TorchResult ValueLoss(const TensorMap& inputs, const Config& config);
+
+// verl's compute_entropy_loss: outputs entropy_loss, grads logits (B x T x V).
+TorchResult EntropyLoss(const TensorMap& inputs, const Config& config);
+
+// The KL loss term the actor adds (verl/workers/utils/losses.py ppo_loss with
+// use_kl_loss): kl_loss_coef * agg_loss(kl_penalty(log_prob, ref_log_prob,
+// kl_loss_type)). Outputs kl_term, grads log_prob, metric kl_loss (before the coef).
+// VerlError("NotImplementedError") for "full", as verl.
+TorchResult ActorKlLoss(const TensorMap& inputs, const Config& config);
+
+// Every policy loss this file implements (registry names, family "policy_loss").
 const std::vector<std::string>& PolicyLossNames();
 
 // verl's agg_loss for one loss_agg_mode: outputs loss, grads loss_mat.

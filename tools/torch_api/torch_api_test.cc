@@ -195,14 +195,15 @@ TEST(Golden, ExampleAggregationPassesEveryCase) {
 }
 
 TEST(Golden, ExamplePolicyLossesPassEveryCase) {
-  // gspo, sapo, gpg, cispo, dro, geo_mean, dppo_tv, dppo_kl in ATen (verl's
-  // stop-gradients as .detach()) against verl's goldens, both dtypes; dro's missing or
-  // non-positive dro_beta cases raise ValueError on both sides.
+  // Every other policy-loss-family function in ATen (verl's stop-gradients as
+  // .detach()) against verl's goldens, both dtypes; dro's missing or non-positive
+  // dro_beta cases raise ValueError on both sides, clip_cov's and kl_cov's dp_size > 1
+  // cases (no recorded pick) agg_loss's ValueError.
   for (const std::string& name : example::PolicyLossNames()) {
     if (name == "vanilla") continue;  // ExampleVanillaPassesEveryCase
     const std::vector<CaseReport> reports =
         CheckAgainstGoldenSet(Goldens(), name, example::PolicyLossCandidate(name), "policy_loss");
-    EXPECT_GE(reports.size(), 20u) << name;
+    EXPECT_GE(reports.size(), 6u) << name;  // 3 cases or more (compute_entropy_loss has 3) in each dtype
     for (const CaseReport& r : reports)
       EXPECT_TRUE(r.outcome == Outcome::kPassed || r.outcome == Outcome::kMistrusted) << r.Describe();
   }
