@@ -2,28 +2,28 @@
 // "rollout_correction"): IS weights, rejection sampling (the chained entry point and one
 // entry per option of verl's rs_options list), the off-policy metrics, and the combined
 // pipeline. Interface: docs/rollout-correction-interface.md; math:
-// oracle/rollout_correction.cc.
+// oracle/rollout_correction.h.
 //
 // Config: an absent attribute is None, as the capture passes it (fixtures/adapters/
 // verl_adapter.py: "a config key absent from a case was passed as None"); ConfigKey's
 // verl_default documents verl's own default, which a case gets by storing it.
 #include <algorithm>
-#include <iterator>
 
 #include "oracle/generate.h"
 #include "oracle/registry.h"
 #include "oracle/rollout_correction.h"
+#include "oracle/spec_rollout_util.h"
 #include "oracle/spec_util.h"
 
 namespace verlconf {
 namespace {
 
+using oracle::IsNone;
 using oracle::RawConfig;
 
 const ConfigValue kNone = std::monostate{};
 
-bool IsNone(const ConfigValue& v) { return std::holds_alternative<std::monostate>(v); }
-
+// A variant label must not throw on a malformed value: it only describes the case.
 bool BoolOr(const Config& c, const std::string& key, bool fallback) {
   try {
     return c.Bool(key, fallback);
@@ -32,45 +32,35 @@ bool BoolOr(const Config& c, const std::string& key, bool fallback) {
   }
 }
 
-// The interface's mistrust rule: every valid token rejected.
-std::function<std::string(const Case&)> AllRejected(const std::string& output) {
-  return [output](const Case& golden) -> std::string {
-    auto out = golden.outputs.find(output);
-    const Array* in = golden.OptionalInput("response_mask");
-    if (out == golden.outputs.end() || !in) return "";
-    for (double v : out->second.data)
-      if (v != 0.0) return "";
-    for (double v : in->data)
-      if (v != 0.0) return "every valid token was rejected: the output mask is all zero, so agreeing on it proves little";
-    return "";
-  };
-}
-
 const char* const kThresholdType = "float|str";
 
-// verl's std metrics are sqrt(E[x^2] - E[x]^2): where the clamped values hardly spread
-// the subtraction cancels. float32: the rounding of E[x^2] (~1e-7 of it) is all that is
-// left, ~sqrt(eps32 * E[x^2]) in the std. float64: the sums follow torch's order
-// (TorchCpuSum), but torch's vectorised exp differs from libm's in the last bit for a few
-// percent of arguments, which the cancellation amplifies to ~1e-7 relative.
-void AddStdTolerances(FunctionSpec& s, const std::vector<std::string>& std_metrics) {
-  for (const auto& m : std_metrics) {
-    s.tolerances.push_back({"metrics/" + m, DType::kFloat32, 3.1e-5, 2e-3,
-                            "float32 sqrt(E[x^2] - E[x]^2) cancels for a small spread: the rounding of E[x^2] "
-                            "becomes ~sqrt(eps32 * E[x^2]) in the std"});
-    s.tolerances.push_back({"metrics/" + m, DType::kFloat64, 1e-5, 1e-9,
-                            "sqrt(E[x^2] - E[x]^2) cancels for a small spread and amplifies torch's last-bit exp "
-                            "differences from libm (a few percent of arguments) to ~1e-7 relative"});
-  }
+// An entry for a function of rollout_corr_helper, named after it.
+FunctionSpec HelperSpec(const std::string& verl_function) {
+  FunctionSpec s;
+  s.name = verl_function;
+  s.family = "rollout_correction";
+  s.verl_symbol = "verl.trainer.ppo.rollout_corr_helper." + verl_function;
+  return s;
+}
+
+// The IS and RS entries' inputs, and the start of their random cases.
+std::vector<InputSpec> LogRatioInputs() {
+  return {{"log_ratio", Role::kTokens, false, false, "log pi_train - log pi_rollout"},
+          {"response_mask", Role::kTokens, /*is_mask=*/true}};
+}
+
+Case NewLogRatioCase(const GenParams& p, oracle::InputGen& g) {
+  Case c = oracle::NewGeneratedCase(p);
+  c.inputs["log_ratio"] = oracle::RandomLogRatio(g, p.batch, p.tokens, p.dtype);
+  c.inputs["response_mask"] = g.ResponseMask(p.batch, p.tokens, p.dtype);
+  return c;
 }
 
 // ------------------------------------------------------------------ IS weights
 
 Case GenerateWeights(const GenParams& p) {
   oracle::InputGen g(p.seed);
-  Case c = oracle::NewGeneratedCase(p);
-  c.inputs["log_ratio"] = oracle::RandomLogRatio(g, p.batch, p.tokens, p.dtype);
-  c.inputs["response_mask"] = g.ResponseMask(p.batch, p.tokens, p.dtype);
+  Case c = NewLogRatioCase(p, g);
   c.config.Set("rollout_is", std::string(g.Coin(0.5) ? "token" : "sequence"));
   c.config.Set("rollout_is_threshold", oracle::RandomIsThreshold(g, g.Coin(0.4)));
   if (g.Coin(0.6)) c.config.Set("rollout_is_batch_normalize", int64_t{g.Coin(0.5) ? 1 : 0});
@@ -90,20 +80,14 @@ std::vector<std::string> WeightsVariants(const Case& c) {
 }
 
 FunctionSpec Weights() {
-  FunctionSpec s;
-  s.name = "compute_rollout_correction_weights";
-  s.family = "rollout_correction";
-  s.verl_symbol = "verl.trainer.ppo.rollout_corr_helper.compute_rollout_correction_weights";
-  s.inputs = {{"log_ratio", Role::kTokens, false, false, "log pi_train - log pi_rollout"},
-              {"response_mask", Role::kTokens, /*is_mask=*/true}};
+  FunctionSpec s = HelperSpec("compute_rollout_correction_weights");
+  s.inputs = LogRatioInputs();
   s.config = {{"rollout_is", "str", std::string("token"), "IS level: token or sequence", {"token", "sequence"}},
               {"rollout_is_threshold", kThresholdType, 2.0,
                "a number or float-like string: TIS upper bound; \"lower_upper\": IcePop band"},
               {"rollout_is_batch_normalize", "bool", int64_t{0}, "normalise the weights to mean 1 (non-distributed)"}};
   s.outputs = {{"rollout_is_weights"}};
-  s.metrics = oracle::IsMetricNames();
-  s.discrete_metrics = oracle::IsDiscreteMetricNames();
-  AddStdTolerances(s, {"rollout_is_std"});
+  oracle::AddCorrectionMetrics(s, "", /*is=*/true, {}, /*offpolicy=*/false);
   s.oracle = [](const Case& c) {
     oracle::IsWeightsResult r = oracle::compute_rollout_correction_weights(
         c.Input("log_ratio"), c.Input("response_mask"), RawConfig(c.config, "rollout_is", kNone),
@@ -131,22 +115,6 @@ FunctionSpec Weights() {
 }
 
 // ------------------------------------------------------------------ rejection sampling
-
-std::vector<std::string> AllRsMetricNames(bool discrete) {
-  std::vector<std::string> out;
-  for (const char* o : oracle::kRolloutRsOptions) {
-    const auto names = discrete ? oracle::RsOptionDiscreteMetricNames(o) : oracle::RsOptionMetricNames(o);
-    out.insert(out.end(), names.begin(), names.end());
-  }
-  for (const char* m : oracle::kRsOverallMetrics) out.push_back(m);
-  return out;
-}
-
-std::vector<std::string> AllRsStdNames() {
-  std::vector<std::string> out;
-  for (const char* o : oracle::kRolloutRsOptions) out.push_back(std::string("rollout_rs_") + o + "_std");
-  return out;
-}
 
 // A random chain of one to three options with a valid threshold spec: one entry per
 // option, or a single shared number (>= 1, so that k1 options get a valid [1/u, u]).
@@ -183,9 +151,7 @@ void SetRandomRs(oracle::InputGen& g, Config& cfg, const std::string& rs_key, co
 
 Case GenerateRejection(const GenParams& p) {
   oracle::InputGen g(p.seed);
-  Case c = oracle::NewGeneratedCase(p);
-  c.inputs["log_ratio"] = oracle::RandomLogRatio(g, p.batch, p.tokens, p.dtype);
-  c.inputs["response_mask"] = g.ResponseMask(p.batch, p.tokens, p.dtype);
+  Case c = NewLogRatioCase(p, g);
   SetRandomRs(g, c.config, "rollout_rs", "rollout_rs_threshold");
   return c;
 }
@@ -226,14 +192,11 @@ const char* const kRsNotes =
     "rows with a valid token.";
 
 FunctionSpec RejectionBase(const std::string& name) {
-  FunctionSpec s;
+  FunctionSpec s = HelperSpec("compute_rollout_rejection_mask");
   s.name = name;
-  s.family = "rollout_correction";
-  s.verl_symbol = "verl.trainer.ppo.rollout_corr_helper.compute_rollout_rejection_mask";
-  s.inputs = {{"log_ratio", Role::kTokens, false, false, "log pi_train - log pi_rollout"},
-              {"response_mask", Role::kTokens, /*is_mask=*/true}};
+  s.inputs = LogRatioInputs();
   s.outputs = {{"modified_response_mask", OutputKind::kTensor, /*discrete=*/true}};
-  s.mistrust = AllRejected("modified_response_mask");
+  s.mistrust = oracle::AllRejected("modified_response_mask");
   return s;
 }
 
@@ -242,9 +205,7 @@ FunctionSpec Rejection() {
   s.config = {{"rollout_rs", "str", std::string("token_k1"), "options, comma separated (chained: all must pass)"},
               {"rollout_rs_threshold", kThresholdType, kNone,
                "one entry per option or one shared; k1: \"lower_upper\" or u = [1/u, u]; None: ValueError"}};
-  s.metrics = AllRsMetricNames(false);
-  s.discrete_metrics = AllRsMetricNames(true);
-  AddStdTolerances(s, AllRsStdNames());
+  oracle::AddCorrectionMetrics(s, "", /*is=*/false, oracle::AllRsOptions(), /*offpolicy=*/false);
   s.oracle = [](const Case& c) { return RunRejection(c, RawConfig(c.config, "rollout_rs", kNone)); };
   s.check_config = [](const Case& c) {
     oracle::ThrowIfRefused(c, oracle::CheckRsConfig(RawConfig(c.config, "rollout_rs", kNone),
@@ -263,22 +224,14 @@ FunctionSpec RejectionOption(const std::string& option) {
   FunctionSpec s = RejectionBase(option);
   s.config = {{"rollout_rs_threshold", kThresholdType, kNone,
                option.back() == '1' ? "\"lower_upper\" ratio bounds, or u = [1/u, u]" : "upper bound (no '_')"}};
-  s.metrics = oracle::RsOptionMetricNames(option);
-  s.discrete_metrics = oracle::RsOptionDiscreteMetricNames(option);
-  for (const char* m : oracle::kRsOverallMetrics) {
-    s.metrics.push_back(m);
-    s.discrete_metrics.push_back(m);
-  }
-  AddStdTolerances(s, {"rollout_rs_" + option + "_std"});
+  oracle::AddCorrectionMetrics(s, "", /*is=*/false, {option}, /*offpolicy=*/false);
   s.oracle = [option](const Case& c) { return RunRejection(c, option); };
   s.check_config = [option](const Case& c) {
     oracle::ThrowIfRefused(c, oracle::CheckRsConfig(option, RawConfig(c.config, "rollout_rs_threshold", kNone)));
   };
   s.generate = [option](const GenParams& p) {
     oracle::InputGen g(p.seed);
-    Case c = oracle::NewGeneratedCase(p);
-    c.inputs["log_ratio"] = oracle::RandomLogRatio(g, p.batch, p.tokens, p.dtype);
-    c.inputs["response_mask"] = g.ResponseMask(p.batch, p.tokens, p.dtype);
+    Case c = NewLogRatioCase(p, g);
     const std::string entry = oracle::RandomRsThresholdEntry(g, option);
     if (g.Coin(0.3) && entry.find('_') == std::string::npos) c.config.Set("rollout_rs_threshold", std::stod(entry));
     else c.config.Set("rollout_rs_threshold", entry);
@@ -292,23 +245,17 @@ FunctionSpec RejectionOption(const std::string& option) {
 
 Case GenerateLogProbPair(const GenParams& p, const std::string& current, bool optional_rollout) {
   oracle::InputGen g(p.seed);
-  Case c = oracle::NewGeneratedCase(p);
-  const Array cur = g.LogProbs(p.batch, p.tokens, p.dtype);
-  const Array lr = oracle::RandomLogRatio(g, p.batch, p.tokens, p.dtype);
-  Array rollout = cur;
-  for (int64_t k = 0; k < rollout.size(); ++k) rollout[k] = std::min(cur[k] - lr[k], -1e-4);
-  oracle::RoundToDType(rollout);
-  c.inputs[current] = cur;
-  if (!optional_rollout || g.Coin(0.8)) c.inputs["rollout_log_prob"] = rollout;
-  c.inputs["response_mask"] = g.ResponseMask(p.batch, p.tokens, p.dtype);
-  return c;
+  return oracle::NewLogProbPairCase(p, g, current, optional_rollout);
+}
+
+std::vector<std::string> Prefixed(const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  for (const auto& n : names) out.push_back("rollout_corr/" + n);
+  return out;
 }
 
 FunctionSpec Offpolicy() {
-  FunctionSpec s;
-  s.name = "compute_offpolicy_metrics";
-  s.family = "rollout_correction";
-  s.verl_symbol = "verl.trainer.ppo.rollout_corr_helper.compute_offpolicy_metrics";
+  FunctionSpec s = HelperSpec("compute_offpolicy_metrics");
   s.inputs = {{"old_log_prob", Role::kTokens, false, false, "training-policy log-probs"},
               {"rollout_log_prob", Role::kTokens, false, /*optional=*/true, "rollout-policy log-probs"},
               {"response_mask", Role::kTokens, /*is_mask=*/true}};
@@ -327,14 +274,11 @@ FunctionSpec Offpolicy() {
 }
 
 FunctionSpec MetricsFromLogprobs() {
-  FunctionSpec s;
-  s.name = "compute_rollout_corr_metrics_from_logprobs";
-  s.family = "rollout_correction";
-  s.verl_symbol = "verl.trainer.ppo.rollout_corr_helper.compute_rollout_corr_metrics_from_logprobs";
+  FunctionSpec s = HelperSpec("compute_rollout_corr_metrics_from_logprobs");
   s.inputs = {{"log_prob", Role::kTokens, false, false, "current-policy log-probs"},
               {"rollout_log_prob", Role::kTokens},
               {"response_mask", Role::kTokens, /*is_mask=*/true}};
-  for (const auto& m : oracle::OffpolicyMetricNames()) s.metrics.push_back("rollout_corr/" + m);
+  s.metrics = Prefixed(oracle::OffpolicyMetricNames());
   s.oracle = [](const Case& c) {
     Result out;
     for (const auto& [k, v] :
@@ -349,58 +293,23 @@ FunctionSpec MetricsFromLogprobs() {
 
 // ------------------------------------------------------------------ pipeline
 
-oracle::RolloutCorrectionSettings PipelineSettings(const Config& c) {
-  oracle::RolloutCorrectionSettings s;
-  s.rollout_is = RawConfig(c, "rollout_is", kNone);
-  s.rollout_is_threshold = RawConfig(c, "rollout_is_threshold", kNone);
-  s.rollout_is_batch_normalize = c.Bool("rollout_is_batch_normalize", false);
-  s.rollout_rs = RawConfig(c, "rollout_rs", kNone);
-  s.rollout_rs_threshold = RawConfig(c, "rollout_rs_threshold", kNone);
-  return s;
-}
-
-std::vector<std::string> Prefixed(const std::vector<std::string>& names) {
-  std::vector<std::string> out;
-  for (const auto& n : names) out.push_back("rollout_corr/" + n);
-  return out;
-}
-
 FunctionSpec Pipeline() {
-  FunctionSpec s;
-  s.name = "compute_rollout_correction_and_rejection_mask";
-  s.family = "rollout_correction";
-  s.verl_symbol = "verl.trainer.ppo.rollout_corr_helper.compute_rollout_correction_and_rejection_mask";
+  FunctionSpec s = HelperSpec("compute_rollout_correction_and_rejection_mask");
   s.inputs = {{"old_log_prob", Role::kTokens, false, false, "training-policy log-probs"},
               {"rollout_log_prob", Role::kTokens, false, false, "rollout-policy log-probs"},
               {"response_mask", Role::kTokens, /*is_mask=*/true}};
-  s.config = {{"rollout_is", "str", kNone, "None (no IS), token or sequence", {"token", "sequence"}},
-              {"rollout_is_threshold", kThresholdType, 2.0, "TIS number or IcePop \"lower_upper\"; None disables IS"},
-              {"rollout_is_batch_normalize", "bool", int64_t{0}, "normalise the weights to mean 1"},
-              {"rollout_rs", "str", kNone, "None (no RS) or options, comma separated"},
-              {"rollout_rs_threshold", kThresholdType, kNone, "required when rollout_rs is set (ValueError)"}};
+  oracle::AddRolloutSettingsKeys(s, kNone, "None (no IS), token or sequence");
   s.outputs = {{"rollout_is_weights"}, {"modified_response_mask", OutputKind::kTensor, /*discrete=*/true}};
-  std::vector<std::string> names = oracle::IsMetricNames(), discrete = oracle::IsDiscreteMetricNames();
-  const auto rs = AllRsMetricNames(false), rs_discrete = AllRsMetricNames(true), off = oracle::OffpolicyMetricNames();
-  names.insert(names.end(), rs.begin(), rs.end());
-  names.insert(names.end(), off.begin(), off.end());
-  discrete.insert(discrete.end(), rs_discrete.begin(), rs_discrete.end());
-  s.metrics = Prefixed(names);
-  s.discrete_metrics = Prefixed(discrete);
-  std::vector<std::string> stds = AllRsStdNames();
-  stds.push_back("rollout_is_std");
-  AddStdTolerances(s, Prefixed(stds));
+  oracle::AddCorrectionMetrics(s, "rollout_corr/", /*is=*/true, oracle::AllRsOptions(), /*offpolicy=*/true);
   s.oracle = [](const Case& c) {
-    oracle::CorrectionResult r = oracle::compute_rollout_correction_and_rejection_mask(
-        c.Input("old_log_prob"), c.Input("rollout_log_prob"), c.Input("response_mask"), PipelineSettings(c.config));
-    Result out;
-    if (r.rollout_is_weights) out.outputs["rollout_is_weights"] = std::move(*r.rollout_is_weights);
-    out.outputs["modified_response_mask"] = std::move(r.modified_response_mask);
-    out.metrics = std::move(r.metrics);
-    out.boundary = std::move(r.boundary);
-    return out;
+    return oracle::PackCorrection(
+        oracle::compute_rollout_correction_and_rejection_mask(c.Input("old_log_prob"), c.Input("rollout_log_prob"),
+                                                              c.Input("response_mask"),
+                                                              oracle::ReadRolloutSettings(c.config)),
+        "modified_response_mask");
   };
   s.check_config = [](const Case& c) {
-    oracle::ThrowIfRefused(c, oracle::CheckPipelineConfig(PipelineSettings(c.config)));
+    oracle::ThrowIfRefused(c, oracle::CheckPipelineConfig(oracle::ReadRolloutSettings(c.config)));
   };
   // IS is always on in generated cases: generators_test requires every declared output,
   // and rollout_is_weights exists only with IS. The RS-only and neither variants are
@@ -415,19 +324,13 @@ FunctionSpec Pipeline() {
     return c;
   };
   s.variants = [](const Case& c) -> std::vector<std::string> {
-    const oracle::RolloutCorrectionSettings st = [&] {
-      oracle::RolloutCorrectionSettings x;
-      x.rollout_is = RawConfig(c.config, "rollout_is", kNone);
-      x.rollout_is_threshold = RawConfig(c.config, "rollout_is_threshold", kNone);
-      x.rollout_rs = RawConfig(c.config, "rollout_rs", kNone);
-      return x;
-    }();
-    const bool is = !IsNone(st.rollout_is) && !IsNone(st.rollout_is_threshold);
-    const bool rs = !IsNone(st.rollout_rs);
+    const bool is = !IsNone(RawConfig(c.config, "rollout_is", kNone)) &&
+                    !IsNone(RawConfig(c.config, "rollout_is_threshold", kNone));
+    const bool rs = !IsNone(RawConfig(c.config, "rollout_rs", kNone));
     return {is && rs ? "is_and_rs" : is ? "is_only" : rs ? "rs_only" : "neither"};
   };
   s.required_variants = {"is_and_rs", "is_only", "rs_only", "neither"};
-  s.mistrust = AllRejected("modified_response_mask");
+  s.mistrust = oracle::AllRejected("modified_response_mask");
   s.notes = "log_ratio = old - rollout; IS (compute_rollout_correction_weights) when rollout_is and its threshold are "
             "set, RS (compute_rollout_rejection_mask) when rollout_rs is set, off-policy metrics always, keys "
             "prefixed rollout_corr/. rollout_is_weights is returned only with IS. ValueError on a mask without a "
