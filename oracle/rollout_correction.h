@@ -130,6 +130,45 @@ RejectionResult compute_rollout_rejection_mask(const Array& log_ratio, const Arr
                                                const ConfigValue& rollout_rs, const ConfigValue& threshold,
                                                LogRatioError lr_err = nullptr);
 
+// What a metrics-only helper returns: verl's dict, and the boundary material (B x T)
+// for its fractions.
+struct MetricsResult {
+  std::map<std::string, double> metrics;
+  Array boundary;
+};
+
+// verl: compute_is_metrics, called directly (compute_rollout_correction_weights calls the
+// same code). The weights are any B x T arrays: nothing assumes they came from
+// `log_ratio_for_metrics`. rollout_is "sequence" reads log_ratio_for_metrics as verl's
+// (B, 1) row sums (any shape: its elements are what counts): max / min in log space
+// (max clamped at +20 before exp) and ratio fractions against float32 log thresholds,
+// over its elements, reduced in float32; any other rollout_is is the token branch,
+// which does not read it and takes the ratio fractions from the raw weights over valid
+// tokens. A lower threshold of nullopt is verl's None: 1 / upper (ZeroDivisionError for
+// an upper of 0). ValueError on a mask without a valid token; ZeroDivisionError when
+// every applied weight of a valid token is 0 (verl's `1.0 / ...item()` for the ESS).
+MetricsResult compute_is_metrics(const Array& rollout_is_weights, const Array& raw_rollout_is_weights,
+                                 const Array& log_ratio_for_metrics, const Array& response_mask,
+                                 const std::string& rollout_is, double rollout_is_threshold,
+                                 std::optional<double> rollout_is_threshold_lower = std::nullopt);
+
+// verl: compute_rs_metrics, called directly (compute_rollout_rejection_mask calls the
+// same code once per option). Keys "rollout_rs_<option_name>_*". `seq_valid_mask` (B)
+// is verl's boolean row mask (non-zero = True); `per_sequence_values` (B) null = verl's
+// None: the per-row masked means of rs_statistic. level "sequence" takes max / min and
+// the fractions over the valid rows' values when there is one; anything else, over valid
+// tokens. Thresholds are Python floats, compared in the tensors' dtype. ValueError on a
+// mask without a valid token.
+MetricsResult compute_rs_metrics(const std::string& option_name, const Array& rs_statistic, const Array& response_mask,
+                                 const Array& seq_valid_mask, const std::string& level,
+                                 const Array* per_sequence_values, double rollout_rs_threshold,
+                                 double rollout_rs_threshold_lower, bool apply_lower_threshold);
+// The keys compute_rs_metrics reports for `option_name` (seq_fraction_low included: it
+// is there with apply_lower_threshold or when no sequence is valid), and the fractions
+// among them.
+std::vector<std::string> RsMetricsNames(const std::string& option_name);
+std::vector<std::string> RsMetricsDiscreteNames(const std::string& option_name);
+
 // verl: compute_offpolicy_metrics (keys without prefix). AssertionError on a mask
 // without a valid token.
 std::map<std::string, double> compute_offpolicy_metrics(const Array& old_log_prob, const Array* rollout_log_prob,

@@ -45,8 +45,10 @@ std::map<std::string, double> IsMetrics(const Array& w, const Array& raw, const 
       high += s > log_upper;
       low += s < log_lower;
     }
-    m["rollout_is_ratio_fraction_high"] = Float32Fraction(high, B);
-    m["rollout_is_ratio_fraction_low"] = Float32Fraction(low, B);
+    // `.float().mean()` over every element of the (B, 1) tensor.
+    const int64_t n = static_cast<int64_t>(log_for_metrics.size());
+    m["rollout_is_ratio_fraction_high"] = Float32Fraction(high, n);
+    m["rollout_is_ratio_fraction_low"] = Float32Fraction(low, n);
   } else {
     m["rollout_is_mean"] = masked_mean(w, mask);
     Array above(mask.shape, mask.dtype), below(mask.shape, mask.dtype);
@@ -244,6 +246,48 @@ IsWeightsResult compute_rollout_correction_weights(const Array& log_ratio, const
     }
   }
   out.weights = std::move(w);
+  out.boundary = boundary.Take();
+  return out;
+}
+
+// verl: compute_is_metrics on given tensors. Inputs are exact, so a fraction can only
+// flip where verl computes what it compares: the float32 log thresholds (torch's log may
+// differ from libm's in the last float32 bit) and the per-row means of the raw weights.
+MetricsResult compute_is_metrics(const Array& w, const Array& raw, const Array& log_ratio_for_metrics,
+                                 const Array& mask, const std::string& rollout_is, double upper_py,
+                                 std::optional<double> lower_in) {
+  if (!AnyValid(mask)) NoValidToken();
+  // `1.0 / rollout_is_threshold` in Python.
+  if (!lower_in && upper_py == 0.0) throw VerlError("ZeroDivisionError", "float division by zero");
+  const bool sequence = rollout_is == "sequence";
+  MetricsResult out;
+  out.metrics = IsMetrics(w, raw, log_ratio_for_metrics.data, mask, sequence, upper_py, lower_in);
+
+  const double lower_py = lower_in ? *lower_in : 1.0 / upper_py;
+  const double upper = TensorScalar(upper_py, mask.dtype), lower = TensorScalar(lower_py, mask.dtype);
+  Boundary boundary(mask);
+  const int64_t B = mask.rows(), T = mask.cols();
+  // rollout_is_seq_fraction_*: the raw weights' row means (summed in some order).
+  const Array raw_seq = RowMeans(raw, mask);
+  for (int64_t i = 0; i < B; ++i) {
+    double err = 0;
+    for (int64_t t = 0; t < T; ++t)
+      if (mask.at(i, t) != 0.0) err += std::fabs(raw.at(i, t));
+    if (boundary.Near(raw_seq[i], upper, err) || boundary.Near(raw_seq[i], lower, err)) boundary.MarkRow(i);
+  }
+  // rollout_is_ratio_fraction_* at sequence level: row i's log sum against the float32
+  // log thresholds, which are good to a float32 ulp whatever the case's dtype.
+  if (sequence && log_ratio_for_metrics.size() == B) {
+    const double log_upper = TorchDefaultDtypeLog(upper_py), log_lower = TorchDefaultDtypeLog(lower_py);
+    auto near32 = [](double x, double bound) {
+      return std::isfinite(x) && std::isfinite(bound) &&
+             std::fabs(x - bound) <= kDecisionUlps * kEps32 * std::max(std::fabs(bound), 1e-30);
+    };
+    for (int64_t i = 0; i < B; ++i) {
+      const double s = log_ratio_for_metrics[i];
+      if (near32(s, log_upper) || near32(s, log_lower)) boundary.MarkRow(i);
+    }
+  }
   out.boundary = boundary.Take();
   return out;
 }

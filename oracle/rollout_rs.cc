@@ -288,6 +288,59 @@ RejectionResult compute_rollout_rejection_mask(const Array& log_ratio, const Arr
   return out;
 }
 
+// verl: compute_rs_metrics on given tensors. Inputs are exact, so only the per-row means
+// verl computes itself (no per_sequence_values) can flip a decision: rows whose mean sits
+// on a threshold are marked.
+MetricsResult compute_rs_metrics(const std::string& option_name, const Array& rs_statistic, const Array& mask,
+                                 const Array& seq_valid_mask, const std::string& level,
+                                 const Array* per_sequence_values, double threshold, double threshold_lower,
+                                 bool apply_lower) {
+  if (!AnyValid(mask)) NoValidToken();
+  RsOptionStats st;
+  st.sequence = level == "sequence";
+  st.token_stat = rs_statistic;
+  const Array seq = per_sequence_values ? *per_sequence_values : RowMeans(rs_statistic, mask);
+  st.seq_values.assign(seq.data.begin(), seq.data.end());
+  std::vector<bool> seq_valid(static_cast<size_t>(seq_valid_mask.size()));
+  for (size_t i = 0; i < seq_valid.size(); ++i) seq_valid[i] = seq_valid_mask[static_cast<int64_t>(i)] != 0.0;
+  if (seq_valid.size() != st.seq_values.size())
+    throw BadInput("compute_rs_metrics: seq_valid_mask has " + std::to_string(seq_valid.size()) +
+                   " rows but the per-sequence values have " + std::to_string(st.seq_values.size()));
+  // Python floats next to a tensor take its dtype (comparisons and clamp bounds).
+  const double hi = TensorScalar(threshold, rs_statistic.dtype), lo = TensorScalar(threshold_lower, rs_statistic.dtype);
+  MetricsResult out;
+  RsMetrics(option_name, st, mask, seq_valid, hi, lo, apply_lower, out.metrics);
+
+  Boundary boundary(mask);
+  if (!per_sequence_values) {
+    for (int64_t i = 0; i < mask.rows(); ++i) {
+      if (!seq_valid[static_cast<size_t>(i)]) continue;
+      double err = 0;
+      for (int64_t t = 0; t < mask.cols(); ++t)
+        if (mask.at(i, t) != 0.0) err += std::fabs(rs_statistic.at(i, t));
+      const double v = st.seq_values[static_cast<size_t>(i)];
+      if (boundary.Near(v, hi, err) || (apply_lower && boundary.Near(v, lo, err))) boundary.MarkRow(i);
+    }
+  }
+  out.boundary = boundary.Take();
+  return out;
+}
+
+std::vector<std::string> RsMetricsNames(const std::string& option_name) {
+  std::vector<std::string> out;
+  for (const char* k : {"_mean", "_max", "_min", "_fraction_high", "_fraction_low", "_std", "_seq_mean", "_seq_std",
+                        "_seq_max", "_seq_min", "_seq_max_deviation", "_seq_fraction_high", "_seq_fraction_low"})
+    out.push_back("rollout_rs_" + option_name + k);
+  return out;
+}
+
+std::vector<std::string> RsMetricsDiscreteNames(const std::string& option_name) {
+  std::vector<std::string> out;
+  for (const char* k : {"_fraction_high", "_fraction_low", "_seq_fraction_high", "_seq_fraction_low"})
+    out.push_back("rollout_rs_" + option_name + k);
+  return out;
+}
+
 std::vector<std::string> RsOptionMetricNames(const std::string& option) {
   std::vector<std::string> out;
   for (const char* k : {"_mean", "_max", "_min", "_fraction_high", "_fraction_low", "_std", "_seq_mean", "_seq_std",

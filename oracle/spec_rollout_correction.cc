@@ -344,6 +344,7 @@ void AddRolloutCorrectionSpecs(std::vector<FunctionSpec>& out) {
   out.push_back(Weights());
   out.push_back(Rejection());
   for (const char* o : oracle::kRolloutRsOptions) out.push_back(RejectionOption(o));
+  oracle::AddRolloutMetricsSpecs(out);
   out.push_back(Offpolicy());
   out.push_back(MetricsFromLogprobs());
   out.push_back(Pipeline());

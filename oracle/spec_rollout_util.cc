@@ -60,14 +60,12 @@ void SetRandomVanillaConfig(InputGen& g, Config& cfg) {
 
 std::vector<std::string> AllRsOptions() { return {std::begin(kRolloutRsOptions), std::end(kRolloutRsOptions)}; }
 
-namespace {
-
 // verl's std metrics are sqrt(E[x^2] - E[x]^2): where the clamped values hardly spread
 // the subtraction cancels. float32: the rounding of E[x^2] (~1e-7 of it) is all that is
 // left, ~sqrt(eps32 * E[x^2]) in the std. float64: the sums follow torch's order
 // (TorchCpuSum), but torch's vectorised exp differs from libm's in the last bit for a few
 // percent of arguments, which the cancellation amplifies to ~1e-7 relative.
-void AddStdTolerances(FunctionSpec& s, const std::vector<std::string>& std_metrics) {
+void AddStdMetricTolerances(FunctionSpec& s, const std::vector<std::string>& std_metrics) {
   for (const auto& m : std_metrics) {
     s.tolerances.push_back({"metrics/" + m, DType::kFloat32, 3.1e-5, 2e-3,
                             "float32 sqrt(E[x^2] - E[x]^2) cancels for a small spread: the rounding of E[x^2] "
@@ -77,8 +75,6 @@ void AddStdTolerances(FunctionSpec& s, const std::vector<std::string>& std_metri
                             "differences from libm (a few percent of arguments) to ~1e-7 relative"});
   }
 }
-
-}  // namespace
 
 void AddCorrectionMetrics(FunctionSpec& s, const std::string& prefix, bool is,
                           const std::vector<std::string>& rs_options, bool offpolicy) {
@@ -105,7 +101,7 @@ void AddCorrectionMetrics(FunctionSpec& s, const std::string& prefix, bool is,
     for (auto& n : *list) n = prefix + n;
   append(s.metrics, names);
   append(s.discrete_metrics, discrete);
-  AddStdTolerances(s, stds);
+  AddStdMetricTolerances(s, stds);
 }
 
 // ------------------------------------------------------------------ running and packing

@@ -44,6 +44,16 @@ std::vector<std::string> AllRsOptions();
 void AddCorrectionMetrics(FunctionSpec& s, const std::string& prefix, bool is,
                           const std::vector<std::string>& rs_options, bool offpolicy);
 
+// The tolerance override every std metric needs (verl's sqrt(E[x^2] - E[x]^2) cancels),
+// for each of `std_metrics` (full keys) in both dtypes.
+void AddStdMetricTolerances(FunctionSpec& s, const std::vector<std::string>& std_metrics);
+
+// ---------------------------------------------------------------- registration
+
+// compute_is_metrics and compute_rs_metrics called directly (spec_rollout_metrics.cc);
+// AddRolloutCorrectionSpecs adds them.
+void AddRolloutMetricsSpecs(std::vector<FunctionSpec>& out);
+
 // ---------------------------------------------------------------- running and packing
 
 // The pipeline on a loss case: `log_prob` is the current policy, `rollout_input` the

@@ -5,12 +5,16 @@
 #include <rapidcheck/gtest.h>
 
 #include <cmath>
+#include <iterator>
+#include <map>
 #include <set>
 
 #include "oracle/errors.h"
 #include "oracle/masked.h"
 #include "oracle/rollout_correction.h"
 #include "oracle/rollout_presets.h"
+#include "oracle/sum.h"
+#include "oracle/validate.h"
 #include "properties/testing.h"
 
 namespace verlconf {
@@ -467,6 +471,167 @@ TEST(BypassMode, UnknownLossTypeRaisesValueError) {
   }
 }
 
+// ------------------------------------------------------------------ metric helpers
+
+// A case for one of the metric helpers, built by hand.
+Case HelperCase(const std::string& function, DType dtype) {
+  Case c;
+  c.family = "rollout_correction";
+  c.function = function;
+  c.name = "property";
+  c.dtype = dtype;
+  return c;
+}
+
+std::string KindOfRun(const Case& c, Result* out) {
+  try {
+    *out = RunOracle(c);
+  } catch (const VerlError& e) {
+    return e.kind();
+  }
+  return "";
+}
+
+// compute_rollout_correction_weights hands compute_is_metrics its truncated weights, the
+// raw ones and the log-ratio (per token) or its masked row sums (sequence), with the
+// parsed bounds; it adds only oob_ratio (IcePop) and batch_norm_factor. Called directly on
+// those tensors, the helper reports every other key with the same value (or raises the
+// same error: an IcePop band no weight falls in makes the ESS divide by zero).
+RC_GTEST_PROP(RolloutMetrics, IsMetricsAreTheWeightsFunctionsMetrics, ()) {
+  const std::string level = *rc::gen::element<std::string>("token", "sequence");
+  const ConfigValue threshold = *rc::gen::element<ConfigValue>(1.5, 2.0, int64_t{5}, std::string("0.5_2.0"),
+                                                              std::string("0.8_1.25"), std::string("1.0_2.0"));
+  const Case w = WeightsCase(level, threshold, false);
+  const Array& lr = w.Input("log_ratio");
+  const Array& mask = w.Input("response_mask");
+  const oracle::IsThreshold th = oracle::ParseRolloutIsThreshold(threshold);
+
+  Case m = HelperCase("compute_is_metrics", w.dtype);
+  Array sums({mask.rows()}, mask.dtype), raw(mask.shape, mask.dtype);
+  for (int64_t i = 0; i < mask.rows(); ++i) {
+    oracle::ExactSum s;
+    for (int64_t t = 0; t < mask.cols(); ++t) s.Add(oracle::MaskedTerm(lr.at(i, t), mask.at(i, t)));
+    sums[i] = s.Value();
+    for (int64_t t = 0; t < mask.cols(); ++t) {
+      const double l = level == "sequence" ? sums[i] : lr.at(i, t);
+      raw.at(i, t) = std::exp(std::min(std::max(l, -20.0), 20.0)) * mask.at(i, t);
+    }
+  }
+  m.inputs["raw_rollout_is_weights"] = raw;
+  m.inputs["response_mask"] = mask;
+  if (level == "sequence") m.inputs["log_ratio_sum"] = sums;
+  else m.inputs["log_ratio_for_metrics"] = lr;
+  m.config.Set("rollout_is", level);
+  m.config.Set("rollout_is_threshold", th.upper);
+  if (th.lower) m.config.Set("rollout_is_threshold_lower", *th.lower);
+
+  Result whole, direct;
+  const std::string whole_error = KindOfRun(w, &whole);
+  if (!whole_error.empty()) {
+    // The weights are not there; the helper on any weights that are all zero raises too.
+    m.inputs["rollout_is_weights"] = Array(mask.shape, mask.dtype);
+    ValidateCase(*SpecFor(m), m);
+    RC_ASSERT(KindOfRun(m, &direct) == whole_error);
+    RC_SUCCEED("both raise " + whole_error);
+  }
+  m.inputs["rollout_is_weights"] = whole.outputs.at("rollout_is_weights");
+  ValidateCase(*SpecFor(m), m);
+  RC_ASSERT(KindOfRun(m, &direct).empty());
+  std::map<std::string, double> expected = whole.metrics;
+  expected.erase("rollout_is_oob_ratio");
+  expected.erase("rollout_is_batch_norm_factor");
+  RC_ASSERT(direct.metrics.size() == expected.size());
+  for (const auto& [k, v] : expected) {
+    RC_ASSERT(direct.metrics.count(k) == 1u);
+    if (!Same(direct.metrics.at(k), v)) RC_FAIL(k + " differs from compute_rollout_correction_weights'");
+  }
+}
+
+// The per-token statistic and thresholds compute_rollout_rejection_mask hands
+// compute_rs_metrics for one option (k1 = -lr, k2 = lr^2 / 2, k3 = exp(lr) - 1 - lr of the
+// clamped log-ratio; sequence options: the row's masked sum, mean or max, broadcast and as
+// per_sequence_values; k1: math.log of the bounds with the lower one applied, else the
+// upper bound and 0). Every key the helper reports is the option's metric with the same
+// value; the option's two masked fractions and the overall fractions are the caller's.
+RC_GTEST_PROP(RolloutMetrics, RsMetricsAreTheRejectionFunctionsMetrics, ()) {
+  const std::string option = *rc::gen::elementOf(
+      std::vector<std::string>(std::begin(oracle::kRolloutRsOptions), std::end(oracle::kRolloutRsOptions)));
+  Case rej = Gen(option);
+  EnsureValidToken(rej);
+  const Array& lr = rej.Input("log_ratio");
+  const Array& mask = rej.Input("response_mask");
+  const auto thresholds =
+      oracle::ParseRolloutRsThresholds({option}, RawConfig(rej.config, "rollout_rs_threshold", kNone));
+  const oracle::RsThreshold th = thresholds.at(0).second;
+  const char kind = option.back();
+  const bool token = option.rfind("token_", 0) == 0;
+
+  Array stat(mask.shape, mask.dtype), valid({mask.rows()}, mask.dtype), seq({mask.rows()}, mask.dtype);
+  for (int64_t k = 0; k < stat.size(); ++k) {
+    const double l = std::min(std::max(lr[k], -20.0), 20.0);
+    stat[k] = kind == '1' ? -l : kind == '2' ? 0.5 * l * l : std::exp(l) - 1.0 - l;
+  }
+  for (int64_t i = 0; i < mask.rows(); ++i) {
+    oracle::ExactSum sum, n;
+    double mx = -INFINITY;
+    for (int64_t t = 0; t < mask.cols(); ++t) {
+      sum.Add(oracle::MaskedTerm(stat.at(i, t), mask.at(i, t)));
+      n.Add(mask.at(i, t));
+      if (mask.at(i, t) != 0.0) mx = std::max(mx, stat.at(i, t));
+    }
+    valid[i] = n.Value() > 0 ? 1.0 : 0.0;
+    if (option.rfind("seq_sum", 0) == 0) seq[i] = sum.Value();
+    else if (option.rfind("seq_mean", 0) == 0) seq[i] = sum.Value() / (n.Value() + oracle::kMaskedMeanEps);
+    else seq[i] = n.Value() > 0 ? mx : 0.0;
+  }
+  if (!token)
+    for (int64_t i = 0; i < mask.rows(); ++i)
+      for (int64_t t = 0; t < mask.cols(); ++t) stat.at(i, t) = seq[i];
+
+  Case m = HelperCase("compute_rs_metrics", rej.dtype);
+  m.inputs["rs_statistic"] = stat;
+  m.inputs["response_mask"] = mask;
+  m.inputs["seq_valid_mask"] = valid;
+  if (!token) m.inputs["per_sequence_values"] = seq;
+  m.config.Set("option_name", option);
+  m.config.Set("level", std::string(token ? "token" : "sequence"));
+  m.config.Set("rollout_rs_threshold", kind == '1' ? std::log(th.upper) : th.upper);
+  m.config.Set("rollout_rs_threshold_lower", kind == '1' ? std::log(*th.lower) : 0.0);
+  m.config.Set("apply_lower_threshold", int64_t{kind == '1' ? 1 : 0});
+  ValidateCase(*SpecFor(m), m);
+
+  const Result whole = RunOracle(rej), direct = RunOracle(m);
+  std::set<std::string> expected;
+  for (const auto& [k, v] : whole.metrics)
+    if (k.rfind("rollout_rs_" + option + "_", 0) == 0 && k.find("masked_fraction") == std::string::npos)
+      expected.insert(k);
+  std::set<std::string> got;
+  for (const auto& [k, v] : direct.metrics) got.insert(k);
+  RC_ASSERT(got == expected);
+  for (const auto& [k, v] : direct.metrics)
+    if (!Same(v, whole.metrics.at(k))) RC_FAIL(k + " differs from compute_rollout_rejection_mask's");
+}
+
+// option_name is only the keys' prefix (verl's f"rollout_rs_{option_name}"): any string,
+// one of verl's options or not, gives the same values under its own keys.
+RC_GTEST_PROP(RolloutMetrics, RsOptionNameIsOnlyAPrefix, ()) {
+  Case c = Gen("compute_rs_metrics");
+  EnsureValidToken(c);
+  const std::string from = c.config.String("option_name", "");
+  const std::string to = *rc::gen::element<std::string>("custom", "token_k1", "seq_max_k3", "x");
+  Case renamed = c;
+  renamed.config.Set("option_name", to);
+  const Result a = RunOracle(c), b = RunOracle(renamed);
+  RC_ASSERT(a.metrics.size() == b.metrics.size());
+  const std::string pa = "rollout_rs_" + from + "_", pb = "rollout_rs_" + to + "_";
+  for (const auto& [k, v] : a.metrics) {
+    RC_ASSERT(k.rfind(pa, 0) == 0);
+    const std::string kb = pb + k.substr(pa.size());
+    RC_ASSERT(b.metrics.count(kb) == 1u);
+    RC_ASSERT(Same(b.metrics.at(kb), v));
+  }
+}
+
 // ------------------------------------------------------------------ parsers and errors
 
 std::string KindOf(const std::function<void()>& f) {
@@ -527,6 +692,10 @@ TEST(RolloutParsers, EmptyMaskErrors) {
             "ValueError");
   EXPECT_EQ(KindOf([&] { oracle::compute_offpolicy_metrics(lr, &lr, mask); }), "AssertionError");
   EXPECT_EQ(KindOf([&] { oracle::compute_rollout_correction_weights(lr, mask, std::string("tok"), 2.0, false); }),
+            "ValueError");
+  Array rows({2}, DType::kFloat64);
+  EXPECT_EQ(KindOf([&] { oracle::compute_is_metrics(lr, lr, rows, mask, "sequence", 2.0); }), "ValueError");
+  EXPECT_EQ(KindOf([&] { oracle::compute_rs_metrics("token_k2", lr, mask, rows, "token", nullptr, 0.1, 0.0, false); }),
             "ValueError");
 }
 

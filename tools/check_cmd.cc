@@ -19,11 +19,20 @@
 namespace verlconf::tools {
 namespace {
 
+// `only`: comma-separated "function" or "function/case" entries ("" selects everything).
 bool Selected(const std::string& only, const Case& c) {
   if (only.empty()) return true;
-  const size_t slash = only.find('/');
-  if (slash == std::string::npos) return c.function == only;
-  return c.function == only.substr(0, slash) && c.name == only.substr(slash + 1);
+  size_t start = 0;
+  while (start <= only.size()) {
+    const size_t comma = std::min(only.find(',', start), only.size());
+    const std::string one = only.substr(start, comma - start);
+    const size_t slash = one.find('/');
+    if (slash == std::string::npos ? c.function == one
+                                   : c.function == one.substr(0, slash) && c.name == one.substr(slash + 1))
+      return true;
+    start = comma + 1;
+  }
+  return false;
 }
 
 std::string Repro(const CheckOptions& o, const Case& c) {

@@ -14,12 +14,12 @@ constexpr const char* kUsage = R"(usage: conform [COMMAND] [OPTIONS]
 
 commands:
   check   [--against DIR] [--candidate FILE|DIR] [--impl oracle|cuda] [--junit FILE]
-          [--report FILE.md] [--only FUNCTION[/CASE]] [--verbose]
+          [--report FILE.md] [--only FUNCTION[/CASE],...] [--verbose]
           compare an implementation (default: the oracle) or a candidate file with
           the goldens in DIR (default: the bundled verl 0.9.1 set)
   list    [--against DIR] [--json]   functions, golden case counts, verl names not covered
   spec    --json                     the function registry as JSON
-  drift   OLD_DIR NEW_DIR [--only FUNCTION] [--report FILE.md]
+  drift   OLD_DIR NEW_DIR [--only FUNCTION,...] [--report FILE.md]
           what changed between two golden sets (exit 1 when something changed)
 
 With no command, conform runs `check` on the bundled goldens.
@@ -83,6 +83,14 @@ std::string Opt(const Args& a, const std::string& name, const std::string& fallb
   return v;
 }
 
+// A repeatable option: every value, comma-joined ("--only a --only b" selects both).
+std::string OptAll(const Args& a, const std::string& name) {
+  std::string v;
+  for (const auto& [n, val] : a.options)
+    if (n == name) v += (v.empty() ? "" : ",") + val;
+  return v;
+}
+
 bool Flag(const Args& a, const std::string& name) {
   for (const auto& f : a.flags)
     if (f == name) return true;
@@ -115,7 +123,7 @@ int Main(int argc, char** argv) {
     o.impl = Opt(a, "--impl", "oracle");
     o.junit = t::ResolveUserPath(Opt(a, "--junit"));
     o.report = t::ResolveUserPath(Opt(a, "--report"));
-    o.only = Opt(a, "--only");
+    o.only = OptAll(a, "--only");
     o.verbose = Flag(a, "--verbose");
     return t::RunCheck(o, std::cout);
   }
@@ -130,7 +138,7 @@ int Main(int argc, char** argv) {
   if (cmd == "drift") {
     Allow(a, {"--only", "--report"}, 2, "drift");
     if (a.positional.size() != 2) throw BadInput("drift: expected OLD_DIR NEW_DIR");
-    return t::RunDrift(t::ResolveUserPath(a.positional[0]), t::ResolveUserPath(a.positional[1]), Opt(a, "--only"),
+    return t::RunDrift(t::ResolveUserPath(a.positional[0]), t::ResolveUserPath(a.positional[1]), OptAll(a, "--only"),
                        t::ResolveUserPath(Opt(a, "--report")), std::cout);
   }
   throw BadInput("unknown command '" + cmd + "' (try: conform help)");

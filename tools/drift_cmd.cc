@@ -38,7 +38,11 @@ struct Drift {
   }
 };
 
-bool Selected(const std::string& only, const std::string& fn) { return only.empty() || only == fn; }
+// `only`: comma-separated function names ("" selects everything).
+bool Selected(const std::string& only, const std::string& fn) {
+  if (only.empty()) return true;
+  return ("," + only + ",").find("," + fn + ",") != std::string::npos;
+}
 
 // verl spells some names twice ("gpg" is an estimator and a loss): those rows carry
 // their family so that the two functions' fields are never pooled.
