@@ -49,6 +49,17 @@ class Bytes {
     if (kind < 230) return static_cast<double>(U8() & 1);
     return Double();
   }
+  // A string config value: one of the key's choices, or a short string over the
+  // characters thresholds and option lists are made of ("0.5_2.0,token_k1", "1e-3",
+  // "_", ","), so the parsers see well- and ill-formed specs alike.
+  std::string Text(const verlconf::ConfigKey& k) {
+    const uint8_t kind = U8();
+    if (!k.choices.empty() && kind < 128) return k.choices[U8() % k.choices.size()];
+    static const char kAlphabet[] = "0123456789._,-e tokenseqmaxsuk";
+    std::string out;
+    for (int n = U8() % 16; n > 0; --n) out += kAlphabet[U8() % (sizeof kAlphabet - 1)];
+    return out;
+  }
   const uint8_t* rest() const { return d_ + i_; }
   size_t left() const { return i_ < n_ ? n_ - i_ : 0; }
 
@@ -111,7 +122,7 @@ Case Structured(Bytes& b) {
     if (how < 64) continue;  // None
     if (how < 128) c.config.Set(k.name, static_cast<int64_t>(static_cast<int8_t>(b.U8())));
     else if (how < 224) c.config.Set(k.name, b.Value());
-    else c.config.Set(k.name, std::string(how & 1 ? "token-mean" : "nonsense"));
+    else c.config.Set(k.name, b.Text(k));
   }
   if (b.U8() < 8) c.config.Set("not_a_key", 1.0);
   // Outputs: sometimes the oracle's own (so the comparison has work), sometimes junk.
