@@ -30,7 +30,7 @@ void AddActorKlLossSpecs(std::vector<FunctionSpec>& out) {
                names},
               {"kl_loss_coef", "float", 0.001, "ActorConfig.kl_loss_coef"},
               {"loss_agg_mode", "str", std::string("token-mean"), "ActorConfig.loss_agg_mode",
-               std::vector<std::string>(std::begin(oracle::kAggModes), std::end(oracle::kAggModes))}};
+               oracle::AggModeChoices()}};
   oracle::AddGlobalBatchKeys(s);
   s.outputs = {{"kl_term", OutputKind::kScalar}};
   s.metrics = {"kl_loss"};
@@ -72,7 +72,7 @@ void AddActorKlLossSpecs(std::vector<FunctionSpec>& out) {
     const auto& names = oracle::kKlPenaltyNames;
     c.config.Set("kl_loss_type", names[static_cast<size_t>(g.Int(0, static_cast<int64_t>(names.size()) - 1))]);
     c.config.Set("kl_loss_coef", g.Coin(0.5) ? 0.001 : 0.5);
-    c.config.Set("loss_agg_mode", std::string(oracle::kAggModes[g.Int(0, 4)]));
+    c.config.Set("loss_agg_mode", oracle::RandomAggMode(g));
     return c;
   };
   s.notes = "kl_loss_coef * agg_loss(kl_penalty(log_prob, ref_log_prob, kl_loss_type)); not a verl registry name "

@@ -50,11 +50,9 @@ void AddBypassModeSpecs(std::vector<FunctionSpec>& out) {
   s.name = "bypass_mode";
   s.family = "policy_loss";
   s.verl_symbol = "verl.trainer.ppo.core_algos.compute_policy_loss_bypass_mode";
-  s.inputs = {{"old_log_prob", Role::kTokens, false, false, "the rollout log-probs (bypass: old = rollout)"},
-              {"log_prob", Role::kTokens},
-              {"advantages", Role::kTokens},
-              {"response_mask", Role::kTokens, /*is_mask=*/true},
-              {"rollout_is_weights", Role::kTokens, false, /*optional=*/true, "ignored by verl (recomputed)"}};
+  s.inputs = oracle::PolicyLossInputSpecs();
+  s.inputs[0].doc = "the rollout log-probs (bypass: old = rollout)";
+  s.inputs[4].doc = "ignored by verl (recomputed)";
   oracle::AddVanillaKeys(s);
   s.config.push_back({"loss_type", "str", std::string("ppo_clip"),
                       "rollout_correction.loss_type: ppo_clip or reinforce (anything else: ValueError)"});

@@ -58,7 +58,7 @@ Case GenerateEntropyLoss(const GenParams& p) {
   z.shape = {p.batch, p.tokens, V};
   c.inputs["logits"] = z;
   c.inputs["response_mask"] = g.ResponseMask(p.batch, p.tokens, p.dtype);
-  c.config.Set("loss_agg_mode", std::string(oracle::kAggModes[g.Int(0, 4)]));
+  c.config.Set("loss_agg_mode", oracle::RandomAggMode(g));
   return c;
 }
 
@@ -72,7 +72,7 @@ void AddEntropyLossSpecs(std::vector<FunctionSpec>& out) {
   s.inputs = {{"logits", Role::kVocabLogits, false, false, "B x T x V logits"},
               {"response_mask", Role::kTokens, /*is_mask=*/true}};
   s.config = {{"loss_agg_mode", "str", std::string("token-mean"), "agg_loss mode",
-               std::vector<std::string>(std::begin(oracle::kAggModes), std::end(oracle::kAggModes))}};
+               oracle::AggModeChoices()}};
   s.outputs = {{"entropy_loss", OutputKind::kScalar}};
   s.grads = {"logits"};
   s.oracle = RunEntropyLoss;

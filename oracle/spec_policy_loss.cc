@@ -1,7 +1,4 @@
 // Registry entries for the policy losses (family "policy_loss").
-#include <iterator>
-#include <tuple>
-
 #include "oracle/generate.h"
 #include "oracle/policy_loss.h"
 #include "oracle/registry.h"
@@ -10,31 +7,15 @@
 namespace verlconf {
 namespace {
 
-using oracle::VanillaConfig;
-
-VanillaConfig ReadVanilla(const Config& c) {
-  VanillaConfig v;
-  // verl: clip_ratio_low / _high fall back to clip_ratio when None.
-  std::tie(v.clip_ratio_low, v.clip_ratio_high) = oracle::ReadClipRatios(c);
-  v.clip_ratio_c = c.Double("clip_ratio_c", 3.0);
-  v.loss_agg_mode = c.String("loss_agg_mode", "token-mean");
-  v.global = oracle::ReadGlobalBatchInfo(c);
-  return v;
-}
-
 Result RunVanilla(const Case& c) {
-  return oracle::PackPolicyLoss(oracle::policy_loss_vanilla(oracle::ReadPolicyLossInputs(c), ReadVanilla(c.config)),
-                                c.dtype);
+  return oracle::PackPolicyLoss(
+      oracle::policy_loss_vanilla(oracle::ReadPolicyLossInputs(c), oracle::ReadVanillaConfig(c.config)), c.dtype);
 }
 
 Case GenerateVanilla(const GenParams& p) {
   oracle::InputGen g(p.seed);
   Case c = oracle::NewPolicyLossCase(p, g);
-  c.config.Set("clip_ratio", 0.2);
-  c.config.Set("clip_ratio_low", 0.2);
-  c.config.Set("clip_ratio_high", g.Coin(0.5) ? 0.2 : 0.28);
-  c.config.Set("clip_ratio_c", g.Coin(0.5) ? 3.0 : 10.0);
-  c.config.Set("loss_agg_mode", std::string(oracle::kAggModes[g.Int(0, 4)]));
+  oracle::SetRandomVanillaConfig(g, c.config);
   return c;
 }
 
@@ -45,18 +26,8 @@ void AddPolicyLossSpecs(std::vector<FunctionSpec>& out) {
   s.name = "vanilla";
   s.family = "policy_loss";
   s.verl_symbol = "verl.trainer.ppo.core_algos.compute_policy_loss_vanilla";
-  s.inputs = {{"old_log_prob", Role::kTokens},
-              {"log_prob", Role::kTokens},
-              {"advantages", Role::kTokens},
-              {"response_mask", Role::kTokens, /*is_mask=*/true},
-              {"rollout_is_weights", Role::kTokens, false, /*optional=*/true}};
-  s.config = {{"clip_ratio", "float", 0.2, "symmetric clip epsilon"},
-              {"clip_ratio_low", "float", 0.2, "lower clip epsilon; None = clip_ratio"},
-              {"clip_ratio_high", "float", 0.2, "upper clip epsilon; None = clip_ratio"},
-              {"clip_ratio_c", "float", 3.0, "dual-clip bound for negative advantages; must be > 1"},
-              {"loss_agg_mode", "str", std::string("token-mean"), "agg_loss mode",
-               std::vector<std::string>(std::begin(oracle::kAggModes), std::end(oracle::kAggModes))}};
-  oracle::AddGlobalBatchKeys(s);
+  s.inputs = oracle::PolicyLossInputSpecs();
+  oracle::AddVanillaKeys(s);
   s.outputs = {{"pg_loss", OutputKind::kScalar}};
   s.metrics = {"actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower"};
   s.grads = {"log_prob"};

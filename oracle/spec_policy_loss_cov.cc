@@ -70,7 +70,7 @@ GenFn Generator(bool clip) {
       c.config.Set("kl_cov_ratio", g.Coin(0.5) ? 0.0002 : 0.2);
       c.config.Set("ppo_kl_coef", g.Coin(0.5) ? 0.1 : 1.0);
     }
-    c.config.Set("loss_agg_mode", std::string(oracle::kAggModes[g.Int(0, 4)]));
+    c.config.Set("loss_agg_mode", oracle::RandomAggMode(g));
     return c;
   };
 }
@@ -95,14 +95,10 @@ void AddPolicyLossCovSpecs(std::vector<FunctionSpec>& out) {
     s.name = d.name;
     s.family = "policy_loss";
     s.verl_symbol = d.symbol;
-    s.inputs = {{"old_log_prob", Role::kTokens},
-                {"log_prob", Role::kTokens},
-                {"advantages", Role::kTokens},
-                {"response_mask", Role::kTokens, /*is_mask=*/true},
-                {"rollout_is_weights", Role::kTokens, false, /*optional=*/true},
-                {"cov_selected", Role::kTokens, /*is_mask=*/true, /*optional=*/true,
-                 "the tokens verl picked (recorded by the capture adapter; absent: the oracle's "
-                 "deterministic pick)"}};
+    s.inputs = oracle::PolicyLossInputSpecs();
+    s.inputs.push_back({"cov_selected", Role::kTokens, /*is_mask=*/true, /*optional=*/true,
+                        "the tokens verl picked (recorded by the capture adapter; absent: the oracle's "
+                        "deterministic pick)"});
     if (d.clip) {
       s.config.push_back({"clip_ratio", "float", 0.2, "symmetric clip epsilon"});
       s.config.push_back({"clip_ratio_low", "float", 0.2, "lower epsilon; None = clip_ratio"});
@@ -115,7 +111,7 @@ void AddPolicyLossCovSpecs(std::vector<FunctionSpec>& out) {
       s.config.push_back({"ppo_kl_coef", "float", 0.1, "policy_loss.ppo_kl_coef; |log-ratio| penalty weight"});
     }
     s.config.push_back({"loss_agg_mode", "str", std::string("token-mean"), "agg_loss mode",
-                        std::vector<std::string>(std::begin(oracle::kAggModes), std::end(oracle::kAggModes))});
+                        oracle::AggModeChoices()});
     oracle::AddGlobalBatchKeys(s);
     s.outputs = {{"pg_loss", OutputKind::kScalar}};
     s.metrics = d.metrics;

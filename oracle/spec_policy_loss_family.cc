@@ -63,7 +63,7 @@ GenFn Generator(unsigned keys) {
       c.config.Set("tau_neg", g.Coin(0.5) ? 1.05 : 0.5);
     }
     if (keys & kDroBeta) c.config.Set("dro_beta", g.Coin(0.5) ? 0.1 : 1.0);
-    c.config.Set("loss_agg_mode", std::string(oracle::kAggModes[g.Int(0, 4)]));
+    c.config.Set("loss_agg_mode", oracle::RandomAggMode(g));
     return c;
   };
 }
@@ -117,11 +117,7 @@ void AddPolicyLossFamilySpecs(std::vector<FunctionSpec>& out) {
     s.name = d.name;
     s.family = "policy_loss";
     s.verl_symbol = d.symbol;
-    s.inputs = {{"old_log_prob", Role::kTokens},
-                {"log_prob", Role::kTokens},
-                {"advantages", Role::kTokens},
-                {"response_mask", Role::kTokens, /*is_mask=*/true},
-                {"rollout_is_weights", Role::kTokens, false, /*optional=*/true}};
+    s.inputs = oracle::PolicyLossInputSpecs();
     if (d.keys & kClip) {
       s.config.push_back({"clip_ratio", "float", 0.2, "symmetric clip epsilon (dppo: divergence threshold)"});
       s.config.push_back({"clip_ratio_low", "float", 0.2, "lower epsilon; None = clip_ratio"});
@@ -136,7 +132,7 @@ void AddPolicyLossFamilySpecs(std::vector<FunctionSpec>& out) {
     if (d.keys & kDroBeta)
       s.config.push_back({"dro_beta", "float", oracle::None(), "ActorConfig.policy_loss.dro_beta; must be > 0"});
     s.config.push_back({"loss_agg_mode", "str", std::string("token-mean"), "agg_loss mode",
-                        std::vector<std::string>(std::begin(oracle::kAggModes), std::end(oracle::kAggModes))});
+                        oracle::AggModeChoices()});
     oracle::AddGlobalBatchKeys(s);
     s.outputs = {{"pg_loss", OutputKind::kScalar}};
     s.metrics = d.metrics;

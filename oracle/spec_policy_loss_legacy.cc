@@ -12,22 +12,15 @@
 namespace verlconf {
 namespace {
 
-std::vector<std::string> AggModes() {
-  return std::vector<std::string>(std::begin(oracle::kAggModes), std::end(oracle::kAggModes));
-}
-
 FunctionSpec Reinforce() {
   FunctionSpec s;
   s.name = "compute_policy_loss_reinforce";
   s.family = "policy_loss";
   s.verl_symbol = "verl.trainer.ppo.core_algos.compute_policy_loss_reinforce";
-  s.inputs = {{"old_log_prob", Role::kTokens, false, false, "verl's rollout_log_prob (first argument)"},
-              {"log_prob", Role::kTokens},
-              {"advantages", Role::kTokens},
-              {"response_mask", Role::kTokens, /*is_mask=*/true},
-              {"rollout_is_weights", Role::kTokens, false, /*optional=*/true}};
+  s.inputs = oracle::PolicyLossInputSpecs();
+  s.inputs[0].doc = "verl's rollout_log_prob (first argument)";
   s.config = {{"loss_agg_mode", "str", std::string("seq-mean-token-sum"), "agg_loss mode (the function's default)",
-               AggModes()}};
+               oracle::AggModeChoices()}};
   oracle::AddGlobalBatchKeys(s);
   s.outputs = {{"pg_loss", OutputKind::kScalar}};
   s.metrics = {"actor/ppo_kl"};
@@ -41,7 +34,7 @@ FunctionSpec Reinforce() {
   s.generate = [](const GenParams& p) {
     oracle::InputGen g(p.seed);
     Case c = oracle::NewPolicyLossCase(p, g);
-    c.config.Set("loss_agg_mode", std::string(oracle::kAggModes[g.Int(0, 4)]));
+    c.config.Set("loss_agg_mode", oracle::RandomAggMode(g));
     return c;
   };
   s.notes = "-A * log_prob * w aggregated (w: rollout IS weights, constants); no clip; only metric actor/ppo_kl "
@@ -54,15 +47,12 @@ FunctionSpec Deprecated() {
   s.name = "compute_policy_loss";
   s.family = "policy_loss";
   s.verl_symbol = "verl.trainer.ppo.core_algos.compute_policy_loss";
-  s.inputs = {{"old_log_prob", Role::kTokens},
-              {"log_prob", Role::kTokens},
-              {"advantages", Role::kTokens},
-              {"response_mask", Role::kTokens, /*is_mask=*/true}};
+  s.inputs = oracle::PolicyLossInputSpecs(/*rollout_is_weights=*/false);
   s.config = {{"cliprange", "float", oracle::None(), "symmetric clip epsilon (required)"},
               {"cliprange_low", "float", oracle::None(), "lower epsilon; None = cliprange"},
               {"cliprange_high", "float", oracle::None(), "upper epsilon; None = cliprange"},
               {"clip_ratio_c", "float", 3.0, "dual-clip bound for negative advantages; must be > 1"},
-              {"loss_agg_mode", "str", std::string("token-mean"), "agg_loss mode", AggModes()}};
+              {"loss_agg_mode", "str", std::string("token-mean"), "agg_loss mode", oracle::AggModeChoices()}};
   s.outputs = {{"pg_loss", OutputKind::kScalar}};
   s.metrics = {"pg_clipfrac", "ppo_kl", "pg_clipfrac_lower"};
   s.discrete_metrics = {"pg_clipfrac", "pg_clipfrac_lower"};
@@ -82,7 +72,7 @@ FunctionSpec Deprecated() {
     c.config.Set("cliprange", 0.2);
     if (g.Coin(0.5)) c.config.Set("cliprange_high", 0.28);
     c.config.Set("clip_ratio_c", g.Coin(0.5) ? 3.0 : 10.0);
-    c.config.Set("loss_agg_mode", std::string(oracle::kAggModes[g.Int(0, 4)]));
+    c.config.Set("loss_agg_mode", oracle::RandomAggMode(g));
     return c;
   };
   s.notes = "deprecated: vanilla's dual-clip PPO without IS weights or global_batch_info; returns the tuple "

@@ -29,33 +29,6 @@ void AddRolloutSettingsKeys(FunctionSpec& s, const ConfigValue& rollout_is_defau
   s.config.push_back({"rollout_rs_threshold", "float|str", None(), "required when rollout_rs is set (ValueError)"});
 }
 
-void AddVanillaKeys(FunctionSpec& s) {
-  s.config.push_back({"clip_ratio", "float", 0.2, "symmetric clip epsilon (ppo_clip)"});
-  s.config.push_back({"clip_ratio_low", "float", 0.2, "lower clip epsilon; None = clip_ratio"});
-  s.config.push_back({"clip_ratio_high", "float", 0.2, "upper clip epsilon; None = clip_ratio"});
-  s.config.push_back({"clip_ratio_c", "float", 3.0, "dual-clip bound for negative advantages; must be > 1"});
-  s.config.push_back({"loss_agg_mode", "str", std::string("token-mean"), "agg_loss mode",
-                      std::vector<std::string>(std::begin(kAggModes), std::end(kAggModes))});
-  AddGlobalBatchKeys(s);
-}
-
-VanillaConfig ReadVanillaConfig(const Config& c) {
-  VanillaConfig v;
-  std::tie(v.clip_ratio_low, v.clip_ratio_high) = ReadClipRatios(c);
-  v.clip_ratio_c = c.Double("clip_ratio_c", 3.0);
-  v.loss_agg_mode = c.String("loss_agg_mode", "token-mean");
-  v.global = ReadGlobalBatchInfo(c);
-  return v;
-}
-
-void SetRandomVanillaConfig(InputGen& g, Config& cfg) {
-  cfg.Set("clip_ratio", 0.2);
-  cfg.Set("clip_ratio_low", 0.2);
-  cfg.Set("clip_ratio_high", g.Coin(0.5) ? 0.2 : 0.28);
-  cfg.Set("clip_ratio_c", g.Coin(0.5) ? 3.0 : 10.0);
-  cfg.Set("loss_agg_mode", std::string(kAggModes[g.Int(0, 4)]));
-}
-
 // ------------------------------------------------------------------ metrics
 
 std::vector<std::string> AllRsOptions() { return {std::begin(kRolloutRsOptions), std::end(kRolloutRsOptions)}; }

@@ -27,12 +27,6 @@ RolloutCorrectionSettings ReadRolloutSettings(const Config& c);
 // default.
 void AddRolloutSettingsKeys(FunctionSpec& s, const ConfigValue& rollout_is_default, const std::string& rollout_is_doc);
 
-// bypass_mode's loss configuration (ActorConfig): clip ratios, aggregation and the
-// global batch, as config entries, read back, and drawn at random.
-void AddVanillaKeys(FunctionSpec& s);
-VanillaConfig ReadVanillaConfig(const Config& c);
-void SetRandomVanillaConfig(InputGen& g, Config& cfg);
-
 // ---------------------------------------------------------------- metrics
 
 // Every RS option, in kRolloutRsOptions' order.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <tuple>
 
 #include "oracle/groups.h"
 
@@ -12,6 +14,19 @@ void AddGlobalBatchKeys(FunctionSpec& s) {
   s.config.push_back({"batch_num_tokens", "int", None(), "valid tokens in the global batch (token-mean)"});
   s.config.push_back({"global_batch_size", "int", None(), "sequences in the global batch (seq-mean-*)"});
   s.config.push_back({"loss_scale_factor", "float", None(), "seq-mean-token-sum-norm divisor; None = T"});
+}
+
+std::vector<std::string> AggModeChoices() { return {std::begin(kAggModes), std::end(kAggModes)}; }
+
+std::string RandomAggMode(InputGen& g) { return kAggModes[g.Int(0, 4)]; }
+
+std::vector<InputSpec> PolicyLossInputSpecs(bool rollout_is_weights) {
+  std::vector<InputSpec> in = {{"old_log_prob", Role::kTokens},
+                               {"log_prob", Role::kTokens},
+                               {"advantages", Role::kTokens},
+                               {"response_mask", Role::kTokens, /*is_mask=*/true}};
+  if (rollout_is_weights) in.push_back({"rollout_is_weights", Role::kTokens, false, /*optional=*/true});
+  return in;
 }
 
 PolicyLossInputs ReadPolicyLossInputs(const Case& c) {
@@ -31,6 +46,33 @@ Result PackPolicyLoss(PolicyLossResult pl, DType dtype) {
   r.metrics = std::move(pl.metrics);
   r.boundary = std::move(pl.boundary);
   return r;
+}
+
+void AddVanillaKeys(FunctionSpec& s) {
+  s.config.push_back({"clip_ratio", "float", 0.2, "symmetric clip epsilon"});
+  s.config.push_back({"clip_ratio_low", "float", 0.2, "lower clip epsilon; None = clip_ratio"});
+  s.config.push_back({"clip_ratio_high", "float", 0.2, "upper clip epsilon; None = clip_ratio"});
+  s.config.push_back({"clip_ratio_c", "float", 3.0, "dual-clip bound for negative advantages; must be > 1"});
+  s.config.push_back({"loss_agg_mode", "str", std::string("token-mean"), "agg_loss mode",
+                      AggModeChoices()});
+  AddGlobalBatchKeys(s);
+}
+
+VanillaConfig ReadVanillaConfig(const Config& c) {
+  VanillaConfig v;
+  std::tie(v.clip_ratio_low, v.clip_ratio_high) = ReadClipRatios(c);
+  v.clip_ratio_c = c.Double("clip_ratio_c", 3.0);
+  v.loss_agg_mode = c.String("loss_agg_mode", "token-mean");
+  v.global = ReadGlobalBatchInfo(c);
+  return v;
+}
+
+void SetRandomVanillaConfig(InputGen& g, Config& cfg) {
+  cfg.Set("clip_ratio", 0.2);
+  cfg.Set("clip_ratio_low", 0.2);
+  cfg.Set("clip_ratio_high", g.Coin(0.5) ? 0.2 : 0.28);
+  cfg.Set("clip_ratio_c", g.Coin(0.5) ? 3.0 : 10.0);
+  cfg.Set("loss_agg_mode", RandomAggMode(g));
 }
 
 Case NewPolicyLossCase(const GenParams& p, InputGen& g) {

@@ -3,6 +3,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "oracle/aggregation.h"
 #include "oracle/generate.h"
@@ -18,11 +19,24 @@ GlobalBatchInfo ReadGlobalBatchInfo(const Config& c);
 
 inline ConfigValue None() { return std::monostate{}; }
 
+// verl's loss_agg_mode names, as a config key's choices, and one drawn at random.
+std::vector<std::string> AggModeChoices();
+std::string RandomAggMode(InputGen& g);
+
 // Policy losses share their inputs, their result layout and their random batches.
+// The input specs: old_log_prob, log_prob, advantages, response_mask and, unless the
+// loss takes none, the optional rollout_is_weights.
+std::vector<InputSpec> PolicyLossInputSpecs(bool rollout_is_weights = true);
 PolicyLossInputs ReadPolicyLossInputs(const Case& c);
 // verl's clip_ratio_low / clip_ratio_high, each falling back to clip_ratio when None.
 std::pair<double, double> ReadClipRatios(const Config& c);
 Result PackPolicyLoss(PolicyLossResult pl, DType dtype);
+// vanilla's configuration (ActorConfig: clip ratios, dual clip, aggregation, global
+// batch), shared with bypass_mode and the bypass presets: as config entries, read back,
+// and drawn at random.
+void AddVanillaKeys(FunctionSpec& s);
+VanillaConfig ReadVanillaConfig(const Config& c);
+void SetRandomVanillaConfig(InputGen& g, Config& cfg);
 // old/new log-probs a small or a large step apart, N(0, 1) advantages, a response mask
 // with padding and interior spans, and IS weights a third of the time.
 Case NewPolicyLossCase(const GenParams& p, InputGen& g);

@@ -22,7 +22,7 @@ void AddValueLossSpecs(std::vector<FunctionSpec>& out) {
   s.config.push_back({"cliprange_value", "float", oracle::None(),
                       "clip range around the old values (CriticConfig.cliprange_value, 0.5 there); required"});
   s.config.push_back({"loss_agg_mode", "str", std::string("token-mean"), "agg_loss mode",
-                      std::vector<std::string>(std::begin(oracle::kAggModes), std::end(oracle::kAggModes))});
+                      oracle::AggModeChoices()});
   oracle::AddGlobalBatchKeys(s);
   s.outputs = {{"vf_loss", OutputKind::kScalar}};
   s.metrics = {"vf_clipfrac"};
@@ -51,7 +51,7 @@ void AddValueLossSpecs(std::vector<FunctionSpec>& out) {
     c.inputs["returns"] = g.Normal(p.batch, p.tokens, 0.0, 1.0, p.dtype);
     c.inputs["response_mask"] = g.ResponseMask(p.batch, p.tokens, p.dtype);
     c.config.Set("cliprange_value", g.Coin(0.5) ? 0.5 : 0.2);
-    c.config.Set("loss_agg_mode", std::string(oracle::kAggModes[g.Int(0, 4)]));
+    c.config.Set("loss_agg_mode", oracle::RandomAggMode(g));
     return c;
   };
   s.notes =
