@@ -30,6 +30,18 @@ Case Gen(const std::string& name, const std::string& family = "rollout_correctio
   return FindSpec(name, family)->generate(*ArbitraryParams());
 }
 
+// compute_rollout_correction_weights on c; when IcePop zeroed every weight verl's ESS
+// divides by zero, which ends the property there (no other exception may occur).
+Result RunWeights(const Case& c) {
+  try {
+    return RunOracle(c);
+  } catch (const VerlError& e) {
+    RC_ASSERT(e.kind() == std::string("ZeroDivisionError"));
+    RC_SUCCEED("every weight zeroed: verl's ESS divides by zero");
+  }
+  return {};
+}
+
 // verl raises on a mask without a valid token; the invariants are about the others.
 void EnsureValidToken(Case& c) {
   Array& m = c.inputs["response_mask"];
@@ -99,12 +111,7 @@ RC_GTEST_PROP(RolloutIs, IcepopZeroesExactlyOutsideTheBand, ()) {
   const std::string band = *rc::gen::element<std::string>("0.5_2.0", "0.8_1.25", "1.0_2.0", "0.5_1.0");
   const Case c = WeightsCase(*rc::gen::element<std::string>("token", "sequence"), band, false);
   const oracle::IsThreshold th = oracle::ParseRolloutIsThreshold(band);
-  Result r;
-  try {
-    r = RunOracle(c);
-  } catch (const VerlError&) {
-    RC_SUCCEED("every weight zeroed: verl's ESS divides by zero");
-  }
+  const Result r = RunWeights(c);
   const Array& w = r.outputs.at("rollout_is_weights");
   const Array raw = RawWeights(c);
   for (int64_t k = 0; k < w.size(); ++k) {
@@ -120,12 +127,7 @@ RC_GTEST_PROP(RolloutIs, IcepopZeroesExactlyOutsideTheBand, ()) {
 RC_GTEST_PROP(RolloutIs, BatchNormalizedWeightsAverageToOne, ()) {
   const std::string level = *rc::gen::element<std::string>("token", "sequence");
   Case c = WeightsCase(level, *rc::gen::element<ConfigValue>(2.0, std::string("0.5_5.0"), 10.0), true);
-  Result r;
-  try {
-    r = RunOracle(c);
-  } catch (const VerlError&) {
-    RC_SUCCEED("every weight zeroed: verl's ESS divides by zero");
-  }
+  const Result r = RunWeights(c);
   RC_PRE(r.metrics.at("rollout_is_batch_norm_factor") != 1.0);  // normalisation skipped (mean <= 1e-8)
   const Array& w = r.outputs.at("rollout_is_weights");
   const Array& m = c.Input("response_mask");
@@ -149,12 +151,7 @@ RC_GTEST_PROP(RolloutIs, SequenceWeightsAreConstantAlongARow, ()) {
   Case c = Gen("compute_rollout_correction_weights");
   EnsureValidToken(c);
   c.config.Set("rollout_is", std::string("sequence"));
-  Result r;
-  try {
-    r = RunOracle(c);
-  } catch (const VerlError&) {
-    RC_SUCCEED("every weight zeroed: verl's ESS divides by zero");
-  }
+  const Result r = RunWeights(c);
   const Array& w = r.outputs.at("rollout_is_weights");
   const Array& m = c.Input("response_mask");
   for (int64_t i = 0; i < m.rows(); ++i) {
@@ -175,13 +172,7 @@ RC_GTEST_PROP(RolloutIs, SequenceWeightsAreConstantAlongARow, ()) {
 RC_GTEST_PROP(RolloutIs, EffectiveSampleSizeInUnitInterval, ()) {
   Case c = Gen("compute_rollout_correction_weights");
   EnsureValidToken(c);
-  Result r;
-  try {
-    r = RunOracle(c);
-  } catch (const VerlError& e) {
-    RC_ASSERT(e.kind() == std::string("ZeroDivisionError"));  // every weight zeroed by IcePop
-    RC_SUCCEED("all weights zero: verl divides by zero");
-  }
+  const Result r = RunWeights(c);
   const double ess = r.metrics.at("rollout_is_eff_sample_size");
   const double mu = r.metrics.at("rollout_is_mean");
   RC_ASSERT(ess > 0.0);
