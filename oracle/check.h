@@ -26,6 +26,9 @@ struct CaseReport {
   // Elements that differ only where rounding can flip a threshold decision (the fields
   // still pass; the count is shown so that a decision difference is never invisible).
   int64_t flips = 0;
+  // Some expected fields were not produced: the case is judged on the others, and each
+  // missing one is an UNSUPPORTED field.
+  bool partial = false;
 
   std::string Describe() const;  // multi-line, for failures
 
@@ -37,6 +40,11 @@ struct CaseReport {
 // cases scaled by the spec's condition number of the case, when it defines one.
 Tolerance ToleranceFor(const FunctionSpec& spec, const std::string& field, DType dtype);
 Tolerance ToleranceFor(const FunctionSpec& spec, const std::string& field, const Case& c);
+
+// The registry's rules for a spec's tolerance table: every override loosens the dtype's
+// default and says why, and no field is given twice. std::logic_error otherwise (the
+// registry refuses to build).
+void ValidateTolerances(const FunctionSpec& spec);
 
 // Compares `got` (or the error the implementation raised) with the golden case.
 // `raised` is "<Kind>: <message>" when the implementation raised a verl error.

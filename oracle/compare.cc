@@ -59,8 +59,11 @@ std::string FormatIndex(int64_t flat, const std::vector<int64_t>& shape) {
 }
 
 FieldReport CompareField(const std::string& field, const Array* got, const Array& want, const Tolerance& tol,
-                         bool discrete, const Array* boundary) {
-  if (boundary && boundary->shape != want.shape) boundary = nullptr;
+                         bool discrete, const DecisionView& decisions) {
+  const Array* boundary = decisions.boundary && decisions.boundary->shape == want.shape ? decisions.boundary : nullptr;
+  std::vector<const Array*> branches;
+  for (const Array* b : decisions.branch_values)
+    if (b && b->shape == want.shape) branches.push_back(b);
   FieldReport r;
   r.field = field;
   r.tol = tol;
@@ -77,46 +80,55 @@ FieldReport CompareField(const std::string& field, const Array* got, const Array
     r.note = "shape " + got->ShapeString() + " but expected " + want.ShapeString();
     return r;
   }
+  const auto close = [&](double g, double w) {
+    if (!std::isfinite(g) || !std::isfinite(w)) return SameSpecial(g, w);
+    return std::fabs(g - w) <= tol.atol + tol.rtol * std::fabs(w);
+  };
   double worst_excess = -1.0;
   bool all_zero = true;
   for (int64_t k = 0; k < want.size(); ++k) {
     const double g = (*got)[k], w = want[k];
     if (w != 0.0) all_zero = false;
-    bool ok;
-    double diff;
-    if (!std::isfinite(g) || !std::isfinite(w)) {
-      ok = SameSpecial(g, w);
-      diff = ok ? 0.0 : std::numeric_limits<double>::infinity();
-    } else {
-      diff = std::fabs(g - w);
-      ok = diff <= tol.atol + tol.rtol * std::fabs(w);
-    }
-    if (diff > r.worst_abs) r.worst_abs = diff;
-    if (w != 0.0 && std::isfinite(w)) r.worst_rel = std::max(r.worst_rel, diff / std::fabs(w));
+    if (std::isfinite(w)) r.compared_finite = true;
+    const bool ok = close(g, w);
+    const double diff = ok && !std::isfinite(w) ? 0.0 : std::fabs(g - w);  // NaN when g is NaN
+    if (!(diff <= r.worst_abs)) r.worst_abs = diff;                         // keeps a NaN
+    if (w != 0.0 && std::isfinite(w) && !(diff / std::fabs(w) <= r.worst_rel)) r.worst_rel = diff / std::fabs(w);
     const double allowed = tol.atol + tol.rtol * (std::isfinite(w) ? std::fabs(w) : 0.0);
-    const double excess = allowed > 0 ? diff / allowed : (diff > 0 ? std::numeric_limits<double>::infinity() : 0.0);
-    if (excess > worst_excess) {
-      worst_excess = excess;
+    const double excess = ok ? (allowed > 0 ? diff / allowed : 0.0) : std::numeric_limits<double>::infinity();
+    const double e = std::isnan(excess) ? std::numeric_limits<double>::infinity() : excess;
+    if (e > worst_excess) {
+      worst_excess = e;
       r.worst_index = k;
     }
-    if (!ok) {
-      ++r.mismatched;
-      if (boundary && (*boundary)[k] != 0.0) ++r.flips;
-      if (r.first_mismatches.size() < 5) r.first_mismatches.push_back({k, g, w});
+    if (ok) continue;
+    // The other decision's value, where the reference says the decision may flip.
+    bool flip = false;
+    if (boundary && (*boundary)[k] != 0.0 && std::isfinite(g))
+      for (const Array* b : branches) flip = flip || (std::isfinite((*b)[k]) && close(g, (*b)[k]));
+    if (flip) {
+      ++r.flips;
+      r.flipped.push_back(k);
+      continue;
     }
+    ++r.mismatched;
+    if (r.first_mismatches.size() < 5) r.first_mismatches.push_back({k, g, w});
   }
-  if (r.mismatched > 0 && r.flips == r.mismatched) {
-    r.outcome = Outcome::kPassed;
-    r.note = std::to_string(r.flips) + " element(s) differ only where rounding can flip a threshold decision";
-  } else if (r.mismatched > 0) {
+  if (r.mismatched > 0) {
     r.outcome = Outcome::kFailed;
-    if (discrete) r.note = "discrete output differs: a threshold decision flipped";
+    if (discrete) r.note = std::to_string(r.mismatched) + " element(s) decided differently";
+  } else if (!r.compared_finite) {
+    r.outcome = Outcome::kMistrusted;
+    r.note = want.size() == 0 ? "empty reference" : "the reference holds no finite number: agreement proves nothing";
   } else if (all_zero) {
     r.outcome = Outcome::kMistrusted;
-    r.note = want.size() == 0 ? "empty reference" : "reference is all zero: agreement proves little";
+    r.note = "reference is all zero: agreement proves little";
   } else {
     r.outcome = Outcome::kPassed;
   }
+  if (r.flips > 0 && r.outcome != Outcome::kFailed)
+    r.note = std::to_string(r.flips) + " element(s) took the other decision's value where rounding can flip a "
+             "threshold decision";
   return r;
 }
 
@@ -125,7 +137,7 @@ std::string FieldReport::Describe() const {
   o << field << ": " << OutcomeName(outcome);
   if (!note.empty()) o << " (" << note << ")";
   if (outcome != Outcome::kFailed || mismatched == 0) return o.str();
-  if (flips > 0) o << "\n    " << flips << " of the mismatches sit at threshold boundaries";
+  if (flips > 0) o << "\n    " << flips << " other element(s) took the other decision's value at a threshold boundary";
   const double pct = total ? 100.0 * static_cast<double>(mismatched) / static_cast<double>(total) : 0.0;
   char pbuf[32];
   std::snprintf(pbuf, sizeof pbuf, "%.2f", pct);

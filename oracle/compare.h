@@ -48,7 +48,9 @@ struct FieldReport {
   double worst_abs = 0.0;
   double worst_rel = 0.0;       // over elements whose reference is non-zero
   int64_t worst_index = -1;     // element with the largest error relative to tolerance
-  int64_t flips = 0;            // mismatches at decision boundaries (see Result::boundary)
+  int64_t flips = 0;            // elements that took the other decision's value at a boundary
+  std::vector<int64_t> flipped;  // their flat indices (token-shaped fields: which decisions differ)
+  bool compared_finite = false;  // some reference element was finite (NaN == NaN alone proves nothing)
   std::vector<int64_t> shape;   // of the reference, to print the worst index
   struct Pair {
     int64_t index;
@@ -60,12 +62,21 @@ struct FieldReport {
   std::string Describe() const;
 };
 
+// Where a rounding-level decision (a clip bound, a threshold) may go either way, and the
+// values each decision gives there. Both come from the reference side (the oracle run on
+// the golden's inputs), never from the implementation under test.
+struct DecisionView {
+  const Array* boundary = nullptr;             // 1 where the decision may flip; want's shape
+  std::vector<const Array*> branch_values;     // each want's shape: a value one decision gives
+};
+
 // Compares one field. `got` may be null: the implementation did not produce it.
-// `boundary` (same shape as want, or null) marks elements where a rounding-level decision may
-// flip; mismatches there are counted as flips, and a field whose every mismatch is a
-// flip passes with the count in its note.
+// At a boundary element a value that misses `want` still passes when it matches (within
+// `tol`) one of the decision's branch values: it is counted as a flip. Anything else there
+// (a non-finite value, a number no decision gives) is a mismatch like any other.
+// A field whose reference holds no finite number is MISTRUSTED, never PASSED.
 FieldReport CompareField(const std::string& field, const Array* got, const Array& want, const Tolerance& tol,
-                         bool discrete, const Array* boundary = nullptr);
+                         bool discrete, const DecisionView& decisions = {});
 
 // Index of a flat position in a shape, as "(i, j)".
 std::string FormatIndex(int64_t flat, const std::vector<int64_t>& shape);

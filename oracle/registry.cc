@@ -4,6 +4,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "oracle/check.h"
 #include "oracle/json.h"
 
 namespace verlconf {
@@ -54,6 +55,7 @@ static std::vector<FunctionSpec> Build() {
   std::set<std::pair<std::string, std::string>> seen;
   for (auto& s : all) {
     if (!seen.insert({s.family, s.name}).second) throw std::logic_error("duplicate registry key: " + s.family + "/" + s.name);
+    ValidateTolerances(s);
     // Generated cases carry their registry key, so they find their way back.
     if (s.generate)
       s.generate = [gen = s.generate, family = s.family, name = s.name](const GenParams& p) {

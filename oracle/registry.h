@@ -5,11 +5,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "oracle/case.h"
+#include "oracle/compare.h"
 
 namespace verlconf {
 
@@ -82,6 +84,11 @@ struct FunctionSpec {
   // large (GRPO's division by a small group std) the spec computes it from the case's
   // inputs and the float32 tolerance is multiplied by it. float64 is never scaled.
   std::function<double(const Case&)> float32_condition;
+  // A per-case bound for one field, where the case's own values say how much rounding a
+  // correct implementation can show (a cancellation's condition number); nullopt for
+  // fields it does not bound. It replaces the table's entry and may only loosen the
+  // dtype's default (the comparator enforces both).
+  std::function<std::optional<Tolerance>(const Case& golden, const std::string& field)> case_tolerance;
   // Metrics that are fractions of tokens (clip fractions): exact in float64; in
   // float32 allowed to move by the boundary tokens' share, reported as flips.
   std::vector<std::string> discrete_metrics;
