@@ -170,6 +170,10 @@ struct ReferenceDecisions {
   Result result;
   Array boundary;                 // empty when no decision is close
   std::vector<Result> branches;   // the other decision's values, one per push direction
+  // An exact tie between the two sides (a ratio rounded onto the bound itself): torch's
+  // max/min then split the gradient evenly, so the midpoint of the two decisions' values is
+  // what a correct implementation whose rounding lands on the bound returns.
+  std::vector<Result> ties;
   // Discrete (0/1) outputs: the other decision is the flipped value, on valid tokens. This
   // needs no push, so it holds where the decided quantity hardly moves with the log-ratio
   // (k3 near a log-ratio of 0).
@@ -185,11 +189,12 @@ struct ReferenceDecisions {
     if (own != ref_fields.end()) v.branch_values.push_back(&own->second);
     auto flip = grads ? flipped_discrete.end() : flipped_discrete.find(name);
     if (flip != flipped_discrete.end()) v.branch_values.push_back(&flip->second);
-    for (const Result& b : branches) {
-      const auto& m = grads ? b.grads : b.outputs;
-      auto it = m.find(name);
-      if (it != m.end()) v.branch_values.push_back(&it->second);
-    }
+    for (const auto* set : {&branches, &ties})
+      for (const Result& b : *set) {
+        const auto& m = grads ? b.grads : b.outputs;
+        auto it = m.find(name);
+        if (it != m.end()) v.branch_values.push_back(&it->second);
+      }
     return v;
   }
 
@@ -280,6 +285,20 @@ ReferenceDecisions ReferenceView(const FunctionSpec& spec, const Case& golden) {
       // A push that makes verl's semantics raise (a bound crossed into an error) gives
       // no branch value on that side; the other side and the reference still count.
     }
+  }
+  for (const Result& br : ref.branches) {
+    Result tie;
+    for (const bool grads : {false, true}) {
+      const auto& own = grads ? ref.result.grads : ref.result.outputs;
+      for (const auto& [name, v] : grads ? br.grads : br.outputs) {
+        auto it = own.find(name);
+        if (it == own.end() || it->second.shape != v.shape) continue;
+        Array mid = v;
+        for (int64_t k = 0; k < mid.size(); ++k) mid[k] = 0.5 * (v[k] + it->second[k]);
+        (grads ? tie.grads : tie.outputs).emplace(name, std::move(mid));
+      }
+    }
+    ref.ties.push_back(std::move(tie));
   }
   // A boundary position is observable when some element-wise field takes values on the
   // two decisions that a correct implementation could not confuse.

@@ -153,23 +153,20 @@ CaseReport CheckAgainstOracle(const std::string& function, const TensorMap& inpu
   if (!spec.oracle) return CaseReport::NotCompared(c, Outcome::kUnsupported, "the oracle has no entry for " + spec.name);
   // The reference: the oracle's result on the same inputs, as if it were a golden.
   Case reference = c;
-  Array boundary;
   try {
     Result want = spec.oracle(c);
     reference.outputs = std::move(want.outputs);
     reference.grads = std::move(want.grads);
     reference.metrics = std::move(want.metrics);
-    boundary = std::move(want.boundary);
   } catch (const VerlError& e) {
     reference.expect_error = e.what();
   } catch (const Unsupported& e) {
     return CaseReport::NotCompared(c, Outcome::kUnsupported, std::string("the oracle: ") + e.what());
   }
   if (candidate.raised) return CompareResult(spec, reference, nullptr, candidate.raised);
-  Result got = ResultFromTorch(candidate, c.Where());
-  // Which tokens sit at a decision boundary is a property of the inputs; the oracle
-  // already said (saves CompareResult running it again).
-  if (!got.boundary.size()) got.boundary = std::move(boundary);
+  // Where decisions are rounding-dependent, CompareResult asks the oracle (the reference
+  // side), never the candidate.
+  const Result got = ResultFromTorch(candidate, c.Where());
   return CompareResult(spec, reference, &got, std::nullopt);
 }
 
