@@ -83,8 +83,12 @@ TEST(Judge, EitherDecisionsValuePassesAtTheBoundaryAndCountsAsAFlip) {
   CaseReport r = Judge(golden, got);
   EXPECT_EQ(Field(r, "grads/log_prob").outcome, Outcome::kPassed) << r.Describe();
   EXPECT_EQ(Field(r, "grads/log_prob").flips, 1);
-  // Halfway between the two decisions is neither.
+  // Halfway is what torch's maximum gives at an exact tie (a ratio rounded onto the bound):
+  // accepted. A quarter of the way is no decision's value.
   got.grads["log_prob"].at(0, 1) = 0.5 * (other + reference);
+  r = Judge(golden, got);
+  EXPECT_EQ(Field(r, "grads/log_prob").outcome, Outcome::kPassed) << r.Describe();
+  got.grads["log_prob"].at(0, 1) = 0.25 * other + 0.75 * reference;
   r = Judge(golden, got);
   EXPECT_EQ(Field(r, "grads/log_prob").outcome, Outcome::kFailed) << r.Describe();
 }
