@@ -1,12 +1,18 @@
 // Round trip through the fixture writer and reader, and the reader's errors: each
 // names the file, case and field, and none crashes.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
+#include <random>
 #include <string>
 
 #include "fixtures/h5io.h"
+#include "fixtures/h5limits.h"
+#include "fixtures/h5names.h"
 #include "oracle/errors.h"
 
 namespace verlconf::fixtures {
@@ -104,6 +110,135 @@ TEST(H5io, FailedWriteLeavesNoFile) {
   const std::string p = TmpPath("no-such-dir/x.h5");
   EXPECT_THROW(WriteFixtureFile(p, Sample()), BadInput);
   EXPECT_FALSE(std::ifstream(p).good());
+}
+
+// --- the reader's limits (fixtures/h5limits.h) ----------------------------------
+
+// The element count is exact where it is allowed and refused otherwise, for products
+// near and far beyond 2^63 and 2^64 (checked against 128-bit arithmetic).
+TEST(H5Limits, ElementCountNeverWraps) {
+  std::mt19937_64 rng(12);
+  int refused = 0, accepted = 0;
+  for (int trial = 0; trial < 20000; ++trial) {
+    const int rank = 1 + static_cast<int>(rng() % 4);
+    std::vector<hsize_t> dims;
+    unsigned __int128 bounded = 1, exact = 1;
+    for (int i = 0; i < rank; ++i) {
+      const int bits = static_cast<int>(rng() % 65);  // 0 .. 64 bits: zero, small, 2^63, 2^64 - 1
+      hsize_t d = bits == 0 ? 0 : bits == 64 ? rng() : rng() & ((hsize_t{1} << bits) - 1);
+      if (rng() % 5 == 0) d = hsize_t{1} << (rng() % 64);
+      dims.push_back(d);
+      exact *= d;
+      if (bounded <= (static_cast<unsigned __int128>(1) << 64)) bounded *= d == 0 ? 1 : d;
+    }
+    const bool allowed = bounded <= static_cast<unsigned __int128>(kMaxCaseElements);
+    if (allowed) {
+      ++accepted;
+      EXPECT_EQ(CheckedElementCount(dims, "f:/k1/c/inputs/x"), static_cast<int64_t>(exact));
+    } else {
+      ++refused;
+      try {
+        CheckedElementCount(dims, "f:/k1/c/inputs/x");
+        ADD_FAILURE() << "accepted a shape of " << static_cast<double>(bounded) << " elements";
+      } catch (const BadInput& e) {
+        EXPECT_NE(std::string(e.what()).find("f:/k1/c/inputs/x: declared shape ("), std::string::npos) << e.what();
+      }
+    }
+  }
+  EXPECT_GT(accepted, 1000);  // both sides of the cap were exercised
+  EXPECT_GT(refused, 1000);
+}
+
+TEST(H5Limits, BudgetCapsEachCaseAndTheWholeFile) {
+  ElementBudget b;
+  b.Charge(kMaxCaseElements, "f:/k1/a/inputs/x");  // exactly the cap is allowed
+  EXPECT_THROW(b.Charge(1, "f:/k1/a/inputs/y"), BadInput);
+  int64_t cases = 1;
+  try {
+    for (;; ++cases) {
+      b.case_used = 0;  // the reader resets it per case
+      b.Charge(kMaxCaseElements, "f:/k1/case" + std::to_string(cases) + "/inputs/x");
+    }
+  } catch (const BadInput& e) {
+    EXPECT_NE(std::string(e.what()).find("the file would hold more than"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(cases, kMaxFileElements / kMaxCaseElements);
+}
+
+// --- names (fixtures/h5names.h) ---------------------------------------------------
+
+// Every byte value, in every position, against the documented set of each kind.
+TEST(H5Names, EachKindAcceptsExactlyItsCharacterSet) {
+  auto in = [](const char* set, unsigned char c) { return std::string(set).find(static_cast<char>(c)) != std::string::npos; };
+  const std::string lower = "abcdefghijklmnopqrstuvwxyz0123456789", upper = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  const std::string alnum = lower + upper;
+  for (int b = 1; b < 256; ++b) {
+    const auto c = static_cast<unsigned char>(b);
+    const std::string ch(1, static_cast<char>(c));
+    EXPECT_EQ(IsValidName(NameKind::kCase, "a" + ch), in((lower + "_.-").c_str(), c)) << b;
+    EXPECT_EQ(IsValidName(NameKind::kCase, ch + "a"), in(lower.c_str(), c)) << b;
+    EXPECT_EQ(IsValidName(NameKind::kFunction, "a" + ch), in((alnum + "_+-").c_str(), c)) << b;
+    EXPECT_EQ(IsValidName(NameKind::kFunction, ch + "a"), in((alnum + "_").c_str(), c)) << b;
+    EXPECT_EQ(IsValidName(NameKind::kMember, "a" + ch), in((alnum + "_.-").c_str(), c)) << b;
+    EXPECT_EQ(IsValidName(NameKind::kMember, ch + "a"), in((alnum + "_").c_str(), c)) << b;
+    EXPECT_EQ(IsValidName(NameKind::kAttribute, ch + ch), in((alnum + "_.+-").c_str(), c)) << b;
+    // File names: printable ASCII; bytes >= 0x80 only inside valid UTF-8.
+    EXPECT_EQ(IsValidName(NameKind::kFileName, "f" + ch), c >= 0x20 && c < 0x7F) << b;
+    const std::string escaped = Escaped("x" + ch + "y");
+    for (char e : escaped) EXPECT_TRUE(e >= 0x20 && e < 0x7F) << b;
+  }
+  for (NameKind k : {NameKind::kCase, NameKind::kFunction, NameKind::kMember, NameKind::kAttribute, NameKind::kFileName})
+    EXPECT_FALSE(IsValidName(k, ""));
+}
+
+TEST(H5Names, Utf8IsValidatedStrictly) {
+  EXPECT_TRUE(IsValidUtf8("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"));
+  for (const char* bad : {"\xC0\x80", "\xC1\xBF", "\xE0\x80\x80", "\xED\xA0\x80", "\xF4\x90\x80\x80",
+                          "\xF5\x80\x80\x80", "\xC3", "\xE2\x82", "\x80", "\xFF"})
+    EXPECT_FALSE(IsValidUtf8(bad)) << Escaped(bad);
+  EXPECT_FALSE(IsCleanText("a\nb", false));
+  EXPECT_TRUE(IsCleanText("a\nb\tc", true));
+  EXPECT_FALSE(IsCleanText("a\x1B[31m", true));
+  EXPECT_FALSE(IsCleanText("a\x7F", true));
+  EXPECT_EQ(Escaped("a\nb'\\"), "a\\x0Ab\\x27\\x5C");
+}
+
+// --- what the reader refuses in files our own writer can produce --------------------
+
+TEST(H5io, NonFiniteConfigIsBadInputNamingTheKey) {
+  for (double v : {std::nan(""), std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()}) {
+    FixtureFile f = Sample();
+    f.cases[0].config.Set("epsilon", v);
+    const std::string p = TmpPath("nonfinite.h5");
+    WriteFixtureFile(p, f);
+    const std::string e = ErrorOf(p);
+    EXPECT_NE(e.find(p + ":/k3/small_f32: attribute 'cfg.epsilon': non-finite value"), std::string::npos) << e;
+  }
+}
+
+TEST(H5io, NestingBeyondTheSchemaIsRefused) {
+  FixtureFile f = Sample();
+  f.cases[0].metrics["a/b/c/d"] = 1.0;  // metrics/a/b/c: 4 levels of groups, allowed
+  const std::string p = TmpPath("nested.h5");
+  WriteFixtureFile(p, f);
+  EXPECT_EQ(ErrorOf(p), "");
+  f = Sample();
+  f.cases[0].metrics["a/b/c/d/e"] = 1.0;
+  WriteFixtureFile(p, f);
+  EXPECT_NE(ErrorOf(p).find("nested more than 4 levels"), std::string::npos) << ErrorOf(p);
+}
+
+TEST(H5io, DirectoryEntriesMustBeRegularFiles) {
+  const std::string dir = TmpPath("dir_with_subdir");
+  std::remove((dir + "/a.h5").c_str());
+  ::mkdir(dir.c_str(), 0755);
+  ::mkdir((dir + "/a.h5").c_str(), 0755);
+  try {
+    ReadFixtureDir(dir);
+    ADD_FAILURE() << "a directory named a.h5 was accepted";
+  } catch (const BadInput& e) {
+    EXPECT_EQ(std::string(e.what()), dir + "/a.h5: is a directory, not a regular file");
+  }
 }
 
 }  // namespace

@@ -1,0 +1,240 @@
+"""Bad input that attacks the fixture reader itself (docs/bad-input.md, "The reader's
+limits"): declared sizes the file does not back, link structures that never end,
+paths that are not regular files, names and values that would break the one-line
+message, and libhdf5 refusals that must say what they are. Every test runs the real
+conform binary on a file it crafts with h5py and expects exit 2 with exactly one
+stderr line naming the file (and the case and field where there is one), within a
+timeout: a hang is a failure too."""
+import fcntl
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import h5py
+import numpy as np
+
+CONFORM = os.path.abspath(sys.argv.pop(1))
+RUNFILES = os.environ.get("TEST_SRCDIR", os.getcwd())
+GOLDENS = os.path.join(RUNFILES, "verlconf", "fixtures", "verl-0.9.1")
+if not os.path.isdir(GOLDENS):
+    GOLDENS = os.path.join(os.getcwd(), "fixtures", "verl-0.9.1")
+
+
+def first_case(f, function):
+    return next(c for c in sorted(f[function]) if "expect_error" not in f[function][c].attrs)
+
+
+class ReaderBadInput(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.dir = os.path.join(self.tmp, "goldens")
+        os.mkdir(self.dir)
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def family(self, name="kl"):
+        path = os.path.join(self.dir, name + ".h5")
+        shutil.copyfile(os.path.join(GOLDENS, name + ".h5"), path)
+        os.chmod(path, 0o644)
+        return path
+
+    def edit(self, edit, family="kl", function="k1"):
+        """Copies one golden family file into the set, applies edit(file, case group)
+        to the first case of `function`; returns (path, "function/case")."""
+        path = self.family(family)
+        with h5py.File(path, "r+") as f:
+            case = first_case(f, function)
+            edit(f, f[function][case])
+        return path, function + "/" + case
+
+    def assertBadInput(self, args, *needles, timeout=120):
+        try:
+            p = subprocess.run([CONFORM, *args], capture_output=True, text=True, timeout=timeout,
+                               errors="backslashreplace")
+        except subprocess.TimeoutExpired:
+            self.fail("conform %s did not finish within %d s" % (" ".join(args), timeout))
+        self.assertEqual(p.returncode, 2, "expected exit 2\n" + p.stdout + p.stderr)
+        lines = [l for l in p.stderr.splitlines() if l.strip()]
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertTrue(lines[0].startswith("conform: error: "), lines[0])
+        self.assertTrue(lines[0].isprintable(), repr(lines[0]))
+        for n in needles:
+            self.assertIn(n, lines[0])
+        return lines[0]
+
+    def check(self, *needles, **kw):
+        return self.assertBadInput(["check", "--against", self.dir], *needles, **kw)
+
+    # --- declared sizes -----------------------------------------------------------
+    def replace_input(self, g, shape, **kw):
+        del g["inputs"]["logprob"]
+        g["inputs"].create_dataset("logprob", shape=shape, dtype="f8", **kw)
+
+    def test_dimension_products_beyond_int64_or_the_cap(self):
+        # Products that wrap int64 (2^66, 2^64), that fit int64 but not memory, and a
+        # zero dimension beside a huge one (no elements, but indices beyond any cap).
+        for shape in [(16, 2**62), (2**32, 2**32), (2**31, 1), (3, 2**61, 5), (2**63 - 1,)]:
+            with self.subTest(shape=shape):
+                chunks = (1,) * len(shape)
+                path, case = self.edit(lambda f, g: self.replace_input(g, shape, chunks=chunks))
+                self.check(path, case, "inputs/logprob", "exceeds 16777216 elements")
+        path, case = self.edit(lambda f, g: self.replace_input(g, (0, 2**62), maxshape=(None, None), chunks=(1, 1)))
+        self.check(path, case, "inputs/logprob", "exceeds 16777216 elements")
+
+    def test_declared_data_that_is_not_stored(self):
+        # Below the caps, but never written: the file is small and would still cost
+        # the full size in fill values.
+        for layout, kw, needle in [("chunked", {"chunks": (100, 100)}, "holds no data"),
+                                   ("contiguous", {}, "stores 0 bytes")]:
+            with self.subTest(layout=layout):
+                path, case = self.edit(lambda f, g: self.replace_input(g, (1000, 1000), **kw))
+                self.check(path, case, "inputs/logprob", needle, "the schema has no fill values")
+
+    def test_some_chunks_missing(self):
+        def edit(f, g):
+            self.replace_input(g, (2, 64), chunks=(1, 16))
+            g["inputs/logprob"][0, :] = 1.0  # row 1's four chunks stay unwritten
+        path, case = self.edit(edit)
+        self.check(path, case, "inputs/logprob", "holds no data")
+
+    def test_case_cap_counts_hard_linked_copies(self):
+        # One stored dataset of 2^23 + 1 elements (compressed zeros: a small file),
+        # linked twice into one case: each link is read, so the case exceeds 2^24.
+        def edit(f, g):
+            del g["outputs"]["kl"]
+            g["outputs"].create_dataset("kl", data=np.zeros(2**23 + 1), compression="gzip", chunks=(2**20,))
+            g["grads"]["logprob_twin"] = g["outputs"]["kl"]
+        path, case = self.edit(edit)
+        self.check(path, case, "the case would hold more than 16777216 elements")
+
+    # --- link structure -----------------------------------------------------------
+    def test_hard_link_cycles(self):
+        for name, target in [("self", lambda f, g: g["inputs"]), ("case", lambda f, g: g),
+                             ("function", lambda f, g: g.parent)]:
+            with self.subTest(loop_to=name):
+                def edit(f, g):
+                    g["inputs"]["loop"] = target(f, g)
+                path, case = self.edit(edit)
+                self.check(path, case, "inputs", "cycle")
+        # Through the root, whose members are functions and cases: bounded by depth.
+        path, case = self.edit(lambda f, g: g["metrics"].__setitem__("root", f["/"]) if "metrics" in g
+                               else g.create_group("metrics").__setitem__("root", f["/"]))
+        self.check(path, case, "metrics")
+
+    def test_links_other_than_hard_links(self):
+        fifo = os.path.join(self.tmp, "pipe")
+        os.mkfifo(fifo)
+        for kind, link in [("external link", h5py.ExternalLink(fifo, "/")),
+                           ("external link", h5py.ExternalLink(os.path.join(GOLDENS, "kl.h5"), "/k1")),
+                           ("soft link", h5py.SoftLink("/k1"))]:
+            with self.subTest(link=str(link)):
+                path, case = self.edit(lambda f, g: g["inputs"].__setitem__("elsewhere", link))
+                self.check(path, case, "inputs/elsewhere", "is an " + kind if kind[0] == "e" else "is a " + kind,
+                           "hard links only", timeout=60)
+        path = self.family()
+        with h5py.File(path, "r+") as f:
+            f["k9"] = h5py.ExternalLink(fifo, "/")
+        self.check(path, "k9", "external link", timeout=60)
+
+    # --- paths that are not regular files -------------------------------------------
+    def test_fifo_and_other_non_regular_paths(self):
+        self.family()
+        fifo = os.path.join(self.tmp, "cand.h5")
+        os.mkfifo(fifo)
+        self.assertBadInput(["check", "--against", self.dir, "--candidate", fifo], fifo, "is a FIFO", timeout=60)
+        # Inside a directory: an entry named *.h5 that is not a regular file is refused
+        # by name, not skipped.
+        os.mkfifo(os.path.join(self.dir, "pipe.h5"))
+        self.check(os.path.join(self.dir, "pipe.h5"), "is a FIFO", timeout=60)
+        os.unlink(os.path.join(self.dir, "pipe.h5"))
+        os.mkdir(os.path.join(self.dir, "sub.h5"))
+        self.check(os.path.join(self.dir, "sub.h5"), "is a directory")
+        os.rmdir(os.path.join(self.dir, "sub.h5"))
+        os.symlink(fifo, os.path.join(self.dir, "link.h5"))
+        self.check(os.path.join(self.dir, "link.h5"), "is a FIFO", timeout=60)
+
+    def test_storage_outside_the_file(self):
+        raw = os.path.join(self.tmp, "raw.bin")
+        with open(raw, "wb") as out:
+            out.write(np.zeros(32).tobytes())
+        path, case = self.edit(lambda f, g: self.replace_input(g, (4, 8), external=[(raw, 0, 256)]))
+        self.check(path, case, "inputs/logprob", "external raw file")
+
+        def virtual(f, g):
+            layout = h5py.VirtualLayout(shape=(4, 8), dtype="f8")
+            layout[:] = h5py.VirtualSource(os.path.join(GOLDENS, "kl.h5"), "/k1/x", shape=(4, 8))
+            del g["inputs"]["logprob"]
+            g["inputs"].create_virtual_dataset("logprob", layout)
+        path, case = self.edit(virtual)
+        self.check(path, case, "inputs/logprob", "virtual dataset")
+
+    # --- names and values -----------------------------------------------------------
+    def test_names_outside_the_schema_character_sets(self):
+        bad = [(b"new\nline_f64", "\\x0A"), (b"tab\tbed_f64", "\\x09"), (b"bell\x07_f64", "\\x07"),
+               (b"not\xffutf8_f64", "\\xFF"), (b"Upper_f64", "Upper_f64"), (b"sp ace_f64", "sp ace_f64"),
+               ("caf\u00e9_f64".encode(), "\\xC3\\xA9")]
+        for raw, shown in bad:
+            with self.subTest(case=raw):
+                path = self.family()
+                with h5py.File(path, "r+") as f:
+                    f["k1"].copy(first_case(f, "k1"), raw)
+                line = self.check(path, "k1", "case", shown, "[a-z0-9][a-z0-9_.-]*")
+                self.assertNotIn(raw.decode("utf-8", "replace"), line.replace(shown, ""))
+        for raw, shown in [(b"k1\n", "\\x0A"), (b"k\xfe1", "\\xFE"), (b"+k1", "+k1")]:
+            with self.subTest(function=raw):
+                path = self.family()
+                with h5py.File(path, "r+") as f:
+                    f.copy("k1", raw)
+                self.check(path, shown, "[A-Za-z0-9_][A-Za-z0-9_+-]*")
+        path, case = self.edit(lambda f, g: g["inputs"].__setitem__(b"log\rprob", g["inputs"]["logprob"]))
+        self.check(path, case, "inputs", "\\x0D")
+        path, case = self.edit(lambda f, g: g.attrs.__setitem__(b"cfg.a\nb", 1.0))
+        self.check(path, case, "attribute name", "cfg.a\\x0Ab")
+
+    def test_string_values_that_break_a_line_or_utf8(self):
+        for key, value, needle in [("why", "two\nlines", "control characters"),
+                                   ("dtype", "float64\x1b[31m", "control characters"),
+                                   ("why", np.bytes_(b"\xff\xfe"), "not UTF-8")]:
+            with self.subTest(key=key, value=value):
+                path, case = self.edit(lambda f, g: g.attrs.__setitem__(key, value))
+                self.check(path, case, "'" + key + "'", needle)
+        path = self.family()
+        with h5py.File(path, "r+") as f:
+            f.attrs["verl_version"] = "0.9.1\nPASSED"
+        self.check(path, "'verl_version'", "\\x0A")
+
+    def test_non_finite_config_values(self):
+        for value in (np.nan, np.inf, -np.inf):
+            with self.subTest(value=value):
+                path, case = self.edit(lambda f, g: g.attrs.__setitem__("cfg.clip_ratio", np.float64(value)),
+                                       family="policy_loss", function="vanilla")
+                self.check(path, case, "cfg.clip_ratio", "non-finite value " + str(value).lower(),
+                           "config values must be finite")
+
+    # --- what libhdf5 refuses -----------------------------------------------------
+    def test_locked_by_another_process(self):
+        path = self.family()
+        with open(path, "rb") as held:
+            fcntl.flock(held.fileno(), fcntl.LOCK_EX)  # what a writing libhdf5 holds
+            self.check(path, "locked by another process")
+
+    def test_filter_this_build_lacks(self):
+        def edit(f, g):
+            del g["inputs"]["logprob"]
+            g["inputs"].create_dataset("logprob", data=np.zeros((4, 8)), compression="lzf")
+        path, case = self.edit(edit)
+        self.check(path, case, "inputs/logprob", "needs HDF5 filter 'lzf' (id 32000), which this build lacks")
+
+    def test_path_with_a_control_character(self):
+        self.family()
+        odd = os.path.join(self.tmp, "cand\nx.h5")
+        shutil.copyfile(os.path.join(GOLDENS, "kl.h5"), odd)
+        self.assertBadInput(["check", "--against", self.dir, "--candidate", odd], "cand\\x0Ax.h5", "control characters")
+
+
+if __name__ == "__main__":
+    unittest.main()
