@@ -26,6 +26,9 @@ struct CaseReport {
   // Elements that differ only where rounding can flip a threshold decision (the fields
   // still pass; the count is shown so that a decision difference is never invisible).
   int64_t flips = 0;
+  // Judged on the fields the implementation provided; the others are UNSUPPORTED
+  // FieldReports in `fields`, and `detail` names them.
+  bool partial = false;
 
   std::string Describe() const;  // multi-line, for failures
 
@@ -46,10 +49,5 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
 // Runs `impl` on the golden's inputs and compares. Unsupported → UNSUPPORTED.
 // BadInput propagates (the CLI exits 2).
 CaseReport CheckImplementation(const FunctionSpec& spec, const Case& golden, const RunFn& impl);
-
-// Compares a candidate's stored case with the golden one. The candidate's inputs must
-// equal the golden's (else BadInput: it was not produced from these goldens); a
-// candidate without outputs is UNSUPPORTED for that case.
-CaseReport CheckCandidate(const FunctionSpec& spec, const Case& golden, const Case& candidate);
 
 }  // namespace verlconf
