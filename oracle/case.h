@@ -56,8 +56,13 @@ struct Case {
   Config config;
   std::map<std::string, Array> inputs, outputs, grads;
   std::map<std::string, double> metrics;
+  // The stored dtype of each metric dataset (goldens: float64), so that a candidate's
+  // int64 or float32 metric is seen as such rather than silently widened.
+  std::map<std::string, DType> metric_dtypes;
   // "<ExceptionType>: <message>" when verl raised on these inputs.
   std::optional<std::string> expect_error;
+  // Candidates only: the adapter declined this case, with its reason (UNSUPPORTED).
+  std::optional<std::string> declined;
 
   // "file:/function/case", the prefix of every message about this case.
   std::string Where() const;

@@ -455,29 +455,4 @@ CaseReport CheckImplementation(const FunctionSpec& spec, const Case& golden, con
   }
 }
 
-CaseReport CheckCandidate(const FunctionSpec& spec, const Case& golden, const Case& candidate) {
-  ValidateCase(spec, golden);
-  for (const auto& [name, w] : golden.inputs) {
-    const Array* have = candidate.OptionalInput(name);
-    if (!have) throw BadInput(candidate.Where() + ": inputs/" + name + ": missing (the golden has it)");
-    if (have->shape != w.shape || have->data != w.data)
-      throw BadInput(candidate.Where() + ": inputs/" + name + ": differs from the golden input (was the candidate "
-                     "produced from these goldens?)");
-  }
-  if (candidate.config.values() != golden.config.values())
-    throw BadInput(candidate.Where() + ": cfg: the config attributes differ from the golden case's (was the "
-                   "candidate produced from these goldens?)");
-  if (candidate.expect_error) return CompareResult(spec, golden, nullptr, candidate.expect_error);
-  // Neither a result nor an error: the candidate did not compute this case.
-  if (candidate.outputs.empty() && candidate.grads.empty() && candidate.metrics.empty()) {
-    CaseReport r = CaseReport::NotCompared(golden, Outcome::kUnsupported, "the candidate file has no outputs for this case");
-    r.where = candidate.Where();
-    return r;
-  }
-  const Result got = Result::Of(candidate);
-  CaseReport r = CompareResult(spec, golden, &got, std::nullopt);
-  r.where = candidate.Where();
-  return r;
-}
-
 }  // namespace verlconf

@@ -55,9 +55,4 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
 // BadInput propagates (the CLI exits 2).
 CaseReport CheckImplementation(const FunctionSpec& spec, const Case& golden, const RunFn& impl);
 
-// Compares a candidate's stored case with the golden one. The candidate's inputs must
-// equal the golden's (else BadInput: it was not produced from these goldens); a
-// candidate without outputs is UNSUPPORTED for that case.
-CaseReport CheckCandidate(const FunctionSpec& spec, const Case& golden, const Case& candidate);
-
 }  // namespace verlconf

@@ -14,7 +14,7 @@ namespace {
 
 }  // namespace
 
-void ValidateCase(const FunctionSpec& spec, const Case& c) {
+void ValidateStructure(const FunctionSpec& spec, const Case& c) {
   for (const auto& [name, a] : c.inputs)
     if (!spec.FindInput(name)) Fail(c, "inputs/" + name, "not an input of '" + spec.name + "'");
   for (const auto& [key, v] : c.config.values()) {
@@ -30,7 +30,6 @@ void ValidateCase(const FunctionSpec& spec, const Case& c) {
       Fail(c, "cfg." + key, "'" + *s + "' is not one of verl's names (" + all + ")");
     }
   }
-  if (spec.check_config && !c.expect_error) spec.check_config(c);
   int64_t batch = -1, tokens = -1, components = -1;
   auto expect = [&](int64_t& slot, int64_t got, const std::string& field, const char* what) {
     if (slot < 0) slot = got;
@@ -92,6 +91,12 @@ void ValidateCase(const FunctionSpec& spec, const Case& c) {
   }
   if (batch == 0) Fail(c, "inputs", "empty batch (B = 0)");
   if (tokens == 0) Fail(c, "inputs", "zero-length responses (T = 0)");
+}
+
+void ValidateCase(const FunctionSpec& spec, const Case& c) {
+  ValidateStructure(spec, c);
+  // After the structural checks, so that a config check may read the inputs safely.
+  if (spec.check_config && !c.expect_error) spec.check_config(c);
 }
 
 }  // namespace verlconf

@@ -11,4 +11,10 @@ namespace verlconf {
 
 void ValidateCase(const FunctionSpec& spec, const Case& c);
 
+// Everything ValidateCase checks except spec.check_config: the config values this verl
+// would refuse. `conform drift` and `conform list` read golden sets of other verl
+// versions, whose accepted values may differ; the structure (names, shapes, dtypes,
+// finite values) is what the oracle needs before it may touch a case.
+void ValidateStructure(const FunctionSpec& spec, const Case& c);
+
 }  // namespace verlconf

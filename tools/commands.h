@@ -1,5 +1,6 @@
 // The `conform` subcommands, as functions that return the process exit code:
-//   0  everything compared passed (MISTRUSTED / UNSUPPORTED / SKIPPED are shown, not failures)
+//   0  everything compared passed (MISTRUSTED / UNSUPPORTED / SKIPPED are shown, not failures,
+//      unless check --require-all makes UNSUPPORTED one)
 //   1  a conformance failure (or, for drift, a change beyond tolerance)
 //   2  bad input or usage (thrown as BadInput and printed by main as one line)
 //   3  an internal error of conform
@@ -22,8 +23,9 @@ struct CheckOptions {
   std::string impl = "oracle";
   std::string junit;      // JUnit XML path, or ""
   std::string report;     // Markdown report path, or ""
-  std::string only;       // "function" or "function/case", or ""
-  bool verbose = false;   // describe every non-passing case, not just failures
+  std::string only;       // --only entries, comma-joined (tools/selection.h), or ""
+  bool verbose = false;   // describe every non-passing or partial case, not just failures
+  bool require_all = false;  // any UNSUPPORTED case or field is a failure (exit 1)
 };
 
 int RunCheck(const CheckOptions& o, std::ostream& out);

@@ -7,17 +7,23 @@
 #include <ostream>
 #include <sstream>
 
+#include "oracle/candidate.h"
 #include "oracle/check.h"
 #include "oracle/errors.h"
+#include "oracle/validate.h"
 #include "tools/commands.h"
 #include "tools/golden_set.h"
-#include "tools/junit.h"
+#include "tools/report_file.h"
+#include "tools/selection.h"
 
 namespace verlconf::tools {
 namespace {
 
 struct FieldDrift {
   int compared = 0, identical = 0, rounding = 0, changed = 0;
+  // Cases that have the field on one side only: never "same", always a change.
+  int only_old = 0, only_new = 0;
+  int missing() const { return only_old + only_new; }
   double max_abs = 0.0, max_rel = 0.0;
   std::string worst_case;
 };
@@ -27,22 +33,18 @@ struct Drift {
   std::string old_version, new_version, old_dir, new_dir;
   std::map<std::string, std::map<std::string, FieldDrift>> fields;  // function -> field -> stats
   std::vector<std::string> only_old, only_new, inputs_differ, error_changes;
+  // "function/case: field (only in the old set)", for fields present on one side.
+  std::vector<std::string> fields_one_side;
   // Names in verl's own registries (/_verl_registry) on one side only: "list: name".
   std::vector<std::string> registry_removed, registry_added;
   bool AnyChange() const {
-    if (!error_changes.empty()) return true;
+    if (!error_changes.empty() || !fields_one_side.empty()) return true;
     for (const auto& [fn, fs] : fields)
       for (const auto& [f, d] : fs)
-        if (d.changed) return true;
+        if (d.changed || d.missing()) return true;
     return false;
   }
 };
-
-// `only`: comma-separated function names ("" selects everything).
-bool Selected(const std::string& only, const std::string& fn) {
-  if (only.empty()) return true;
-  return ("," + only + ",").find("," + fn + ",") != std::string::npos;
-}
 
 // verl spells some names twice ("gpg" is an estimator and a loss): those rows carry
 // their family so that the two functions' fields are never pooled.
@@ -53,6 +55,7 @@ std::string RowName(const std::string& family, const std::string& fn) {
 }
 
 void Accumulate(FieldDrift& d, const FieldReport& r, const std::string& case_name) {
+  if (r.outcome == Outcome::kUnsupported) return;  // on one side only: counted by Compute
   ++d.compared;
   if (r.outcome == Outcome::kFailed) {
     ++d.changed;
@@ -75,14 +78,23 @@ bool SameInputs(const Case& a, const Case& b) {
   return true;
 }
 
-Drift Compute(const GoldenSet& a, const GoldenSet& b, const std::string& only) {
+// The structure every later step relies on (the comparison runs the oracle for the
+// threshold-boundary mask), checked before anything is compared. Config values the
+// current verl would refuse are not checked: the other set may be another verl's.
+void Validate(const GoldenSet& g, const Selection& only) {
+  for (const auto& [key, c] : g.index)
+    if (only.Selects(*c))
+      if (const FunctionSpec* spec = SpecFor(*c)) ValidateStructure(*spec, *c);
+}
+
+Drift Compute(const GoldenSet& a, const GoldenSet& b, const Selection& only) {
   Drift d;
   d.old_version = a.VerlVersion();
   d.new_version = b.VerlVersion();
   for (const auto& [key, oc] : a.index) {
     const std::string& fn = std::get<1>(key);
     const std::string label = fn + "/" + std::get<2>(key);
-    if (!Selected(only, fn)) continue;
+    if (!only.Selects(*oc)) continue;
     auto it = b.index.find(key);
     if (it == b.index.end()) {
       d.only_old.push_back(label);
@@ -105,10 +117,22 @@ Drift Compute(const GoldenSet& a, const GoldenSet& b, const std::string& only) {
     generic.name = fn;
     const Result got = Result::Of(nc);
     const CaseReport r = CompareResult(spec ? *spec : generic, *oc, &got, std::nullopt);
-    for (const auto& f : r.fields) Accumulate(d.fields[RowName(std::get<0>(key), fn)][f.field], f, std::get<2>(key));
+    auto& row = d.fields[RowName(std::get<0>(key), fn)];
+    for (const auto& f : r.fields) Accumulate(row[f.field], f, std::get<2>(key));
+    const std::vector<std::string> old_fields = FieldNames(*oc), new_fields = FieldNames(nc);
+    for (const auto& f : old_fields)
+      if (std::find(new_fields.begin(), new_fields.end(), f) == new_fields.end()) {
+        ++row[f].only_old;
+        d.fields_one_side.push_back(label + ": " + f + " (only in the old set)");
+      }
+    for (const auto& f : new_fields)
+      if (std::find(old_fields.begin(), old_fields.end(), f) == old_fields.end()) {
+        ++row[f].only_new;
+        d.fields_one_side.push_back(label + ": " + f + " (only in the new set)");
+      }
   }
   for (const auto& [key, nc] : b.index)
-    if (Selected(only, std::get<1>(key)) && !a.index.count(key))
+    if (only.Selects(*nc) && !a.index.count(key))
       d.only_new.push_back(std::get<1>(key) + "/" + std::get<2>(key));
   // What verl itself defines, whether or not the catalogue has cases for it yet.
   const auto ra = a.VerlRegistry(), rb = b.VerlRegistry();
@@ -130,13 +154,13 @@ void RenderText(const Drift& d, std::ostream& out) {
   out << "conform drift: verl " << d.old_version << " (" << d.old_dir << ") -> verl " << d.new_version << " ("
       << d.new_dir << ")\n";
   char line[256];
-  std::snprintf(line, sizeof line, "%-24s %-32s %5s %5s %5s %5s %11s %11s  %s\n", "function", "field", "cases",
-                "same", "round", "CHGD", "max abs", "max rel", "largest change in");
+  std::snprintf(line, sizeof line, "%-24s %-32s %5s %5s %5s %5s %5s %11s %11s  %s\n", "function", "field", "cases",
+                "same", "round", "CHGD", "MISS", "max abs", "max rel", "largest change in");
   out << line;
   for (const auto& [fn, fields] : d.fields)
     for (const auto& [field, f] : fields) {
-      std::snprintf(line, sizeof line, "%-24s %-32s %5d %5d %5d %5d %11.3e %11.3e  %s\n", fn.c_str(), field.c_str(),
-                    f.compared, f.identical, f.rounding, f.changed, f.max_abs, f.max_rel,
+      std::snprintf(line, sizeof line, "%-24s %-32s %5d %5d %5d %5d %5d %11.3e %11.3e  %s\n", fn.c_str(),
+                    field.c_str(), f.compared, f.identical, f.rounding, f.changed, f.missing(), f.max_abs, f.max_rel,
                     f.changed ? f.worst_case.c_str() : "");
       out << line;
     }
@@ -148,6 +172,7 @@ void RenderText(const Drift& d, std::ostream& out) {
   list("verl registry names added", d.registry_added);
   list("verl registry names removed", d.registry_removed);
   list("error behaviour changed", d.error_changes);
+  list("fields on one side only (MISS)", d.fields_one_side);
   list("inputs differ (catalogue changed; not compared)", d.inputs_differ);
   list("only in old set", d.only_old);
   list("only in new set", d.only_new);
@@ -183,6 +208,7 @@ std::string RenderMarkdown(const Drift& d) {
   list("Names verl's registries gained", d.registry_added);
   list("Names verl's registries lost", d.registry_removed);
   list("Error behaviour changed", d.error_changes);
+  list("Fields present on one side only", d.fields_one_side);
   list("Inputs differ (not compared)", d.inputs_differ);
   list("Only in the old set", d.only_old);
   list("Only in the new set", d.only_new);
@@ -190,7 +216,7 @@ std::string RenderMarkdown(const Drift& d) {
        "|---|---|---|---|---|---|---|\n";
   for (const auto& [fn, fields] : d.fields)
     for (const auto& [field, f] : fields) {
-      if (f.changed) continue;
+      if (f.changed || f.compared == 0) continue;
       char buf[256];
       std::snprintf(buf, sizeof buf, "| `%s` | `%s` | %d | %d | %d | %.3e | %.3e |\n", fn.c_str(), field.c_str(),
                     f.compared, f.identical, f.rounding, f.max_abs, f.max_rel);
@@ -203,12 +229,20 @@ std::string RenderMarkdown(const Drift& d) {
 
 int RunDrift(const std::string& old_dir, const std::string& new_dir, const std::string& only,
              const std::string& report, std::ostream& out) {
+  const Selection selection(only);
   const GoldenSet a = GoldenSet::Load(old_dir);
   const GoldenSet b = GoldenSet::Load(new_dir);
-  Drift d = Compute(a, b, only);
+  std::vector<const Case*> both = a.Cases();
+  for (const Case* c : b.Cases()) both.push_back(c);
+  selection.RequireResolved(both, old_dir + " or " + new_dir);
+  Validate(a, selection);
+  Validate(b, selection);
+  Drift d = Compute(a, b, selection);
   d.old_dir = old_dir;
   d.new_dir = new_dir;
   RenderText(d, out);
+  out.flush();
+  if (!out) throw BadInput("cannot write the results to standard output");
   if (!report.empty()) WriteFileAtomically(report, RenderMarkdown(d));
   return d.AnyChange() ? kExitFailure : kExitOk;
 }

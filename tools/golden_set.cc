@@ -3,13 +3,32 @@
 #include <set>
 
 #include "oracle/errors.h"
+#include "oracle/registry.h"
 
 namespace verlconf::tools {
+namespace {
+
+std::string Basename(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+bool IsRegistryFamily(const std::string& f) {
+  for (const auto& s : Registry())
+    if (s.family == f) return true;
+  return false;
+}
+
+}  // namespace
 
 GoldenSet GoldenSet::Load(const std::string& dir) {
   GoldenSet g;
   g.dir = dir;
   g.files = fixtures::ReadFixtureDir(dir);
+  for (const auto& f : g.files)
+    if (f.family + ".h5" != Basename(f.path))
+      throw BadInput(f.path + ":/: attribute 'family' is '" + f.family + "' but the file is named " +
+                     Basename(f.path) + " (expected " + f.family + ".h5)");
   g.Index();
   return g;
 }
@@ -47,6 +66,37 @@ std::map<std::string, std::vector<std::string>> GoldenSet::VerlRegistry() const 
   std::map<std::string, std::vector<std::string>> out;
   for (const auto& [k, s] : merged) out[k] = std::vector<std::string>(s.begin(), s.end());
   return out;
+}
+
+std::vector<const Case*> GoldenSet::Cases() const {
+  std::vector<const Case*> out;
+  for (const auto& [key, c] : index) out.push_back(c);
+  return out;
+}
+
+void RequireCandidateRoots(const GoldenSet& candidate, const GoldenSet& golden) {
+  std::set<std::string> families;
+  std::string all;
+  for (const auto& f : golden.files)
+    if (families.insert(f.family).second) all += (all.empty() ? "" : ", ") + f.family;
+  const std::string verl = golden.VerlVersion();
+  for (const auto& f : candidate.files) {
+    const std::string where = f.path + ":/";
+    const std::string name = Basename(f.path);
+    const std::string stem = name.size() > 3 && name.compare(name.size() - 3, 3, ".h5") == 0
+                                 ? name.substr(0, name.size() - 3) : name;
+    if ((IsRegistryFamily(stem) || families.count(stem)) && stem != f.family)
+      throw BadInput(where + ": attribute 'family' is '" + f.family + "' but the file is named " + name +
+                     " (the golden file of family '" + stem + "')");
+    if (!families.count(f.family))
+      throw BadInput(where + ": attribute 'family' is '" + f.family + "', not a family of the goldens in " +
+                     golden.dir + " (" + all + ")");
+    const std::string v = f.Provenance("verl_version");
+    if (v.empty()) throw BadInput(where + ": missing attribute 'verl_version' (the goldens' is " + verl + ")");
+    if (v != verl)
+      throw BadInput(where + ": verl_version is '" + v + "' but the goldens' (" + golden.dir + ") is '" + verl +
+                     "': the candidate was produced from other goldens");
+  }
 }
 
 std::string FamilyOfVerlRegistry(const std::string& list) {

@@ -18,6 +18,7 @@ struct GoldenSet {
   using Key = std::tuple<std::string, std::string, std::string>;
   std::map<Key, const Case*> index;
 
+  // A directory's *.h5 files; each file's root `family` must be its file name's stem.
   static GoldenSet Load(const std::string& dir);
   static GoldenSet LoadFile(const std::string& path);
   // verl_version from the files' provenance; BadInput if the files disagree.
@@ -25,10 +26,17 @@ struct GoldenSet {
   // The union of every file's /_verl_registry lists, keyed by the list's name
   // (adv_estimators, policy_losses, kl_penalty_names, ...).
   std::map<std::string, std::vector<std::string>> VerlRegistry() const;
+  // Every case, in index order.
+  std::vector<const Case*> Cases() const;
 
  private:
   void Index();
 };
+
+// A candidate set follows the goldens' schema at the root: each file's `family` is a
+// family of `golden` (and its file name's stem, when that names a family), and its
+// verl_version is the goldens'. BadInput naming the file and both values otherwise.
+void RequireCandidateRoots(const GoldenSet& candidate, const GoldenSet& golden);
 
 // The registry family that holds the names of a /_verl_registry list.
 std::string FamilyOfVerlRegistry(const std::string& list_name);

@@ -1,13 +1,9 @@
 #include "tools/junit.h"
 
-#include <unistd.h>
-
-#include <cstdio>
-#include <fstream>
 #include <map>
 #include <sstream>
 
-#include "oracle/errors.h"
+#include "tools/report_file.h"
 
 namespace verlconf::tools {
 namespace {
@@ -19,30 +15,15 @@ std::string Xml(const std::string& s) {
       case '>': o += "&gt;"; break;
       case '&': o += "&amp;"; break;
       case '"': o += "&quot;"; break;
-      default: o += c;
+      default:
+        // XML 1.0 has no way to carry other control characters, not even escaped.
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') o += "?";
+        else o += c;
     }
   }
   return o;
 }
 }  // namespace
-
-void WriteFileAtomically(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw BadInput(path + ": cannot create file");
-    f << content;
-    f.flush();
-    if (!f) {
-      std::remove(tmp.c_str());
-      throw BadInput(path + ": write failed");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw BadInput(path + ": cannot rename temporary file into place");
-  }
-}
 
 void WriteJunit(const std::string& path, const std::string& prefix, const std::vector<CaseReport>& reports) {
   std::map<std::string, std::vector<const CaseReport*>> suites;

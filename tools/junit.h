@@ -8,11 +8,7 @@
 
 namespace verlconf::tools {
 
-// Written atomically (temporary file, then rename).
+// Written with WriteFileAtomically (tools/report_file.h).
 void WriteJunit(const std::string& path, const std::string& suite_prefix, const std::vector<CaseReport>& reports);
-
-// Writes `content` to `path` through a temporary file and rename, so that an
-// interrupted run never leaves a half-written file behind.
-void WriteFileAtomically(const std::string& path, const std::string& content);
 
 }  // namespace verlconf::tools

@@ -7,6 +7,7 @@
 
 #include "oracle/json.h"
 #include "oracle/registry.h"
+#include "oracle/validate.h"
 #include "tools/commands.h"
 #include "tools/golden_set.h"
 
@@ -27,6 +28,8 @@ int RunList(const std::string& against, bool json, std::ostream& out) {
     auto& n = counts[{c->family, c->function}];
     (c->dtype == DType::kFloat64 ? n.first : n.second)++;
     const FunctionSpec* s = FindSpec(c->function, c->family);
+    // The coverage labels read the case: only after its structure is known to be sound.
+    if (s) ValidateStructure(*s, *c);
     if (!s || !s->variants || c->expect_error) continue;
     for (const auto& v : s->variants(*c)) {
       auto& m = by_variant[{c->family, c->function}][v];

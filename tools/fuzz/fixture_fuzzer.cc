@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "fixtures/h5io.h"
+#include "oracle/candidate.h"
 #include "oracle/check.h"
 #include "oracle/errors.h"
 #include "oracle/registry.h"

@@ -1,0 +1,35 @@
+// `--only`: which functions and cases a command looks at.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "oracle/case.h"
+
+namespace verlconf::tools {
+
+// Comma-separated entries, each one of
+//   FUNCTION               every case of that function (of every family that has one)
+//   FAMILY/FUNCTION        one family's function (verl spells "gpg" twice)
+//   FUNCTION/CASE          one case
+//   FAMILY/FUNCTION/CASE
+// An empty string selects everything; an empty or malformed entry is a BadInput.
+class Selection {
+ public:
+  explicit Selection(const std::string& only);
+
+  bool All() const { return entries_.empty(); }
+  bool Selects(const Case& c) const;
+  // Every entry must select at least one case of `universe` (a misspelled name is
+  // never silently dropped): BadInput naming each one that does not, and `where`.
+  void RequireResolved(const std::vector<const Case*>& universe, const std::string& where) const;
+
+ private:
+  struct Entry {
+    std::string text, family, function, case_name;  // "" family / case: any
+    bool Matches(const Case& c) const;
+  };
+  std::vector<Entry> entries_;
+};
+
+}  // namespace verlconf::tools
