@@ -61,7 +61,7 @@ class VerlKeyTable(unittest.TestCase):
 
     def test_every_registry_function_resolves(self):
         resolved = adapter_keys.resolve_keys(verl_keys.keys(), self.registry, "verl")
-        self.assertEqual(len(self.registry), 97)
+        self.assertGreater(len(self.registry), 90)  # the spec was read, not an empty list
         self.assertEqual(sorted(resolved), sorted(self.registry))
         # gpg in both families, each computed by its own factory.
         self.assertEqual(verl_keys.keys()["advantage/gpg"], ("advantage", "gpg"))

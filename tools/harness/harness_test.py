@@ -336,6 +336,53 @@ class Contract(unittest.TestCase):
             self.assertIn("key 'policy_loss/vanila' names no registry function", text)
 
 
+class CaptureShares(unittest.TestCase):
+    """The capture loads and judges adapters with the same code: the same key errors at
+    load time, the same field check (a case with an unknown field fails the capture)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls._tmp = tmpdir()
+        cls.spec_path = os.path.join(cls._tmp.name, "spec.json")
+        with open(cls.spec_path, "w") as f:
+            f.write(subprocess.run([CONFORM, "spec", "--json"], check=True, capture_output=True, text=True).stdout)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls._tmp.cleanup()
+
+    def capture(self, work, adapter):
+        path = os.path.join(work, "mine_adapter.py")
+        with open(path, "w") as f:
+            f.write(textwrap.dedent(adapter))
+        p = subprocess.run([sys.executable, os.path.join(FIXTURES, "capture.py"), "--adapter", path, "--out",
+                            os.path.join(work, "out"), "--only", "k1", "--spec", self.spec_path],
+                           capture_output=True, text=True)
+        return p.returncode, p.stdout + p.stderr
+
+    def test_ambiguous_key(self):
+        with tmpdir() as work:
+            code, text = self.capture(work, """
+                name = "mine"
+                def versions(): return {}
+                FUNCTIONS = {"gpg": print, "k1": print}
+            """)
+            self.assertEqual(code, 1, text)
+            self.assertIn("bare key 'gpg' names functions in 2 families", text)
+
+    def test_unknown_field_fails_the_case(self):
+        with tmpdir() as work:
+            code, text = self.capture(work, """
+                name = "mine"
+                def versions(): return {}
+                def k1(inputs, cfg, dtype):
+                    return {"outputs": {"kl": inputs["logprob"] - inputs["ref_logprob"], "kl_value": inputs["logprob"]}}
+                FUNCTIONS = {"k1": k1}
+            """)
+            self.assertEqual(code, 1, text)
+            self.assertRegex(text, r"capture: FAILED: k1/[a-z0-9_]+_f64: outputs/kl_value: not a field of kl/k1")
+
+
 class Projections(unittest.TestCase):
     """The plumbing of stop-gradient projections through one adapter call: passed only to a
     function that takes them, vjps checked against the registry and the projections."""
