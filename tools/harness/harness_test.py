@@ -1,16 +1,34 @@
-"""The candidate walkthrough as a newcomer runs it: the numpy example passes what it
-implements, everything else is UNSUPPORTED (never passed), and a planted bug is named
-with function, case, output, worst error and a repro line."""
+"""The candidate harness as a newcomer meets it.
+
+The numpy example passes what it implements, everything else is UNSUPPORTED (never
+passed), and a planted bug is named with function, case, output, worst error and a repro
+line. Then small adapters written by the tests hold the adapter contract
+(docs/adapter-contract.md): declining, NotImplementedError raised by the adapter itself,
+exceptions from the candidate's own framework against the adapter's, misspelled fields,
+non-float and float32 results, partial results, ambiguous keys, projections. Outcomes are
+asserted on the written file, and on conform's verdict where conform judges them today.
+No torch: Debian's python3 with numpy and h5py.
+"""
+import json
 import os
 import subprocess
 import sys
 import tempfile
+import textwrap
 import unittest
+
+import h5py
+import numpy as np
 
 CONFORM = os.path.abspath(sys.argv.pop(1))
 HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS = os.path.join(HERE, "run_candidate.py")
-GOLDENS = os.path.join(os.path.dirname(os.path.dirname(HERE)), "fixtures", "verl-0.9.1")
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(HERE)), "fixtures")
+GOLDENS = os.path.join(FIXTURES, "verl-0.9.1")
+sys.path.insert(0, FIXTURES)
+
+import adapter_call  # noqa: E402
+import registry_spec  # noqa: E402
 
 
 def harness(out, bug=""):
@@ -58,6 +76,361 @@ class Harness(unittest.TestCase):
             self.assertIn("at index (", text)
             self.assertIn("repro: bazel run //tools:conform -- check", text)
             self.assertEqual(int(row(text, "vanilla")[4]), 0)  # the bug is only in GRPO
+
+
+def tmpdir():
+    return tempfile.TemporaryDirectory(dir=os.environ.get("TEST_TMPDIR"))
+
+
+class Contract(unittest.TestCase):
+    """Each test writes an adapter (and, where it matters, a framework module beside it),
+    runs the harness on one or two golden family files, and reads what was written."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls._tmp = tmpdir()
+        cls.tmp = cls._tmp.name
+        cls.spec_path = os.path.join(cls.tmp, "spec.json")
+        with open(cls.spec_path, "w") as f:
+            f.write(subprocess.run([CONFORM, "spec", "--json"], check=True, capture_output=True, text=True).stdout)
+        with open(cls.spec_path) as f:
+            cls.entries = registry_spec.by_key(json.load(f))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls._tmp.cleanup()
+
+    def harness(self, work, adapter, files=("kl.h5",), helpers=None):
+        """Write adapter (and helper modules) under work/, run the harness on the golden
+        files named; return (exit code, output, candidate dir, goldens dir)."""
+        ad = os.path.join(work, "adapter")
+        gold = os.path.join(work, "goldens")
+        out = os.path.join(work, "out")
+        os.makedirs(ad)
+        os.makedirs(gold)
+        for name, src in dict(helpers or {}, mine_adapter=adapter).items():
+            with open(os.path.join(ad, name + ".py"), "w") as f:
+                f.write(textwrap.dedent(src))
+        for fn in files:
+            os.symlink(os.path.join(GOLDENS, fn), os.path.join(gold, fn))
+        p = subprocess.run([sys.executable, HARNESS, "--adapter", os.path.join(ad, "mine_adapter.py"), "--out", out,
+                            "--goldens", gold, "--spec", self.spec_path], capture_output=True, text=True)
+        return p.returncode, p.stdout + p.stderr, out, gold
+
+    def conform(self, out, gold):
+        p = subprocess.run([CONFORM, "check", "--against", gold, "--candidate", out], capture_output=True, text=True)
+        return p.returncode, p.stdout + p.stderr
+
+    @staticmethod
+    def cases(path, function):
+        with h5py.File(path, "r") as f:
+            return {cn: (dict(f[function][cn].attrs), {sub: {k: f[function][cn][sub][k][()] for k in f[function][cn][sub]}
+                                                      for sub in f[function][cn] if isinstance(f[function][cn][sub], h5py.Group)
+                                                      and sub != "metrics"}, "metrics" in f[function][cn])
+                    for cn in f[function]}
+
+    def test_declines_by_none_and_by_exception(self):
+        with tmpdir() as work:
+            code, text, out, gold = self.harness(work, """
+                from verlconf_harness import Decline
+                name = "mine"
+                def versions(): return {}
+                def k1(inputs, cfg, dtype):
+                    if dtype == "float32":
+                        return None
+                    raise Decline("no float64 path yet")
+                FUNCTIONS = {"k1": k1}
+            """)
+            self.assertEqual(code, 0, text)
+            cases = self.cases(os.path.join(out, "kl.h5"), "k1")
+            self.assertEqual(len(cases), 8)
+            for cn, (attrs, subs, _) in cases.items():
+                want = "the adapter returned None" if cn.endswith("_f32") else "no float64 path yet"
+                self.assertEqual(attrs.get("declined"), want, cn)
+                self.assertNotIn("expect_error", attrs, cn)
+                self.assertNotIn("outputs", subs, cn)
+                self.assertIn("logprob", subs["inputs"], cn)
+            code, report = self.conform(out, gold)
+            self.assertEqual(code, 0, report)
+            cells = row(report, "k1")
+            self.assertEqual((int(cells[3]), int(cells[6])), (0, 8), report)  # none passed, all UNSUPPORTED
+
+    def test_adapter_not_implemented_is_declined_never_passed(self):
+        # verl raises a bare NotImplementedError for "full"; the same raised by the
+        # adapter is the adapter not computing the case.
+        with tmpdir() as work:
+            code, text, out, gold = self.harness(work, """
+                name = "mine"
+                def versions(): return {}
+                def full(inputs, cfg, dtype):
+                    raise NotImplementedError
+                FUNCTIONS = {"full": full}
+            """)
+            self.assertEqual(code, 0, text)
+            for cn, (attrs, subs, _) in self.cases(os.path.join(out, "kl.h5"), "full").items():
+                self.assertEqual(attrs.get("declined"), "NotImplementedError", cn)
+                self.assertNotIn("expect_error", attrs, cn)
+            code, report = self.conform(out, gold)
+            cells = row(report, "full")
+            self.assertEqual((int(cells[3]), int(cells[6])), (0, 8), report)
+
+    FRAMEWORK = """
+        def token_mean(loss_mat, mask, dp_size):
+            raise ValueError("(global) batch_num_tokens is required when dp_size > 1")
+        def kl_full(logprob, ref):
+            raise NotImplementedError
+    """
+
+    def test_framework_exceptions_are_compared_with_verls(self):
+        with tmpdir() as work:
+            code, text, out, gold = self.harness(work, """
+                import mini_framework as fw
+                name = "mine"
+                def versions(): return {}
+                def token_mean(inputs, cfg, dtype):
+                    return {"outputs": {"loss": fw.token_mean(inputs["loss_mat"], inputs["loss_mask"], cfg["dp_size"])}}
+                def full(inputs, cfg, dtype):
+                    return {"outputs": {"kl": fw.kl_full(inputs["logprob"], inputs["ref_logprob"])}}
+                FUNCTIONS = {"token-mean": token_mean, "full": full}
+            """, files=("kl.h5", "aggregation.h5"), helpers={"mini_framework": self.FRAMEWORK})
+            self.assertEqual(code, 0, text)
+            for cn, (attrs, _, _) in self.cases(os.path.join(out, "kl.h5"), "full").items():
+                self.assertEqual(attrs.get("expect_error"), "NotImplementedError", cn)
+            code, report = self.conform(out, gold)
+            self.assertEqual(code, 1, report)  # token-mean raises where verl returns
+            self.assertEqual(int(row(report, "full")[3]), 8, report)
+            cells = row(report, "token-mean")  # 4 cases where verl raises the same
+            self.assertEqual((int(cells[3]), int(cells[4])), (4, int(cells[2]) - 4), report)
+
+    def test_adapter_exceptions_never_match(self):
+        # The same ValueError, raised by the adapter's own code: glue failing, not a result.
+        with tmpdir() as work:
+            code, text, out, gold = self.harness(work, """
+                name = "mine"
+                def versions(): return {}
+                def token_mean(inputs, cfg, dtype):
+                    raise ValueError("(global) batch_num_tokens is required when dp_size > 1")
+                FUNCTIONS = {"token-mean": token_mean}
+            """, files=("aggregation.h5",))
+            self.assertEqual(code, 0, text)
+            self.assertIn("adapter error (never matches verl): aggregation/token-mean/", text)
+            for cn, (attrs, _, _) in self.cases(os.path.join(out, "aggregation.h5"), "token-mean").items():
+                self.assertEqual(attrs.get("expect_error"),
+                                 "AdapterError: ValueError: (global) batch_num_tokens is required when dp_size > 1", cn)
+            code, report = self.conform(out, gold)
+            self.assertEqual(code, 1, report)
+            cells = row(report, "token-mean")
+            self.assertEqual((int(cells[3]), int(cells[4])), (0, int(cells[2])), report)
+
+    def test_misspelled_fields_are_errors(self):
+        for where, adapter in (
+            ("outputs/kl_value", 'return {"outputs": {"kl_value": inputs["logprob"]}}'),
+            ("grads/log_prob", 'return {"outputs": {"kl": inputs["logprob"]}, "grads": {"log_prob": inputs["logprob"]}}'),
+            ("metrics/kl_mean", 'return {"outputs": {"kl": inputs["logprob"]}, "metrics": {"kl_mean": 0.5}}'),
+            ("result key 'output'", 'return {"output": {"kl": inputs["logprob"]}}'),
+        ):
+            with self.subTest(where=where), tmpdir() as work:
+                code, text, out, _ = self.harness(work, f"""
+                    name = "mine"
+                    def versions(): return {{}}
+                    def k1(inputs, cfg, dtype):
+                        {adapter}
+                    FUNCTIONS = {{"k1": k1}}
+                """)
+                self.assertEqual(code, 2, text)
+                self.assertRegex(text, r"harness: k1/[a-z0-9_]+_f(64|32): " + where.replace("'", "."))
+                self.assertIn("nothing written", text)
+                self.assertFalse(os.path.exists(out) and os.listdir(out), text)
+
+    def test_non_float_results_are_errors(self):
+        for what, expr in (("int64", 'inputs["logprob"].astype("int64")'), ("bool", 'inputs["logprob"] > 0'),
+                           ("object", 'np.array(["a"] * inputs["logprob"].size, dtype=object)')):
+            with self.subTest(what=what), tmpdir() as work:
+                code, text, out, _ = self.harness(work, f"""
+                    import numpy as np
+                    name = "mine"
+                    def versions(): return {{}}
+                    def k1(inputs, cfg, dtype):
+                        return {{"outputs": {{"kl": {expr}}}}}
+                    FUNCTIONS = {{"k1": k1}}
+                """)
+                self.assertEqual(code, 2, text)
+                self.assertRegex(text, rf"k1/[a-z0-9_]+_f64: outputs/kl: returned as {what}")
+                self.assertFalse(os.path.exists(out) and os.listdir(out), text)
+
+    def test_dtypes_are_written_as_returned(self):
+        # float32 for a float64 case stays float32 (conform, not the harness, judges it);
+        # a plain Python float takes the case dtype.
+        with tmpdir() as work:
+            code, text, out, _ = self.harness(work, """
+                import numpy as np
+                name = "mine"
+                def versions(): return {}
+                def k1(inputs, cfg, dtype):
+                    lp, ref = inputs["logprob"], inputs["ref_logprob"]
+                    return {"outputs": {"kl": (lp - ref).astype(np.float32)},
+                            "grads": {"logprob": np.ones(lp.shape, dtype=np.float64)}}
+                def token_sum(inputs, cfg, dtype):
+                    return {"outputs": {"loss": float((inputs["loss_mat"] * inputs["loss_mask"]).sum())}}
+                FUNCTIONS = {"k1": k1, "token-sum": token_sum}
+            """, files=("kl.h5", "aggregation.h5"))
+            self.assertEqual(code, 0, text)
+            for cn, (attrs, subs, _) in self.cases(os.path.join(out, "kl.h5"), "k1").items():
+                self.assertEqual(subs["outputs"]["kl"].dtype, np.float32, cn)
+                self.assertEqual(subs["grads"]["logprob"].dtype, np.float64, cn)
+            n = 0
+            for cn, (attrs, subs, _) in self.cases(os.path.join(out, "aggregation.h5"), "token-sum").items():
+                if "expect_error" in attrs:
+                    continue
+                self.assertEqual(subs["outputs"]["loss"].dtype, np.dtype(attrs["dtype"]), cn)
+                n += 1
+            self.assertGreater(n, 0)
+
+    def test_partial_results_stay_partial(self):
+        with tmpdir() as work:
+            code, text, out, _ = self.harness(work, """
+                import numpy as np
+                name = "mine"
+                def versions(): return {}
+                def vanilla(inputs, cfg, dtype):
+                    return {"outputs": {"pg_loss": np.zeros((), dtype=dtype)}}
+                def k1(inputs, cfg, dtype):
+                    return {"grads": {"logprob": np.ones_like(inputs["logprob"])}}
+                FUNCTIONS = {"policy_loss/vanilla": vanilla, "k1": k1}
+            """, files=("kl.h5", "policy_loss.h5"))
+            self.assertEqual(code, 0, text)
+            for cn, (attrs, subs, has_metrics) in self.cases(os.path.join(out, "policy_loss.h5"), "vanilla").items():
+                if "expect_error" in attrs:
+                    continue
+                self.assertEqual(sorted(subs["outputs"]), ["pg_loss"], cn)
+                self.assertNotIn("grads", subs, cn)
+                self.assertFalse(has_metrics, cn)
+            for cn, (attrs, subs, _) in self.cases(os.path.join(out, "kl.h5"), "k1").items():
+                self.assertEqual(subs.get("outputs", {}), {}, cn)
+                self.assertEqual(sorted(subs["grads"]), ["logprob"], cn)
+
+    def test_ambiguous_bare_key_fails_at_load(self):
+        with tmpdir() as work:
+            marker = os.path.join(work, "called")
+            code, text, out, _ = self.harness(work, f"""
+                name = "mine"
+                def versions(): return {{}}
+                def gpg(inputs, cfg, dtype):
+                    open({marker!r}, "w").close()
+                FUNCTIONS = {{"gpg": gpg, "k1": gpg}}
+            """)
+            self.assertEqual(code, 2, text)
+            self.assertIn("bare key 'gpg' names functions in 2 families; key them 'advantage/gpg' or "
+                          "'policy_loss/gpg'", text)
+            self.assertFalse(os.path.exists(marker), "a case ran before the keys were resolved")
+            self.assertFalse(os.path.exists(out), text)
+
+    def test_unknown_key_fails_at_load(self):
+        with tmpdir() as work:
+            code, text, out, _ = self.harness(work, """
+                name = "mine"
+                def versions(): return {}
+                FUNCTIONS = {"policy_loss/vanila": print}
+            """)
+            self.assertEqual(code, 2, text)
+            self.assertIn("key 'policy_loss/vanila' names no registry function", text)
+
+
+class CaptureShares(unittest.TestCase):
+    """The capture loads and judges adapters with the same code: the same key errors at
+    load time, the same field check (a case with an unknown field fails the capture)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls._tmp = tmpdir()
+        cls.spec_path = os.path.join(cls._tmp.name, "spec.json")
+        with open(cls.spec_path, "w") as f:
+            f.write(subprocess.run([CONFORM, "spec", "--json"], check=True, capture_output=True, text=True).stdout)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls._tmp.cleanup()
+
+    def capture(self, work, adapter):
+        path = os.path.join(work, "mine_adapter.py")
+        with open(path, "w") as f:
+            f.write(textwrap.dedent(adapter))
+        p = subprocess.run([sys.executable, os.path.join(FIXTURES, "capture.py"), "--adapter", path, "--out",
+                            os.path.join(work, "out"), "--only", "k1", "--spec", self.spec_path],
+                           capture_output=True, text=True)
+        return p.returncode, p.stdout + p.stderr
+
+    def test_ambiguous_key(self):
+        with tmpdir() as work:
+            code, text = self.capture(work, """
+                name = "mine"
+                def versions(): return {}
+                FUNCTIONS = {"gpg": print, "k1": print}
+            """)
+            self.assertEqual(code, 1, text)
+            self.assertIn("bare key 'gpg' names functions in 2 families", text)
+
+    def test_unknown_field_fails_the_case(self):
+        with tmpdir() as work:
+            code, text = self.capture(work, """
+                name = "mine"
+                def versions(): return {}
+                def k1(inputs, cfg, dtype):
+                    return {"outputs": {"kl": inputs["logprob"] - inputs["ref_logprob"], "kl_value": inputs["logprob"]}}
+                FUNCTIONS = {"k1": k1}
+            """)
+            self.assertEqual(code, 1, text)
+            self.assertRegex(text, r"capture: FAILED: k1/[a-z0-9_]+_f64: outputs/kl_value: not a field of kl/k1")
+
+
+class Projections(unittest.TestCase):
+    """The plumbing of stop-gradient projections through one adapter call: passed only to a
+    function that takes them, vjps checked against the registry and the projections."""
+
+    @classmethod
+    def setUpClass(cls):
+        spec = json.loads(subprocess.run([CONFORM, "spec", "--json"], check=True, capture_output=True, text=True).stdout)
+        cls.entries = registry_spec.by_key(spec)
+        cls.inputs = {"logprob": np.zeros((2, 3)), "ref_logprob": np.zeros((2, 3))}
+        cls.proj = {"kl": np.full((2, 3), 0.5)}
+
+    def call(self, fn, projections, name=("kl", "k1"), cfg=None):
+        return adapter_call.call(fn, __file__, "k1/x_f64", self.entries[name], self.inputs, cfg or {}, "float64",
+                                 projections)
+
+    def test_passed_to_a_function_that_takes_them(self):
+        seen = {}
+
+        def fn(inputs, cfg, dtype, projections=None):
+            seen["p"] = projections
+            return {"outputs": {"kl": inputs["logprob"]}, "vjps": {"kl/logprob": projections["kl"] * 2}}
+
+        out = self.call(fn, self.proj)
+        self.assertEqual(out.problems, [])
+        np.testing.assert_array_equal(seen["p"]["kl"], self.proj["kl"])
+        np.testing.assert_array_equal(out.vjps["kl/logprob"], np.ones((2, 3)))
+
+    def test_not_passed_to_a_function_without_the_keyword(self):
+        out = self.call(lambda inputs, cfg, dtype: {"outputs": {"kl": inputs["logprob"]}}, self.proj)
+        self.assertEqual((out.kind, out.problems), ("result", []))
+
+    def test_vjps_need_projections_and_registry_names(self):
+        def fn(inputs, cfg, dtype, projections=None):
+            return {"vjps": {"kl/logprob": np.zeros((2, 3)), "kl/ref_logprob": np.zeros((2, 3))}}
+
+        out = self.call(fn, None)
+        self.assertTrue(any("kl/logprob: a vjp for an output the case gave no projection of" in p
+                            for p in out.problems), out.problems)
+        self.assertTrue(any("vjps/kl/ref_logprob: not a field" in p for p in out.problems), out.problems)
+
+    def test_metric_placeholders_take_the_case_config(self):
+        entry = ("rollout_correction", "compute_rs_metrics")
+        ok = self.call(lambda i, c, d: {"metrics": {"rollout_rs_token_k1_mean": 1.0}}, None, entry,
+                       {"option_name": "token_k1"})
+        self.assertEqual(ok.problems, [])
+        bad = self.call(lambda i, c, d: {"metrics": {"rollout_rs_token_k2_mean": 1.0}}, None, entry,
+                        {"option_name": "token_k1"})
+        self.assertEqual(len(bad.problems), 1, bad.problems)
 
 
 if __name__ == "__main__":
