@@ -56,6 +56,10 @@ struct Case {
   Config config;
   std::map<std::string, Array> inputs, outputs, grads;
   std::map<std::string, double> metrics;
+  // Stop-gradient semantics (schema 2): a fixed random projection per tensor output
+  // ("<output>"), and the gradient of sum(projection * output) with respect to each
+  // differentiable input ("<output>/<input>"), from verl's autograd in a golden.
+  std::map<std::string, Array> projections, vjps;
   // "<ExceptionType>: <message>" when verl raised on these inputs.
   std::optional<std::string> expect_error;
 
@@ -74,10 +78,14 @@ struct Result {
     r.outputs = c.outputs;
     r.grads = c.grads;
     r.metrics = c.metrics;
+    r.vjps = c.vjps;
     return r;
   }
 
   std::map<std::string, Array> outputs, grads;
+  // "<output>/<input>" -> d sum(projection * output) / d input, for the case's
+  // projections (Case::projections); zero where verl detaches the output.
+  std::map<std::string, Array> vjps;
   std::map<std::string, double> metrics;
   // Optional, token-shaped: 1 where the input sits so close to a discrete decision
   // (a clip bound, a clamp) that rounding in the case's dtype (the log-ratio's, or

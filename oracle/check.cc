@@ -152,16 +152,30 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
     if (oracle_boundary.size()) boundary = &oracle_boundary;
   }
   auto compare_map = [&](const char* group, const std::map<std::string, Array>& want,
-                         const std::map<std::string, Array>& have) {
+                         const std::map<std::string, Array>& have, const Array* flips_at) {
     for (const auto& [name, w] : want) {
       const std::string field = std::string(group) + "/" + name;
       auto it = have.find(name);
       r.fields.push_back(CompareField(field, it == have.end() ? nullptr : &it->second, w,
-                                      ToleranceFor(spec, field, golden), IsDiscrete(spec, field), boundary));
+                                      ToleranceFor(spec, field, golden), IsDiscrete(spec, field), flips_at));
     }
   };
-  compare_map("outputs", golden.outputs, got->outputs);
-  compare_map("grads", golden.grads, got->grads);
+  compare_map("outputs", golden.outputs, got->outputs, boundary);
+  compare_map("grads", golden.grads, got->grads, boundary);
+  // Stop-gradients (vjps/<output>/<input>), held to the gradients' tolerances. A VJP
+  // that verl makes exactly zero (a detached output) is a real check, not an all-zero
+  // reference that proves nothing: an implementation that lets gradient through fails it.
+  // No boundary allowance: a threshold decision that flips changes a detached output's
+  // value, never its zero VJP, and the outputs with non-zero VJPs have no thresholds.
+  const size_t first_vjp = r.fields.size();
+  compare_map("vjps", golden.vjps, got->vjps, nullptr);
+  for (size_t k = first_vjp; k < r.fields.size(); ++k) {
+    FieldReport& f = r.fields[k];
+    if (f.outcome == Outcome::kMistrusted && f.total > 0) {
+      f.outcome = Outcome::kPassed;
+      f.note = "zero, as in verl: no gradient flows through this output";
+    }
+  }
   for (const auto& [name, w] : golden.metrics) {
     const std::string field = "metrics/" + name;
     auto it = got->metrics.find(name);
