@@ -59,6 +59,10 @@ struct Case {
   // The stored dtype of each metric dataset (goldens: float64), so that a candidate's
   // int64 or float32 metric is seen as such rather than silently widened.
   std::map<std::string, DType> metric_dtypes;
+  // Stop-gradient semantics (schema 2): a fixed random projection per tensor output
+  // ("<output>"), and the gradient of sum(projection * output) with respect to each
+  // differentiable input ("<output>/<input>"), from verl's autograd in a golden.
+  std::map<std::string, Array> projections, vjps;
   // "<ExceptionType>: <message>" when verl raised on these inputs.
   std::optional<std::string> expect_error;
   // Candidates only: the adapter declined this case, with its reason (UNSUPPORTED).
@@ -79,10 +83,14 @@ struct Result {
     r.outputs = c.outputs;
     r.grads = c.grads;
     r.metrics = c.metrics;
+    r.vjps = c.vjps;
     return r;
   }
 
   std::map<std::string, Array> outputs, grads;
+  // "<output>/<input>" -> d sum(projection * output) / d input, for the case's
+  // projections (Case::projections); zero where verl detaches the output.
+  std::map<std::string, Array> vjps;
   std::map<std::string, double> metrics;
   // Optional, token-shaped: 1 where the input sits so close to a discrete decision
   // (a clip bound, a clamp) that rounding in the case's dtype (the log-ratio's, or

@@ -408,6 +408,22 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
   compare_map("outputs", golden.outputs, got->outputs, ref.result.outputs);
   compare_map("grads", golden.grads, got->grads, ref.result.grads);
   const double share = ref.DecisionShare(flipped);
+  // Stop-gradients (vjps/<output>/<input>), held to the gradients' tolerances. A VJP
+  // that verl makes exactly zero (a detached output) is a real check, not an all-zero
+  // reference that proves nothing: an implementation that lets gradient through fails it.
+  // No boundary allowance: a threshold decision that flips changes a detached output's
+  // value, never its zero VJP, and the outputs with non-zero VJPs have no thresholds.
+  for (const auto& [name, w] : golden.vjps) {
+    const std::string field = "vjps/" + name;
+    auto it = got->vjps.find(name);
+    FieldReport f = CompareField(field, it == got->vjps.end() ? nullptr : &it->second, w,
+                                 ToleranceFor(spec, field, golden), false);
+    if (f.outcome == Outcome::kMistrusted && f.total > 0 && f.compared_finite) {
+      f.outcome = Outcome::kPassed;
+      f.note = "zero, as in verl: no gradient flows through this output";
+    }
+    r.fields.push_back(std::move(f));
+  }
   for (const auto& [name, w] : golden.metrics) {
     const std::string field = "metrics/" + name;
     auto it = got->metrics.find(name);

@@ -120,23 +120,34 @@ Array masked_var_grad(const Array& values, const Array& mask, bool unbiased) {
   return g;
 }
 
-// Gradient of sum_j out_j with out_j = (v_j - mean) * r (+ mean), r = (var + 1e-8)^-1/2.
-Array masked_whiten_grad(const Array& values, const Array& mask, bool shift_mean) {
+// d/dv_k of sum_j p_j out_j with out_j = (v_j - mean) * r (+ mean), r = (var + 1e-8)^-1/2:
+// r (p_k - P dmean_k) + S dr/dvar dvar_k (+ P dmean_k), with P = sum_j p_j and
+// S = sum_j p_j (v_j - mean) over every element, masked or not (whiten returns all).
+Array masked_whiten_vjp(const Array& values, const Array& mask, bool shift_mean, const Array& cotangent) {
   const VarParts p = Var(values, mask, /*unbiased=*/true);
   const double r = 1.0 / std::sqrt(p.variance + kWhitenVarEps);
-  const double n = static_cast<double>(values.size());
-  ExactSum centered_all;  // sum over every element, masked or not: whiten returns all
-  for (double v : values.data) centered_all.Add(v - p.mean);
+  ExactSum total, centered;
+  for (int64_t k = 0; k < values.size(); ++k) {
+    total.Add(cotangent[k]);
+    centered.Add(cotangent[k] * (values[k] - p.mean));
+  }
+  const double P = total.Value(), S = centered.Value();
   const Array dmean = masked_mean_grad(values, mask);
   const Array dvar = masked_var_grad(values, mask, /*unbiased=*/true);
   const double dr_dvar = -0.5 * r * r * r;
   Array g(values.shape, values.dtype);
   for (int64_t k = 0; k < values.size(); ++k) {
-    double d = r * (1.0 - n * dmean[k]) + centered_all.Value() * dr_dvar * dvar[k];
-    if (!shift_mean) d += n * dmean[k];
+    double d = r * (cotangent[k] - P * dmean[k]) + S * dr_dvar * dvar[k];
+    if (!shift_mean) d += P * dmean[k];
     g[k] = d;
   }
   return g;
+}
+
+Array masked_whiten_grad(const Array& values, const Array& mask, bool shift_mean) {
+  Array ones(values.shape, values.dtype);
+  for (double& x : ones.data) x = 1.0;
+  return masked_whiten_vjp(values, mask, shift_mean, ones);
 }
 
 }  // namespace verlconf::oracle

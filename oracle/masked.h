@@ -31,6 +31,9 @@ Array masked_mean_grad(const Array& values, const Array& mask);
 Array masked_mean_rows_grad(const Array& values, const Array& mask);
 Array masked_var_grad(const Array& values, const Array& mask, bool unbiased);
 Array masked_whiten_grad(const Array& values, const Array& mask, bool shift_mean);
+// d sum(cotangent * masked_whiten(values)) / d values (masked_whiten_grad is the
+// all-ones cotangent).
+Array masked_whiten_vjp(const Array& values, const Array& mask, bool shift_mean, const Array& cotangent);
 
 // verl's masked_sum keeps an element only where the mask is non-zero.
 inline double MaskedTerm(double v, double m) { return m != 0.0 ? v * m : 0.0; }

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "oracle/check.h"
+#include "oracle/errors.h"
 #include "oracle/json.h"
 
 namespace verlconf {
@@ -34,6 +35,76 @@ const OutputSpec* FunctionSpec::FindOutput(const std::string& n) const {
   return nullptr;
 }
 
+std::vector<std::string> FunctionSpec::VjpFields() const {
+  std::vector<std::string> out;
+  for (const auto& o : outputs)
+    if (o.kind == OutputKind::kTensor)
+      for (const auto& in : vjp_inputs) out.push_back(o.name + "/" + in);
+  return out;
+}
+
+bool FunctionSpec::VjpIsZero(const std::string& output) const {
+  for (const auto& z : vjp_zero_outputs)
+    if (z == output) return true;
+  return false;
+}
+
+namespace {
+
+// A spec's VJP declaration must cover every tensor output: either verl passes no
+// gradient through it (zero) or the spec computes it.
+void CheckVjpDeclaration(const FunctionSpec& s) {
+  const std::string key = s.family + "/" + s.name;
+  if (s.vjp_inputs.empty()) {
+    if (s.vjp || !s.vjp_zero_outputs.empty()) throw std::logic_error(key + ": VJP outputs without vjp_inputs");
+    return;
+  }
+  for (const auto& in : s.vjp_inputs)
+    if (!s.FindInput(in)) throw std::logic_error(key + ": vjp input '" + in + "' is not an input");
+  for (const auto& z : s.vjp_zero_outputs) {
+    const OutputSpec* o = s.FindOutput(z);
+    if (!o || o->kind != OutputKind::kTensor) throw std::logic_error(key + ": zero-VJP '" + z + "' is not a tensor output");
+  }
+  bool any_tensor = false;
+  for (const auto& o : s.outputs) {
+    if (o.kind != OutputKind::kTensor) continue;
+    any_tensor = true;
+    if (!s.VjpIsZero(o.name) && !s.vjp) throw std::logic_error(key + ": no VJP for tensor output '" + o.name + "'");
+  }
+  if (!any_tensor) throw std::logic_error(key + ": vjp_inputs but no tensor output");
+}
+
+// The oracle with its VJPs: for every output the case has a projection of, the spec's
+// analytic VJP, or zeros where verl detaches. Without projections (a property-test
+// case, CheckAgainstOracle) the result carries no VJPs.
+RunFn WithVjps(const FunctionSpec& s) {
+  return [inner = s.oracle, vjp = s.vjp, spec_outputs = s.outputs, inputs = s.vjp_inputs,
+          zero = s.vjp_zero_outputs](const Case& c) {
+    Result r = inner(c);
+    if (c.projections.empty()) return r;
+    for (const auto& [name, p] : c.projections) {
+      bool tensor = false;
+      for (const auto& o : spec_outputs) tensor |= o.name == name && o.kind == OutputKind::kTensor;
+      if (!tensor) throw BadInput(c.Where() + ": projections/" + name + ": not a tensor output of " + c.function);
+      auto out = r.outputs.find(name);
+      if (out != r.outputs.end() && out->second.shape != p.shape)
+        throw BadInput(c.Where() + ": projections/" + name + ": shape " + p.ShapeString() +
+                       " differs from the output's " + out->second.ShapeString());
+    }
+    if (vjp) r.vjps = vjp(c, r);
+    for (const auto& z : zero) {
+      if (!c.projections.count(z) || !r.outputs.count(z)) continue;
+      for (const auto& in : inputs) {
+        const Array& x = c.Input(in);
+        r.vjps[z + "/" + in] = Array(x.shape, x.dtype);
+      }
+    }
+    return r;
+  };
+}
+
+}  // namespace
+
 static std::vector<FunctionSpec> Build() {
   std::vector<FunctionSpec> all;
   AddAdvantageSpecs(all);
@@ -56,6 +127,8 @@ static std::vector<FunctionSpec> Build() {
   for (auto& s : all) {
     if (!seen.insert({s.family, s.name}).second) throw std::logic_error("duplicate registry key: " + s.family + "/" + s.name);
     ValidateTolerances(s);
+    CheckVjpDeclaration(s);
+    if (s.oracle && !s.vjp_inputs.empty()) s.oracle = WithVjps(s);
     // Generated cases carry their registry key, so they find their way back.
     if (s.generate)
       s.generate = [gen = s.generate, family = s.family, name = s.name](const GenParams& p) {
@@ -161,6 +234,18 @@ std::string RegistryJson() {
     j.EndArray();
     j.Key("grads").BeginArray();
     for (const auto& g : s.grads) j.String(g);
+    j.EndArray();
+    j.Key("vjp_inputs").BeginArray();
+    for (const auto& g : s.vjp_inputs) j.String(g);
+    j.EndArray();
+    // "<output>/<input>": the vjps/ fields a case of this function carries, and of
+    // those the ones that are exactly zero (verl passes no gradient through the output).
+    j.Key("vjps").BeginArray();
+    for (const auto& f : s.VjpFields()) j.String(f);
+    j.EndArray();
+    j.Key("vjp_zero").BeginArray();
+    for (const auto& f : s.VjpFields())
+      if (s.VjpIsZero(f.substr(0, f.find('/')))) j.String(f);
     j.EndArray();
     j.Key("oracle").Bool(static_cast<bool>(s.oracle));
     j.Key("cuda").Bool(s.cuda);

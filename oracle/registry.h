@@ -76,6 +76,17 @@ struct FunctionSpec {
   std::vector<OutputSpec> outputs;
   std::vector<std::string> metrics;
   std::vector<std::string> grads;  // inputs the scalar loss is differentiated by
+  // What verl detaches is semantics too. vjp_inputs: the inputs verl receives with
+  // requires_grad in training; for every tensor output the goldens hold
+  // vjps/<output>/<input>, the gradient of sum(projection * output) for a fixed random
+  // projection (VjpFields() lists them). vjp_zero_outputs: tensor outputs through which
+  // verl's graph does not reach those inputs (a .detach()ed tensor, a mask built from
+  // comparisons), whose VJPs are exactly zero. vjp: the oracle's analytic VJPs of the
+  // other tensor outputs, given the case's projections (Registry() adds the zeros and
+  // attaches the result to `oracle`'s Result::vjps whenever a case carries projections).
+  std::vector<std::string> vjp_inputs;
+  std::vector<std::string> vjp_zero_outputs;
+  std::function<std::map<std::string, Array>(const Case&, const Result&)> vjp;
   RunFn oracle;                    // throws Unsupported where verl has no semantics
   bool cuda = false;               // cuda_impl has an entry under the same name
   GenFn generate;                  // random valid inputs + config for property tests
@@ -127,6 +138,9 @@ struct FunctionSpec {
 
   const InputSpec* FindInput(const std::string& n) const;
   const OutputSpec* FindOutput(const std::string& n) const;
+  // "<output>/<input>" for every tensor output x vjp input, in declaration order.
+  std::vector<std::string> VjpFields() const;
+  bool VjpIsZero(const std::string& output) const;
 };
 
 const std::vector<FunctionSpec>& Registry();

@@ -17,6 +17,16 @@ Result RunKl(const Case& c) {
   return r;
 }
 
+// kl_penalty is element-wise, so its VJP is the projection times the element-wise
+// derivative, which for the straight-through names ("k3+") is k2's (verl's backward
+// surrogate), exactly as in kl_penalty_grad.
+std::map<std::string, Array> KlVjp(const Case& c, const Result&) {
+  Array v = oracle::kl_penalty_grad(c.Input("logprob"), c.Input("ref_logprob"), c.function);
+  const Array& p = c.projections.at("kl");
+  for (int64_t k = 0; k < v.size(); ++k) v[k] *= p[k];
+  return {{"kl/logprob", std::move(v)}};
+}
+
 Case GenerateKl(const GenParams& p) {
   oracle::InputGen g(p.seed);
   Case c = oracle::NewGeneratedCase(p);
@@ -34,6 +44,8 @@ FunctionSpec KlSpec(const std::string& name) {
   s.inputs = {{"logprob", Role::kTokens}, {"ref_logprob", Role::kTokens}};
   s.outputs = {{"kl"}};
   s.grads = {"logprob"};
+  s.vjp_inputs = {"logprob"};
+  s.vjp = KlVjp;
   return s;
 }
 

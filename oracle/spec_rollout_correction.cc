@@ -87,6 +87,7 @@ FunctionSpec Weights() {
                "a number or float-like string: TIS upper bound; \"lower_upper\": IcePop band"},
               {"rollout_is_batch_normalize", "bool", int64_t{0}, "normalise the weights to mean 1 (non-distributed)"}};
   s.outputs = {{"rollout_is_weights"}};
+  oracle::DeclareDetachedOutputs(s, "log_ratio");
   oracle::AddCorrectionMetrics(s, "", /*is=*/true, {}, /*offpolicy=*/false);
   s.oracle = [](const Case& c) {
     oracle::IsWeightsResult r = oracle::compute_rollout_correction_weights(
@@ -196,6 +197,7 @@ FunctionSpec RejectionBase(const std::string& name) {
   s.name = name;
   s.inputs = LogRatioInputs();
   s.outputs = {{"modified_response_mask", OutputKind::kTensor, /*discrete=*/true}};
+  oracle::DeclareDetachedOutputs(s, "log_ratio");
   s.mistrust = oracle::AllRejected("modified_response_mask");
   return s;
 }
@@ -300,6 +302,7 @@ FunctionSpec Pipeline() {
               {"response_mask", Role::kTokens, /*is_mask=*/true}};
   oracle::AddRolloutSettingsKeys(s, kNone, "None (no IS), token or sequence");
   s.outputs = {{"rollout_is_weights"}, {"modified_response_mask", OutputKind::kTensor, /*discrete=*/true}};
+  oracle::DeclareDetachedOutputs(s, "old_log_prob");
   oracle::AddCorrectionMetrics(s, "rollout_corr/", /*is=*/true, oracle::AllRsOptions(), /*offpolicy=*/true);
   s.oracle = [](const Case& c) {
     return oracle::PackCorrection(

@@ -106,6 +106,7 @@ FunctionSpec Decoupled(const RolloutPreset& preset) {
   const bool is_on = !IsNone(defaults.rollout_is);
   if (is_on) s.outputs.push_back({"rollout_is_weights"});
   s.outputs.push_back({"response_mask", OutputKind::kTensor, /*discrete=*/true});
+  oracle::DeclareDetachedOutputs(s, "old_log_prob");
   AddPresetMetrics(s, defaults);
   const RolloutPreset* p = &preset;
   s.oracle = [p](const Case& c) {

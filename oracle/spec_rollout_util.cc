@@ -163,4 +163,11 @@ Case NewLogProbPairCase(const GenParams& p, InputGen& g, const std::string& curr
   return c;
 }
 
+void DeclareDetachedOutputs(FunctionSpec& s, const std::string& input) {
+  s.vjp_inputs = {input};
+  s.vjp_zero_outputs.clear();
+  for (const OutputSpec& o : s.outputs)
+    if (o.kind == OutputKind::kTensor) s.vjp_zero_outputs.push_back(o.name);
+}
+
 }  // namespace verlconf::oracle

@@ -71,6 +71,12 @@ std::function<std::string(const Case&)> LossMaskAllRejected(
 
 // A case with `current` log-probs, rollout log-probs a RandomLogRatio away from them
 // (optionally absent, 20% of the time) and a response mask.
+// verl detaches the IS weights (compute_rollout_correction_weights' .detach()) and
+// builds every rejection mask from comparisons: no tensor output of the rollout
+// correction passes gradient to the training log-prob `input` (log_ratio, or the
+// old_log_prob the pipeline and the decoupled presets take). Call after s.outputs.
+void DeclareDetachedOutputs(FunctionSpec& s, const std::string& input);
+
 Case NewLogProbPairCase(const GenParams& p, InputGen& g, const std::string& current, bool optional_rollout);
 
 }  // namespace verlconf::oracle

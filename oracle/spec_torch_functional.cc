@@ -24,6 +24,23 @@ Result RunMaskedMean(const Case& c) {
   return r;
 }
 
+// VJPs of the tensor-valued statistics: a mean's is the projection (one per row, or
+// the one scalar) times the mean's own derivative, which does not depend on values;
+// the whitening's couples every element through the mean and the variance.
+std::map<std::string, Array> MaskedMeanVjp(const Case& c, const Result&) {
+  const Array& v = c.Input("values");
+  const Array& m = c.Input("mask");
+  const Array& p = c.projections.at("output");
+  Array g = c.config.Has("axis") ? oracle::masked_mean_rows_grad(v, m) : oracle::masked_mean_grad(v, m);
+  for (int64_t k = 0; k < g.size(); ++k) g[k] *= p.rank() == 0 ? p[0] : p[k / v.cols()];
+  return {{"output/values", std::move(g)}};
+}
+
+std::map<std::string, Array> MaskedWhitenVjp(const Case& c, const Result&) {
+  return {{"output/values", oracle::masked_whiten_vjp(c.Input("values"), c.Input("mask"),
+                                                      c.config.Bool("shift_mean", true), c.projections.at("output"))}};
+}
+
 Result RunMaskedVar(const Case& c) {
   const Array& v = c.Input("values");
   const Array& m = c.Input("mask");
@@ -69,11 +86,15 @@ FunctionSpec Masked(const std::string& name, RunFn run, std::vector<ConfigKey> c
 void AddTorchFunctionalSpecs(std::vector<FunctionSpec>& out) {
   out.push_back(Masked("masked_mean", RunMaskedMean,
                        {{"axis", "int", std::monostate{}, "None = all elements; -1 = per row"}}, OutputKind::kTensor));
+  out.back().vjp_inputs = {"values"};
+  out.back().vjp = MaskedMeanVjp;
   out.push_back(Masked("masked_var", RunMaskedVar, {{"unbiased", "bool", int64_t{1}, "Bessel-corrected"}},
                        OutputKind::kScalar));
   out.push_back(Masked("masked_whiten", RunMaskedWhiten,
                        {{"shift_mean", "bool", int64_t{1}, "false = add the mean back after scaling"}},
                        OutputKind::kTensor));
+  out.back().vjp_inputs = {"values"};
+  out.back().vjp = MaskedWhitenVjp;
   out.back().notes = "statistics from masked_mean/masked_var(unbiased); rsqrt(var + 1e-8)";
 }
 

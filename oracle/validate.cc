@@ -91,6 +91,28 @@ void ValidateStructure(const FunctionSpec& spec, const Case& c) {
   }
   if (batch == 0) Fail(c, "inputs", "empty batch (B = 0)");
   if (tokens == 0) Fail(c, "inputs", "zero-length responses (T = 0)");
+  // Stop-gradient fields: a projection per tensor output, a VJP per (output, input)
+  // the spec declares, each shaped like what it projects or differentiates.
+  const std::vector<std::string> vjp_fields = spec.VjpFields();
+  for (const auto& [name, p] : c.projections) {
+    const OutputSpec* o = spec.FindOutput(name);
+    if (!o || o->kind != OutputKind::kTensor || spec.vjp_inputs.empty())
+      Fail(c, "projections/" + name, "'" + spec.name + "' has no differentiable tensor output of that name");
+    if (p.dtype != c.dtype)
+      Fail(c, "projections/" + name, std::string("dtype ") + DTypeName(p.dtype) + " but the case dtype is " +
+                                         DTypeName(c.dtype));
+    for (int64_t k = 0; k < p.size(); ++k)
+      if (!std::isfinite(p[k])) Fail(c, "projections/" + name, "non-finite value at flat index " + std::to_string(k));
+  }
+  for (const auto& [name, v] : c.vjps) {
+    if (std::find(vjp_fields.begin(), vjp_fields.end(), name) == vjp_fields.end())
+      Fail(c, "vjps/" + name, "not an <output>/<input> pair of '" + spec.name + "' (conform spec --json: vjps)");
+    if (!c.projections.count(name.substr(0, name.find('/'))))
+      Fail(c, "vjps/" + name, "no projections/" + name.substr(0, name.find('/')) + " it was taken of");
+    const Array* in = c.OptionalInput(name.substr(name.find('/') + 1));
+    if (in && in->shape != v.shape)
+      Fail(c, "vjps/" + name, "shape " + v.ShapeString() + " but the input's is " + in->ShapeString());
+  }
 }
 
 void ValidateCase(const FunctionSpec& spec, const Case& c) {

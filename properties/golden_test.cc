@@ -101,6 +101,76 @@ TEST(Golden, EveryTokenRejectedIsMistrusted) {
   EXPECT_GE(seen, 20);
 }
 
+// Stop-gradient semantics: every golden case of a function with a differentiable input
+// and a tensor output carries, for each output verl returned, its projection and the
+// VJP with respect to each differentiable input; a recapture that lost them cannot pass.
+TEST(Golden, EveryDifferentiableTensorOutputHasVjps) {
+  std::map<std::string, int> with_vjps, fields;  // answered cases, VJP fields
+  int zero = 0, nonzero = 0;
+  for (const auto& [key, c] : Goldens().index) {
+    const FunctionSpec* spec = SpecFor(*c);
+    ASSERT_NE(spec, nullptr);
+    if (spec->vjp_inputs.empty()) {
+      EXPECT_TRUE(c->vjps.empty() && c->projections.empty()) << c->Where() << ": VJPs the spec does not list";
+      continue;
+    }
+    if (c->expect_error) continue;
+    ++with_vjps[spec->family + "/" + spec->name];
+    for (const OutputSpec& o : spec->outputs) {
+      if (o.kind != OutputKind::kTensor || !c->outputs.count(o.name)) continue;
+      EXPECT_TRUE(c->projections.count(o.name)) << c->Where() << ": no projections/" << o.name;
+      for (const std::string& in : spec->vjp_inputs) {
+        auto v = c->vjps.find(o.name + "/" + in);
+        if (v == c->vjps.end()) {
+          ADD_FAILURE() << c->Where() << ": no vjps/" << o.name << "/" << in;
+          continue;
+        }
+        ++fields[spec->family + "/" + spec->name];
+        const bool all_zero = std::all_of(v->second.data.begin(), v->second.data.end(), [](double x) { return x == 0; });
+        // verl's own autograd said it: a detached output's VJP is exactly zero.
+        if (spec->VjpIsZero(o.name)) EXPECT_TRUE(all_zero) << c->Where() << ": verl passes gradient through " << o.name;
+        (all_zero ? zero : nonzero)++;
+      }
+    }
+  }
+  // Every such function verl answers (all but "full", which only raises) has them.
+  for (const auto& s : Registry())
+    if (!s.vjp_inputs.empty() && with_vjps[s.family + "/" + s.name] > 0)
+      EXPECT_GE(fields[s.family + "/" + s.name], 6) << s.family << "/" << s.name << ": golden VJPs";
+  EXPECT_GT(zero, 0);
+  EXPECT_GT(nonzero, 0);
+}
+
+// The comparison holds implementations to the stop-gradients: the oracle with the IS
+// weights (or a rejection mask) not detached, i.e. a non-zero VJP where verl's is zero,
+// fails every such case; dropping the VJPs is UNSUPPORTED, never PASSED.
+TEST(Golden, LeakingGradientThroughADetachedOutputFails) {
+  int leaked = 0;
+  for (const auto& [key, c] : Goldens().index) {
+    const FunctionSpec* spec = SpecFor(*c);
+    if (c->expect_error || spec->vjp_zero_outputs.empty()) continue;
+    Result leak = spec->oracle(*c);
+    if (leak.vjps.empty()) continue;
+    for (auto& [field, v] : leak.vjps) {
+      // The gradient an undetached weight would pass: projection * weight on each token.
+      const std::string out = field.substr(0, field.find('/'));
+      const Array& w = leak.outputs.at(out);
+      for (int64_t k = 0; k < v.size(); ++k) v[k] = c->projections.at(out)[k] * w[k];
+    }
+    const CaseReport r = CompareResult(*spec, *c, &leak, std::nullopt);
+    bool any_weight = false;
+    for (const auto& [out, w] : leak.outputs)
+      for (double x : w.data) any_weight |= x != 0.0;
+    if (!any_weight) continue;
+    EXPECT_EQ(r.outcome, Outcome::kFailed) << r.Describe();
+    Result dropped = spec->oracle(*c);
+    dropped.vjps.clear();
+    EXPECT_EQ(CompareResult(*spec, *c, &dropped, std::nullopt).outcome, Outcome::kUnsupported) << c->Where();
+    ++leaked;
+  }
+  EXPECT_GE(leaked, 100);
+}
+
 // clip_cov / kl_cov goldens carry verl's own pick (inputs/cov_selected, recorded by the
 // capture adapter from verl's torch.randperm / torch.topk calls). The oracle takes it as
 // given; this checks that what was recorded is a pick verl's rule can make, so a broken

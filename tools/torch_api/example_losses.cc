@@ -1026,8 +1026,10 @@ TorchResult KlPenalty(const TensorMap& in, const std::string& name) {
   const at::Tensor logprob = in.at("logprob").detach().clone().requires_grad_(true);
   const at::Tensor kl = KlPenaltyTensor(logprob, in.at("ref_logprob"), name);
   TorchResult r;
-  r.grads["logprob"] = Grad(kl.sum(), logprob);
-  r.outputs["kl"] = kl.detach();
+  // The graph is kept: the API takes the stop-gradient VJPs of `kl` from it.
+  r.grads["logprob"] = torch::autograd::grad({kl.sum()}, {logprob}, {}, /*retain_graph=*/true)[0];
+  r.outputs["kl"] = kl;
+  r.vjp_leaves["logprob"] = logprob;
   return r;
 }
 

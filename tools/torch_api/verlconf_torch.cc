@@ -1,6 +1,7 @@
 #include "tools/torch_api/verlconf_torch.h"
 
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/autograd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -193,7 +194,23 @@ CaseReport CheckAgainstGolden(const Case& golden, const CandidateFn& candidate) 
   if (raised) {
     r = CompareResult(*spec, golden, nullptr, raised);
   } else {
-    const Result got = ResultFromTorch(tr, golden.Where());
+    Result got = ResultFromTorch(tr, golden.Where());
+    // The candidate's own autograd, as the capture took verl's (fixtures/projections.py).
+    for (const auto& [output, p] : golden.projections) {
+      auto out = tr.outputs.find(output);
+      if (out == tr.outputs.end()) continue;
+      for (const auto& [input, leaf] : tr.vjp_leaves) {
+        const std::string field = output + "/" + input;
+        at::Tensor g;
+        if (out->second.requires_grad()) {
+          const at::Tensor obj = (ToTensor(p).to(out->second.scalar_type()) * out->second).sum();
+          g = torch::autograd::grad({obj}, {leaf}, {}, /*retain_graph=*/true, /*create_graph=*/false,
+                                    /*allow_unused=*/true)[0];
+        }
+        got.vjps.emplace(field, g.defined() ? FromTensor(g, golden.Where() + ": vjps/" + field)
+                                            : FromTensor(at::zeros_like(leaf), golden.Where() + ": vjps/" + field));
+      }
+    }
     r = CompareResult(*spec, golden, &got, std::nullopt);
   }
   return r;

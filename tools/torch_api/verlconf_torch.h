@@ -50,6 +50,13 @@ struct TorchResult {
   TensorMap outputs;  // by output name; scalar outputs (losses) as 0-d tensors
   TensorMap grads;    // d loss / d input, by input name (e.g. "log_prob")
   std::map<std::string, double> metrics;
+  // Stop-gradient semantics: the tensors your outputs were computed from, by input name
+  // (the `requires_grad` leaves you made of e.g. "logprob"). Leave those outputs attached
+  // to their graph (not .detach()ed) and CheckAgainstGolden takes, for each projection P
+  // of the golden, d sum(P * output) / d leaf with torch's autograd (zero where an output
+  // is not attached), compared with verl's vjps/<output>/<input>. Empty: those fields are
+  // UNSUPPORTED.
+  TensorMap vjp_leaves;
   // "<Kind>: <message>" where the implementation raises as verl does (instead of
   // throwing VerlError). Outputs are ignored then.
   std::optional<std::string> raised;
