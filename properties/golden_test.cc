@@ -165,7 +165,11 @@ TEST(Golden, LeakingGradientThroughADetachedOutputFails) {
     EXPECT_EQ(r.outcome, Outcome::kFailed) << r.Describe();
     Result dropped = spec->oracle(*c);
     dropped.vjps.clear();
-    EXPECT_EQ(CompareResult(*spec, *c, &dropped, std::nullopt).outcome, Outcome::kUnsupported) << c->Where();
+    // Judged on the rest, and said to be partial: the VJP fields are UNSUPPORTED, never passed.
+    const CaseReport d = CompareResult(*spec, *c, &dropped, std::nullopt);
+    EXPECT_TRUE(d.partial) << c->Where();
+    for (const auto& f : d.fields)
+      if (f.field.rfind("vjps/", 0) == 0) EXPECT_EQ(f.outcome, Outcome::kUnsupported) << c->Where() << " " << f.field;
     ++leaked;
   }
   EXPECT_GE(leaked, 100);

@@ -96,6 +96,8 @@ def run(adapter_spec: str, goldens: str, out_dir: str, spec: Dict[str, Any]) -> 
             out = adapter_call.call(call, adapter.path, f"{fn}/{cn}", entry, g.inputs, _config(entry, g.cfg),
                                     g.dtype, projections)
             problems.extend(out.problems)
+            if out.kind != "result":
+                rec.projections = {}  # a case without a result carries no fields at all
             if out.kind == "declined":
                 counts["declined"] += 1
                 rec.declined = out.declined

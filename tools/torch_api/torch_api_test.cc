@@ -216,15 +216,15 @@ TEST(Golden, BoundaryGradientsFollowVerlsClamp) {
   // left are two tokens on the dual-clip bound 3: there LibTorch 1.13's
   // exp(1.0986122886681098) is 3.0 where glibc's and verl's torch give
   // 3.0000000000000004, so min(-A c, -A r) ties instead of picking -A c. The comparator
-  // reports both kinds as boundary flips (tokens exactly at a decision), not failures.
+  // reports both kinds as boundary flips (tokens exactly at a decision, where the value is
+  // one the two decisions or their tie give), not failures.
   const Case& golden = GoldenCase("vanilla", "boundary_sym_8x16_f64");
   const CaseReport r = CheckAgainstGolden(golden, example::VanillaCandidate());
   ASSERT_EQ(r.outcome, Outcome::kPassed) << r.Describe();
   const FieldReport* g = Field(r, "grads/log_prob");
   ASSERT_NE(g, nullptr);
-  EXPECT_EQ(g->flips, g->mismatched) << g->Describe();
-  EXPECT_LE(g->mismatched, 2) << g->Describe();
-  for (const auto& pair : g->first_mismatches) EXPECT_EQ(pair.want, 0.0) << FormatIndex(pair.index, g->shape);
+  EXPECT_EQ(g->mismatched, 0) << g->Describe();
+  EXPECT_LE(g->flips, 2) << g->Describe();
 
   // With LibTorch's own clamp: 18 gradient elements differ from verl on this case (and 2
   // on logratio_past_clamp), all at exact clip bounds, so still PASSED with flips.
@@ -293,7 +293,9 @@ TEST(Errors, MissingFieldIsUnsupportedNotPassed) {
     res.grads.clear();
     return res;
   });
-  EXPECT_EQ(r.outcome, Outcome::kUnsupported);
+  // Judged on the loss and metrics it did compute; the gradient is UNSUPPORTED, and the
+  // case says it is partial.
+  EXPECT_TRUE(r.partial) << r.Describe();
   ASSERT_NE(Field(r, "grads/log_prob"), nullptr);
   EXPECT_EQ(Field(r, "grads/log_prob")->outcome, Outcome::kUnsupported);
 }
