@@ -10,10 +10,21 @@
 //    against hostile files; this mode runs on demand (tools/fuzz/run.sh --raw) and is
 //    not part of CI, so that a crash inside libhdf5 is not mistaken for ours.
 //
+// A structured input that ends in the marker byte 0xA5 and a kind byte also has its file
+// damaged at the HDF5 level after writing (Damage below): the classes the writer
+// cannot produce (declared sizes without data, link cycles, soft and external links,
+// names outside the schema's sets, non-finite config, unavailable filters, a lock held
+// elsewhere). tools/fuzz/seeds/ holds one such input per class.
+//
 // The contract under test: every input ends in a result or a BadInput/VerlError/
 // Unsupported exception; never a crash, a leak, a hang or another exception.
+#include <hdf5.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -143,11 +154,115 @@ Case Structured(Bytes& b) {
   return c;
 }
 
+// --- damage at the HDF5 level ---------------------------------------------------
+
+struct Owned {
+  hid_t id;
+  herr_t (*close)(hid_t);
+  ~Owned() {
+    if (id >= 0) close(id);
+  }
+};
+
+// A FIFO beside the temporary file: an external link to it blocks whoever follows it.
+std::string FifoPath() {
+  static const std::string p = [] {
+    const std::string f = TempPath() + ".fifo";
+    ::unlink(f.c_str());
+    ::mkfifo(f.c_str(), 0600);
+    return f;
+  }();
+  return p;
+}
+
+// Creates `name` under `group` with dims of any size (overflowing products included),
+// chunked one element at a time, and never writes it.
+void DeclareUnwritten(hid_t group, const char* name, std::vector<hsize_t> dims, bool contiguous) {
+  std::vector<hsize_t> maxdims(dims.size(), H5S_UNLIMITED), chunk(dims.size(), 1);
+  Owned space{H5Screate_simple(static_cast<int>(dims.size()), dims.data(), contiguous ? nullptr : maxdims.data()),
+              H5Sclose};
+  Owned dcpl{H5Pcreate(H5P_DATASET_CREATE), H5Pclose};
+  if (!contiguous) H5Pset_chunk(dcpl.id, static_cast<int>(chunk.size()), chunk.data());
+  Owned ds{H5Dcreate2(group, name, H5T_IEEE_F64LE, space.id, H5P_DEFAULT, dcpl.id, H5P_DEFAULT), H5Dclose};
+}
+
+// Applies damage `kind` to the one case of the file at `path` (function fn, case cn).
+void Damage(const std::string& path, const std::string& fn, const std::string& cn, uint8_t kind, Bytes& b) {
+  Owned file{H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose};
+  if (file.id < 0) return;
+  const std::string casepath = "/" + fn + "/" + cn;
+  Owned c{H5Gopen2(file.id, casepath.c_str(), H5P_DEFAULT), H5Gclose};
+  if (c.id < 0) return;
+  if (H5Lexists(c.id, "inputs", H5P_DEFAULT) <= 0) H5Gclose(H5Gcreate2(c.id, "inputs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  Owned in{H5Gopen2(c.id, "inputs", H5P_DEFAULT), H5Gclose};
+  switch (kind % 10) {
+    case 0: {  // a hard link back up: to the case, the function or the root
+      const std::string targets[] = {casepath, "/" + fn, "/", casepath + "/inputs"};
+      H5Lcreate_hard(file.id, targets[b.U8() % 4].c_str(), in.id, "loop", H5P_DEFAULT, H5P_DEFAULT);
+      break;
+    }
+    case 1: H5Lcreate_soft(casepath.c_str(), in.id, "soft", H5P_DEFAULT, H5P_DEFAULT); break;
+    case 2: H5Lcreate_external(FifoPath().c_str(), "/", in.id, "external", H5P_DEFAULT, H5P_DEFAULT); break;
+    case 3: {  // declared dimensions of any size, nothing stored
+      std::vector<hsize_t> dims(1 + b.U8() % 3);
+      for (hsize_t& d : dims) d = (b.U8() & 1) ? hsize_t{1} << (b.U8() % 64) : b.U8();
+      DeclareUnwritten(in.id, "huge", dims, false);
+      break;
+    }
+    case 4: DeclareUnwritten(in.id, "unwritten", {1 + b.U8() % 64u, 1000}, true); break;
+    case 5: {  // the case renamed outside the schema's character set
+      std::string bad = "x";
+      for (int n = 1 + b.U8() % 4; n > 0; --n) bad += static_cast<char>(b.U8() | (b.U8() & 1 ? 0x80 : 0));
+      const std::string fnpath = "/" + fn;
+      H5Lmove(file.id, casepath.c_str(), file.id, (fnpath + "/" + (bad.find('/') == std::string::npos ? bad : "x\n")).c_str(),
+              H5P_DEFAULT, H5P_DEFAULT);
+      break;
+    }
+    case 6: {  // a non-finite config value
+      const double values[] = {std::nan(""), HUGE_VAL, -HUGE_VAL};
+      const double v = values[b.U8() % 3];
+      const char* key = "cfg.clip_ratio";
+      if (H5Aexists(c.id, key) > 0) H5Adelete(c.id, key);
+      Owned space{H5Screate(H5S_SCALAR), H5Sclose};
+      Owned a{H5Acreate2(c.id, key, H5T_IEEE_F64LE, space.id, H5P_DEFAULT, H5P_DEFAULT), H5Aclose};
+      if (a.id >= 0) H5Awrite(a.id, H5T_NATIVE_DOUBLE, &v);
+      break;
+    }
+    case 7: {  // a filter no build registers
+      hsize_t dims[1] = {8}, chunk[1] = {8};
+      Owned space{H5Screate_simple(1, dims, nullptr), H5Sclose};
+      Owned dcpl{H5Pcreate(H5P_DATASET_CREATE), H5Pclose};
+      H5Pset_chunk(dcpl.id, 1, chunk);
+      H5Pset_filter(dcpl.id, static_cast<H5Z_filter_t>(40000 + b.U8()), H5Z_FLAG_OPTIONAL, 0, nullptr);
+      Owned ds{H5Dcreate2(in.id, "filtered", H5T_IEEE_F64LE, space.id, H5P_DEFAULT, dcpl.id, H5P_DEFAULT), H5Dclose};
+      const double zeros[8] = {0};
+      if (ds.id >= 0) H5Dwrite(ds.id, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, zeros);
+      break;
+    }
+    case 8: {  // one dataset linked many times: the budget counts every link
+      hsize_t dims[1] = {hsize_t{1} << 20};
+      Owned space{H5Screate_simple(1, dims, nullptr), H5Sclose};
+      Owned dcpl{H5Pcreate(H5P_DATASET_CREATE), H5Pclose};
+      H5Pset_chunk(dcpl.id, 1, dims);
+      H5Pset_deflate(dcpl.id, 9);
+      Owned ds{H5Dcreate2(in.id, "big", H5T_IEEE_F64LE, space.id, H5P_DEFAULT, dcpl.id, H5P_DEFAULT), H5Dclose};
+      std::vector<double> zeros(dims[0], 0.0);
+      if (ds.id >= 0) H5Dwrite(ds.id, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, zeros.data());
+      for (int k = 0; k < 40; ++k)
+        H5Lcreate_hard(in.id, "big", in.id, ("big" + std::to_string(k)).c_str(), H5P_DEFAULT, H5P_DEFAULT);
+      break;
+    }
+    case 9: break;  // locked: see LockedWhileChecked
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Bytes b(data, size);
   const bool raw = std::getenv("VERLCONF_FUZZ_RAW") != nullptr;
+  const bool damage = !raw && size >= 2 && data[size - 2] == 0xA5;
+  const uint8_t kind = damage ? data[size - 1] : 0;
   try {
     const std::string path = TempPath();
     if (raw) {
@@ -161,9 +276,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       file.family = file.cases[0].family;  // the reader takes a case's family from its file
       file.provenance["verl_version"] = "0.0";
       fixtures::WriteFixtureFile(path, file);
+      if (damage) {
+        H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+        Damage(path, file.cases[0].function, file.cases[0].name, kind, b);
+      }
+    }
+    if (damage && kind % 10 == 9) {
+      // What a writer elsewhere holds; flock locks are per open file, so this one
+      // conflicts with the reader's own.
+      const int fd = ::open(path.c_str(), O_RDONLY);
+      if (fd >= 0 && ::flock(fd, LOCK_EX) == 0) {
+        struct Unlock {
+          int fd;
+          ~Unlock() { ::close(fd); }
+        } unlock{fd};
+        CheckFile(path);
+        return 0;
+      }
+      if (fd >= 0) ::close(fd);
     }
     CheckFile(path);
-  } catch (const BadInput&) {
+  } catch (const BadInput& e) {
+    // VERLCONF_FUZZ_VERBOSE: show what each input ended in (checking the seeds).
+    if (std::getenv("VERLCONF_FUZZ_VERBOSE")) std::fprintf(stderr, "BadInput: %s\n", e.what());
   } catch (const VerlError&) {
   } catch (const Unsupported&) {
   }

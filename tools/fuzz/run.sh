@@ -30,10 +30,12 @@ libdir=/usr/lib/x86_64-linux-gnu
 echo "fuzz: building $bin"
 clang++ -std=c++17 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
   -fno-sanitize-recover=undefined -I. -isystem /usr/include/hdf5/serial \
-  tools/fuzz/fixture_fuzzer.cc fixtures/h5io.cc oracle/*.cc \
+  tools/fuzz/fixture_fuzzer.cc fixtures/h5*.cc oracle/*.cc \
   "$libdir/libhdf5_serial.a" "$libdir/libsz.a" "$libdir/libaec.a" "$libdir/libz.a" -ldl -lm -lpthread \
   -o "$bin"
 
+# One input per class the HDF5-level damage produces (fixture_fuzzer.cc, Damage).
+cp tools/fuzz/seeds/* "$work/corpus/"
 if [[ $raw -eq 1 ]]; then
   cp fixtures/verl-*/*.h5 "$work/corpus/" 2>/dev/null || true
   export VERLCONF_FUZZ_RAW=1
