@@ -352,6 +352,15 @@ void RefuseNonFiniteReference(const Case& golden, const ReferenceDecisions& ref)
 
 }  // namespace
 
+CaseReport DeclinedGolden(const Case& golden) {
+  if (golden.expect_error || !golden.outputs.empty() || !golden.grads.empty() || !golden.metrics.empty())
+    throw BadInput(golden.Where() + ": attribute 'declined': the case also carries a result or expect_error; a "
+                   "declined case has neither");
+  return CaseReport::NotCompared(golden, Outcome::kUnsupported,
+                                 "the verl that produced this golden set could not run it (declined at capture: " +
+                                     *golden.declined + ")");
+}
+
 CaseReport CaseReport::NotCompared(const Case& c, Outcome outcome, const std::string& detail) {
   CaseReport r;
   r.family = c.family;
@@ -461,6 +470,7 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
 
 CaseReport CheckImplementation(const FunctionSpec& spec, const Case& golden, const RunFn& impl) {
   ValidateCase(spec, golden);
+  if (golden.declined) return DeclinedGolden(golden);
   try {
     const Result got = impl(golden);
     return CompareResult(spec, golden, &got, std::nullopt);

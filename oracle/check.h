@@ -51,6 +51,10 @@ void ValidateTolerances(const FunctionSpec& spec);
 CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Result* got,
                          const std::optional<std::string>& raised);
 
+// A golden case whose capture declined it (the captured verl lacks the function: a drift
+// set): UNSUPPORTED with the reason. BadInput if it also carries a result.
+CaseReport DeclinedGolden(const Case& golden);
+
 // Runs `impl` on the golden's inputs and compares. Unsupported → UNSUPPORTED.
 // BadInput propagates (the CLI exits 2).
 CaseReport CheckImplementation(const FunctionSpec& spec, const Case& golden, const RunFn& impl);

@@ -150,5 +150,101 @@ class ConformCli(unittest.TestCase):
             self.assertIn("<testsuite name=\"conform.oracle.k3\"", f.read())
 
 
+class Options(unittest.TestCase):
+    """Every option means what it says: an empty or repeated value, a value given to a
+    flag and a name --only cannot resolve are usage errors (exit 2, one line), never a
+    run that checks something else."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    assertBadInput = ConformCli.assertBadInput
+
+    def test_empty_values_are_usage_errors(self):
+        for option in ("--candidate", "--junit", "--report", "--against", "--only", "--impl"):
+            self.assertBadInput(["check", option, ""], "option " + option + ": an empty value")
+            self.assertBadInput(["check", option + "="], "option " + option + ": an empty value")
+        self.assertBadInput(["drift", "--report", "", GOLDENS, GOLDENS], "option --report: an empty value")
+        self.assertBadInput(["drift", "", GOLDENS], "an empty argument")
+        self.assertBadInput(["check", "--only", "k3,,k1"], "--only", "an empty name")
+        self.assertBadInput(["check", "--only", "k3/"], "--only", "'k3/'")
+
+    def test_an_option_is_given_once_and_a_flag_takes_no_value(self):
+        self.assertBadInput(["check", "--against", GOLDENS, "--against", GOLDENS], "--against given twice")
+        self.assertBadInput(["check", "--verbose", "--verbose"], "--verbose given twice")
+        self.assertBadInput(["check", "--verbose=no"], "--verbose takes no value")
+        self.assertBadInput(["check", "--candidate", "--junit", "x.xml"], "--candidate needs a value",
+                            "--junit")
+        self.assertBadInput(["check", "--impl", "cuda", "--candidate", os.path.join(GOLDENS, "kl.h5")],
+                            "--impl and --candidate")
+
+    def test_every_only_name_must_resolve(self):
+        for args, needle in ((["check", "--only", "k3,no_such_function"], "'no_such_function'"),
+                             (["check", "--only", "k3", "--only", "k3/no_such_case"], "'k3/no_such_case'"),
+                             (["check", "--only", "policy_loss/k3"], "'policy_loss/k3'"),
+                             (["check", "--only", "a/b/c/d"], "'a/b/c/d'"),
+                             (["drift", GOLDENS, GOLDENS, "--only", "k3,nope"], "'nope'")):
+            self.assertBadInput(args + ["--against", GOLDENS] if args[0] == "check" else args, needle)
+        # The qualified forms select exactly one family's function.
+        code, out, err = run("check", "--against", GOLDENS, "--only", "advantage/gpg")
+        self.assertEqual(code, 0, out + err)
+        families = {l.split()[1] for l in out.splitlines() if l.split()[:1] == ["gpg"]}
+        self.assertEqual(families, {"advantage"})
+        with h5py.File(os.path.join(GOLDENS, "kl.h5"), "r") as f:
+            case = sorted(f["k3"])[0]
+        code, out, err = run("check", "--against", GOLDENS, "--only", "kl/k3/" + case)
+        self.assertEqual(code, 0, out + err)
+        self.assertIn("1 cases:", out)
+
+
+class Drift(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.old = os.path.join(self.tmp, "old")
+        self.new = os.path.join(self.tmp, "new")
+        for d in (self.old, self.new):
+            os.mkdir(d)
+            for n in ("kl.h5", "policy_loss.h5"):
+                shutil.copyfile(os.path.join(GOLDENS, n), os.path.join(d, n))
+                os.chmod(os.path.join(d, n), 0o644)
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    assertBadInput = ConformCli.assertBadInput
+
+    def test_a_field_on_one_side_only_is_drift(self):
+        with h5py.File(os.path.join(self.new, "kl.h5"), "r+") as f:
+            case = sorted(c for c in f["k3"] if "expect_error" not in f["k3"][c].attrs)[0]
+            del f["k3"][case]["outputs"]
+        with h5py.File(os.path.join(self.old, "policy_loss.h5"), "r+") as f:
+            vcase = sorted(c for c in f["vanilla"] if "expect_error" not in f["vanilla"][c].attrs)[0]
+            del f["vanilla"][vcase]["metrics/actor/ppo_kl"]
+        code, out, err = run("drift", self.old, self.new)
+        self.assertEqual(code, 1, out + err)
+        self.assertIn("k3/%s: outputs/kl (only in the old set)" % case, out)
+        self.assertIn("vanilla/%s: metrics/actor/ppo_kl (only in the new set)" % vcase, out)
+        cells = next(l.split() for l in out.splitlines() if l.split()[:2] == ["k3", "outputs/kl"])
+        compared, same, miss = int(cells[2]), int(cells[3]), int(cells[6])
+        self.assertEqual(miss, 1)
+        self.assertEqual(same, compared)  # the missing case is not among the "same"
+        self.assertIn("drift found beyond tolerance", out)
+
+    def test_drift_validates_before_it_compares(self):
+        # A malformed case shared by both sets, of a function whose comparison runs the
+        # oracle (clip fractions need its threshold-boundary mask).
+        for d in (self.old, self.new):
+            with h5py.File(os.path.join(d, "policy_loss.h5"), "r+") as f:
+                case = sorted(c for c in f["vanilla"] if "expect_error" not in f["vanilla"][c].attrs)[0]
+                g = f["vanilla"][case]["inputs"]
+                data = g["response_mask"][()]
+                del g["response_mask"]
+                g["response_mask"] = data[:, :-1]
+        self.assertBadInput(["drift", self.old, self.new], "vanilla/" + case, "inputs/response_mask", "T is")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -45,6 +45,9 @@ void WriteJunit(const std::string& path, const std::string& prefix, const std::v
       } else if (r->outcome != Outcome::kPassed) {
         // MISTRUSTED, UNSUPPORTED and SKIPPED are never passes: JUnit's <skipped>.
         x << "<skipped message=\"" << Xml(std::string(OutcomeName(r->outcome)) + ": " + r->detail) << "\"/>";
+      } else if (r->partial) {
+        // Passed on the fields provided: say which were not, so CI logs show it.
+        x << "<system-out>" << Xml(r->detail) << "</system-out>";
       }
       x << "</testcase>\n";
     }

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -256,6 +257,34 @@ void Damage(const std::string& path, const std::string& fn, const std::string& c
   }
 }
 
+// A candidate made from a case the way adapters and hand edits go wrong: fields left
+// out, stored in another dtype (float32/float64/int64), names the function lacks, an
+// extra input, a decline beside or instead of a result.
+Case MutateCandidate(Case c, Bytes& b) {
+  auto pick = [&](auto& m) {
+    if (m.empty()) return m.end();
+    auto it = m.begin();
+    std::advance(it, b.U8() % m.size());
+    return it;
+  };
+  for (int n = b.U8() % 4; n > 0; --n) {
+    switch (b.U8() % 8) {
+      case 0: if (auto it = pick(c.outputs); it != c.outputs.end()) c.outputs.erase(it); break;
+      case 1: if (auto it = pick(c.metrics); it != c.metrics.end()) c.metrics.erase(it); break;
+      case 2:
+        if (auto it = pick(c.outputs); it != c.outputs.end())
+          it->second.dtype = static_cast<DType>(b.U8() % 3);
+        break;
+      case 3: if (auto it = pick(c.grads); it != c.grads.end()) it->second.dtype = static_cast<DType>(b.U8() % 3); break;
+      case 4: c.outputs["not_an_output"] = Array::Scalar(b.Value()); break;
+      case 5: c.metrics["actor/not_a_metric"] = b.Value(); break;
+      case 6: c.inputs["extra"] = Array::Scalar(1.0); break;
+      default: c.declined = "fuzz"; break;
+    }
+  }
+  return c;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -296,6 +325,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (fd >= 0) ::close(fd);
     }
     CheckFile(path);
+    if (!raw && !damage) {
+      const fixtures::FixtureFile back = fixtures::ReadFixtureFile(path);
+      for (const Case& golden : back.cases)
+        if (const FunctionSpec* spec = SpecFor(golden)) CheckCandidate(*spec, golden, MutateCandidate(golden, b));
+    }
   } catch (const BadInput& e) {
     // VERLCONF_FUZZ_VERBOSE: show what each input ended in (checking the seeds).
     if (std::getenv("VERLCONF_FUZZ_VERBOSE")) std::fprintf(stderr, "BadInput: %s\n", e.what());

@@ -1,0 +1,147 @@
+"""The files conform writes (--junit, --report) and its stdout: only a regular file or a
+new name is written, never an input, never through a planted link; a run that exits 2
+leaves no report behind, stale or new; a table that did not reach stdout is exit 2.
+Each test asserts the exit code and the one line on stderr."""
+import hashlib
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import unittest
+
+CONFORM = os.path.abspath(sys.argv.pop(1))
+RUNFILES = os.environ.get("TEST_SRCDIR", os.getcwd())
+GOLDENS = os.path.join(RUNFILES, "verlconf", "fixtures", "verl-0.9.1")
+if not os.path.isdir(GOLDENS):
+    GOLDENS = os.path.join(os.getcwd(), "fixtures", "verl-0.9.1")
+
+
+def run(*args, stdout=subprocess.PIPE, timeout=300):
+    p = subprocess.run([CONFORM, *args], stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=timeout)
+    return p.returncode, p.stdout or "", p.stderr
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+class ReportFiles(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def check_k3(self, *extra):
+        return run("check", "--against", GOLDENS, "--only", "k3", *extra)
+
+    def assertBadInput(self, result, *needles):
+        code, out, err = result
+        self.assertEqual(code, 2, "expected exit 2\n" + out + err)
+        lines = [l for l in err.splitlines() if l.strip()]
+        self.assertEqual(len(lines), 1, err)
+        for n in needles:
+            self.assertIn(n, lines[0])
+        return lines[0]
+
+    def assertNoTemporaries(self, directory):
+        left = [n for n in os.listdir(directory) if "conform-tmp" in n or ".tmp." in n]
+        self.assertEqual(left, [], "temporary files left behind")
+
+    # --- what may be written -------------------------------------------------------
+    def test_non_regular_targets_are_refused(self):
+        fifo = os.path.join(self.tmp, "fifo.xml")
+        os.mkfifo(fifo)
+        sub = os.path.join(self.tmp, "adir.md")
+        os.mkdir(sub)
+        to_device = os.path.join(self.tmp, "devnull.xml")
+        os.symlink("/dev/null", to_device)
+        dangling = os.path.join(self.tmp, "dangling.md")
+        os.symlink(os.path.join(self.tmp, "nothing", "here"), dangling)
+        for option, target, what in (("--junit", fifo, "a FIFO"), ("--report", sub, "a directory"),
+                                     ("--junit", to_device, "a symbolic link to a character device"),
+                                     ("--report", dangling, "a symbolic link to nothing")):
+            # A FIFO would block a writer forever: the timeout is part of the assertion.
+            self.assertBadInput(self.check_k3(option, target, ), option, target, what)
+        self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode))
+        self.assertTrue(os.path.isdir(sub))
+        self.assertTrue(stat.S_ISCHR(os.stat("/dev/null").st_mode))
+        self.assertTrue(os.path.islink(dangling) and not os.path.exists(dangling))
+
+    def test_a_symlink_to_a_regular_file_is_replaced_not_followed(self):
+        victim = os.path.join(self.tmp, "victim.txt")
+        with open(victim, "w") as f:
+            f.write("precious\n")
+        link = os.path.join(self.tmp, "out.xml")
+        os.symlink(victim, link)
+        code, out, err = self.check_k3("--junit", link)
+        self.assertEqual(code, 0, out + err)
+        with open(victim) as f:
+            self.assertEqual(f.read(), "precious\n")
+        self.assertFalse(os.path.islink(link))
+        with open(link) as f:
+            self.assertIn("<testsuite name=\"conform.oracle.k3\"", f.read())
+        self.assertNoTemporaries(self.tmp)
+
+    def test_an_input_is_never_overwritten(self):
+        goldens = os.path.join(self.tmp, "goldens")
+        shutil.copytree(GOLDENS, goldens)
+        kl = os.path.join(goldens, "kl.h5")
+        before = digest(kl)
+        self.assertBadInput(run("check", "--against", goldens, "--only", "k3", "--report", kl), "--report", kl,
+                            "the same file as the input")
+        # The same inode under another name (a hard link to the candidate).
+        cand = os.path.join(self.tmp, "cand.h5")
+        shutil.copyfile(kl, cand)
+        alias = os.path.join(self.tmp, "alias.xml")
+        os.link(cand, alias)
+        self.assertBadInput(run("check", "--against", goldens, "--candidate", cand, "--junit", alias),
+                            alias, "the same file as the input " + cand)
+        self.assertBadInput(run("drift", goldens, GOLDENS, "--report", kl), kl, "the same file as the input")
+        self.assertEqual(digest(kl), before)
+        self.assertEqual(digest(cand), before)
+
+    def test_two_outputs_naming_one_file(self):
+        out = os.path.join(self.tmp, "both")
+        self.assertBadInput(self.check_k3("--junit", out, "--report", out), out, "another output of this run")
+
+    def test_missing_directory(self):
+        bad = os.path.join(self.tmp, "no", "such", "dir", "out.md")
+        self.assertBadInput(self.check_k3("--report", bad), bad, "does not exist")
+
+    # --- no stale result -------------------------------------------------------------
+    def test_a_run_that_exits_2_leaves_no_previous_report(self):
+        junit = os.path.join(self.tmp, "junit.xml")
+        report = os.path.join(self.tmp, "report.md")
+        code, out, err = self.check_k3("--junit", junit, "--report", report)
+        self.assertEqual(code, 0, out + err)
+        self.assertTrue(os.path.exists(junit) and os.path.exists(report))
+        # Bad input found during the run (an unknown --only name) and a usage error.
+        self.assertBadInput(self.check_k3("--junit", junit, "--report", report, "--only", "k9"), "k9")
+        self.assertFalse(os.path.exists(junit) or os.path.exists(report))
+        self.check_k3("--junit", junit)
+        self.assertBadInput(self.check_k3("--junit", junit, "--bogus"), "--bogus")
+        self.assertFalse(os.path.exists(junit))
+        drift = os.path.join(self.tmp, "drift.md")
+        code, out, err = run("drift", GOLDENS, GOLDENS, "--report", drift)
+        self.assertEqual(code, 0, out + err)
+        self.assertBadInput(run("drift", GOLDENS, os.path.join(self.tmp, "nowhere"), "--report", drift), "nowhere")
+        self.assertFalse(os.path.exists(drift))
+        self.assertNoTemporaries(self.tmp)
+
+    # --- stdout ---------------------------------------------------------------------
+    @unittest.skipUnless(os.path.exists("/dev/full"), "needs /dev/full")
+    def test_a_table_that_cannot_be_written_is_exit_2(self):
+        junit = os.path.join(self.tmp, "junit.xml")
+        with open("/dev/full", "w") as full:
+            for args in (["check", "--against", GOLDENS, "--only", "k3", "--junit", junit], ["spec", "--json"],
+                         ["list", "--against", GOLDENS], ["drift", GOLDENS, GOLDENS]):
+                self.assertBadInput(run(*args, stdout=full), "cannot write the results to standard output")
+        self.assertFalse(os.path.exists(junit))  # no report for a table nobody saw
+
+
+if __name__ == "__main__":
+    unittest.main()
