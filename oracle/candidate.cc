@@ -204,8 +204,13 @@ CaseReport CheckCandidate(const FunctionSpec& spec, const Case& golden, const Ca
   std::string what;
   for (auto& f : r.fields) {
     auto it = other.find(f.field);
-    if (it == other.end() || f.note.find(" returned ") != std::string::npos) continue;  // already said
+    if (it == other.end()) continue;
     what = std::string("candidate returned ") + DTypeName(it->second) + " for a " + DTypeName(golden.dtype) + " case";
+    // The comparison already said it of any implementation; here it is the candidate's.
+    const std::string generic = std::string("the implementation returned ") + DTypeName(it->second) + " for a " +
+                                DTypeName(golden.dtype) + " case";
+    if (f.note.rfind(generic, 0) == 0) f.note = f.note.substr(generic.size());
+    if (f.note.rfind("; ", 0) == 0) f.note = f.note.substr(2);
     f.note = f.note.empty() ? what : what + "; " + f.note;
     f.outcome = Outcome::kFailed;
     ++retyped;
