@@ -10,6 +10,7 @@
 
 #include "oracle/advantage.h"
 #include "oracle/groups.h"
+#include "oracle/spec_util.h"
 #include "properties/testing.h"
 
 namespace verlconf {
@@ -184,8 +185,14 @@ RC_GTEST_PROP(Grpo, VectorizedAgreesWithLoopToFloat32, ()) {
   Case v = c;
   v.function = "grpo_vectorized";
   const Array x = RunOracle(c).outputs.at("advantages"), y = RunOracle(v).outputs.at("advantages");
+  // grpo_vectorized's group statistics are float32: their error grows with the case's
+  // condition number (a group whose scores hardly spread divides by a tiny std), the
+  // same scaling the judge applies to float32 goldens.
+  const double tol = std::max(1e-4, 256.0 * kEps32 * oracle::GrpoFloat32Condition(c));
   std::string why;
-  RC_ASSERT(testing::AllClose(y, x, 1e-4, 1e-4, &why));
+  if (!testing::AllClose(y, x, tol, tol, &why))
+    RC_FAIL(why + " (tolerance " + std::to_string(tol) + ", condition " +
+            std::to_string(oracle::GrpoFloat32Condition(c)) + ")");
 }
 
 }  // namespace
