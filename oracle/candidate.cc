@@ -100,39 +100,14 @@ void CheckSchema(const FunctionSpec& spec, const Case& golden, const Case& cand)
 
 bool HasResult(const Case& c) { return !c.outputs.empty() || !c.grads.empty() || !c.metrics.empty(); }
 
-// Fields stored in another floating dtype than the case's: the candidate computed in
-// that precision, which is a result of its own, not a file to refuse. Metrics are
-// float64 in every golden (Python floats), so only float32 metrics of float64 cases
-// count.
-std::map<std::string, DType> OtherDTypeFields(const Case& golden, const Case& cand) {
-  std::map<std::string, DType> out;
-  for (const auto& [n, a] : cand.outputs)
-    if (a.dtype != golden.dtype && golden.outputs.count(n)) out["outputs/" + n] = a.dtype;
-  for (const auto& [n, a] : cand.grads)
-    if (a.dtype != golden.dtype && golden.grads.count(n)) out["grads/" + n] = a.dtype;
+// Metrics stored as float32 in a float64 case: the candidate computed in that precision,
+// which is a result of its own, not a file to refuse. (Every golden metric is float64:
+// Python floats.)
+std::set<std::string> Float32Metrics(const Case& golden, const Case& cand) {
+  std::set<std::string> out;
   for (const auto& [n, d] : cand.metric_dtypes)
-    if (d == DType::kFloat32 && golden.dtype == DType::kFloat64 && golden.metrics.count(n)) out["metrics/" + n] = d;
+    if (d == DType::kFloat32 && golden.dtype == DType::kFloat64 && golden.metrics.count(n)) out.insert("metrics/" + n);
   return out;
-}
-
-// Drops from `golden` the fields `have` lacks, naming them in `missing`.
-template <class Map>
-void KeepProvided(const char* group, Map& golden, const Map& have, std::vector<std::string>& missing) {
-  for (auto it = golden.begin(); it != golden.end();) {
-    if (have.count(it->first)) {
-      ++it;
-    } else {
-      missing.push_back(std::string(group) + "/" + it->first);
-      it = golden.erase(it);
-    }
-  }
-}
-
-std::string JoinFirst(const std::vector<std::string>& v, size_t most) {
-  std::string s;
-  for (size_t i = 0; i < v.size() && i < most; ++i) s += (i ? ", " : "") + v[i];
-  if (v.size() > most) s += ", ... (" + std::to_string(v.size() - most) + " more)";
-  return s;
 }
 
 }  // namespace
@@ -142,6 +117,7 @@ std::vector<std::string> FieldNames(const Case& c) {
   for (const auto& [n, a] : c.outputs) out.push_back("outputs/" + n);
   for (const auto& [n, a] : c.grads) out.push_back("grads/" + n);
   for (const auto& [n, v] : c.metrics) out.push_back("metrics/" + n);
+  for (const auto& [n, a] : c.vjps) out.push_back("vjps/" + n);
   return out;
 }
 
@@ -184,54 +160,21 @@ CaseReport CheckCandidate(const FunctionSpec& spec, const Case& golden, const Ca
     return at_candidate(CompareResult(spec, golden, nullptr, cand.expect_error));
   }
   if (!HasResult(cand)) return at_candidate(NotProvided(golden, "the candidate file has no outputs for this case"));
+  // Judged on the fields provided: the comparison reports each missing one UNSUPPORTED
+  // and the case partial, and fails a float array of the other dtype itself.
   const Result got = Result::Of(cand);
-  if (golden.expect_error) return at_candidate(CompareResult(spec, golden, &got, std::nullopt));
-
-  // Judge on the fields provided: the golden restricted to them, so that every rule of
-  // the comparison (mistrust, boundaries) applies to what was computed.
-  Case judged = golden;
-  std::vector<std::string> missing;
-  KeepProvided("outputs", judged.outputs, cand.outputs, missing);
-  KeepProvided("grads", judged.grads, cand.grads, missing);
-  KeepProvided("metrics", judged.metrics, cand.metrics, missing);
-  if (!HasResult(judged))
-    return at_candidate(NotProvided(golden, "the candidate provides none of the golden's fields for this case"));
-
-  CaseReport r = CompareResult(spec, judged, &got, std::nullopt);
-
-  const auto other = OtherDTypeFields(golden, cand);
-  int retyped = 0;
-  std::string what;
+  CaseReport r = CompareResult(spec, golden, &got, std::nullopt);
+  // Metrics travel as doubles in a Result, so their stored dtype is judged here.
+  const auto retyped = Float32Metrics(golden, cand);
   for (auto& f : r.fields) {
-    auto it = other.find(f.field);
-    if (it == other.end()) continue;
-    what = std::string("candidate returned ") + DTypeName(it->second) + " for a " + DTypeName(golden.dtype) + " case";
-    // The comparison already said it of any implementation; here it is the candidate's.
-    const std::string generic = std::string("the implementation returned ") + DTypeName(it->second) + " for a " +
-                                DTypeName(golden.dtype) + " case";
-    if (f.note.rfind(generic, 0) == 0) f.note = f.note.substr(generic.size());
-    if (f.note.rfind("; ", 0) == 0) f.note = f.note.substr(2);
+    if (!retyped.count(f.field)) continue;
+    const std::string what = std::string("candidate returned float32 for a ") + DTypeName(golden.dtype) + " case";
     f.note = f.note.empty() ? what : what + "; " + f.note;
-    f.outcome = Outcome::kFailed;
-    ++retyped;
-  }
-  if (retyped) {
-    const std::string d = what + " (" + std::to_string(retyped) + " field(s))";
-    r.detail = r.outcome == Outcome::kFailed ? r.detail + "; " + d : d;
-    r.outcome = Outcome::kFailed;
-  }
-  if (!missing.empty()) {
-    for (const auto& m : missing) {
-      FieldReport fr;
-      fr.field = m;
-      fr.outcome = Outcome::kUnsupported;
-      fr.note = "not provided by the candidate";
-      r.fields.push_back(std::move(fr));
+    if (f.outcome != Outcome::kFailed) {
+      f.outcome = Outcome::kFailed;
+      r.outcome = Outcome::kFailed;
+      r.detail = what + (r.detail.empty() ? "" : "; " + r.detail);
     }
-    r.partial = true;
-    const std::string p = "partial: judged on " + std::to_string(r.fields.size() - missing.size()) + " of " +
-                          std::to_string(r.fields.size()) + " fields; not provided: " + JoinFirst(missing, 4);
-    r.detail = r.detail.empty() ? p : r.detail + "; " + p;
   }
   return at_candidate(std::move(r));
 }

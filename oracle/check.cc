@@ -50,10 +50,11 @@ void Fold(CaseReport& r) {
   std::string partial;
   if (!missing.empty() && missing.size() < r.fields.size()) {
     r.partial = true;
-    partial = "partial: " + std::to_string(missing.size()) + " of " + std::to_string(r.fields.size()) +
-              " field(s) not provided (";
-    for (size_t k = 0; k < missing.size(); ++k) partial += (k ? ", " : "") + missing[k];
-    partial += ")";
+    partial = "partial: judged on " + std::to_string(r.fields.size() - missing.size()) + " of " +
+              std::to_string(r.fields.size()) + " fields; not provided: ";
+    constexpr size_t kNamed = 4;
+    for (size_t k = 0; k < missing.size() && k < kNamed; ++k) partial += (k ? ", " : "") + missing[k];
+    if (missing.size() > kNamed) partial += ", ... (" + std::to_string(missing.size() - kNamed) + " more)";
   }
   if (failed) {
     r.outcome = Outcome::kFailed;
@@ -302,24 +303,25 @@ ReferenceDecisions ReferenceView(const FunctionSpec& spec, const Case& golden) {
   }
   // A boundary position is observable when some element-wise field takes values on the
   // two decisions that a correct implementation could not confuse.
-  for (int64_t k = 0; k < b.size(); ++k) {
-    if (b[k] == 0.0) continue;
-    bool seen = false;
-    for (const bool grads : {false, true}) {
-      for (const auto& [name, v] : grads ? ref.result.grads : ref.result.outputs) {
-        if (v.shape != b.shape) continue;
-        const Tolerance t = ToleranceFor(spec, std::string(grads ? "grads/" : "outputs/") + name, golden);
-        for (const Result& br : ref.branches) {
-          const auto& m = grads ? br.grads : br.outputs;
-          auto it = m.find(name);
-          if (it == m.end()) continue;
+  std::set<int64_t> seen;
+  for (const bool grads : {false, true}) {
+    for (const auto& [name, v] : grads ? ref.result.grads : ref.result.outputs) {
+      if (v.shape != b.shape) continue;
+      const Tolerance t = ToleranceFor(spec, std::string(grads ? "grads/" : "outputs/") + name, golden);
+      for (const Result& br : ref.branches) {
+        const auto& m = grads ? br.grads : br.outputs;
+        auto it = m.find(name);
+        if (it == m.end()) continue;
+        for (int64_t k = 0; k < b.size(); ++k) {
           const double w = v[k], o = it->second[k];
-          if (std::isfinite(w) && std::isfinite(o) && std::fabs(o - w) > t.atol + t.rtol * std::fabs(w)) seen = true;
+          if (b[k] != 0.0 && std::isfinite(w) && std::isfinite(o) && std::fabs(o - w) > t.atol + t.rtol * std::fabs(w))
+            seen.insert(k);
         }
       }
     }
-    if (!seen) ref.unobservable.insert(k);
   }
+  for (int64_t k = 0; k < b.size(); ++k)
+    if (b[k] != 0.0 && !seen.count(k)) ref.unobservable.insert(k);
   return ref;
 }
 
@@ -406,7 +408,7 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
           w.dtype != DType::kInt64 && f.outcome != Outcome::kUnsupported) {
         // Precision is semantics: a float32 answer to a float64 case is reported as such.
         f.outcome = Outcome::kFailed;
-        f.note = std::string("the implementation returned ") + DTypeName(it->second.dtype) + " for a " +
+        f.note = std::string("candidate returned ") + DTypeName(it->second.dtype) + " for a " +
                  DTypeName(w.dtype) + " case" + (f.note.empty() ? "" : "; " + f.note);
       }
       if (ref.boundary.shape == w.shape)
