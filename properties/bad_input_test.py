@@ -4,24 +4,14 @@ with one line on stderr naming the file, the case and the field; never a crash (
 3 or a signal), never a silent pass (exit 0)."""
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import unittest
 
 import h5py
 import numpy as np
 
-CONFORM = os.path.abspath(sys.argv.pop(1))
-RUNFILES = os.environ.get("TEST_SRCDIR", os.getcwd())
-GOLDENS = os.path.join(RUNFILES, "verlconf", "fixtures", "verl-0.9.1")
-if not os.path.isdir(GOLDENS):
-    GOLDENS = os.path.join(os.getcwd(), "fixtures", "verl-0.9.1")
+from cli_support import GOLDENS, assert_bad_input, run  # noqa: E402
 
-
-def run(*args):
-    p = subprocess.run([CONFORM, *args], capture_output=True, text=True, timeout=600)
-    return p.returncode, p.stdout, p.stderr
 
 
 def first_case(f, function, want_error=False):
@@ -48,13 +38,7 @@ class BadInputMatrix(unittest.TestCase):
         return path, case
 
     def assertBadInput(self, args, *needles):
-        code, out, err = run(*args)
-        self.assertEqual(code, 2, "expected exit 2\n" + out + err)
-        lines = [l for l in err.splitlines() if l.strip()]
-        self.assertEqual(len(lines), 1, err)
-        for n in needles:
-            self.assertIn(n, lines[0])
-        return lines[0]
+        return assert_bad_input(self, run(*args), *needles)
 
     def check_dir(self, *needles):
         return self.assertBadInput(["check", "--against", self.dir], *needles)

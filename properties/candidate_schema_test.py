@@ -3,33 +3,16 @@ they computed: each class of docs/bad-input.md's candidate rows, with files edit
 here, asserting the exit code and the one line (or the table and outcome) conform
 gives."""
 import os
-import re
 import shutil
-import subprocess
-import sys
 import tempfile
 import unittest
 
 import h5py
 import numpy as np
 
-CONFORM = os.path.abspath(sys.argv.pop(1))
-RUNFILES = os.environ.get("TEST_SRCDIR", os.getcwd())
-GOLDENS = os.path.join(RUNFILES, "verlconf", "fixtures", "verl-0.9.1")
-if not os.path.isdir(GOLDENS):
-    GOLDENS = os.path.join(os.getcwd(), "fixtures", "verl-0.9.1")
+from cli_support import GOLDENS, assert_bad_input, row, run  # noqa: E402
 
 
-def run(*args):
-    p = subprocess.run([CONFORM, *args], capture_output=True, text=True, timeout=600)
-    return p.returncode, p.stdout, p.stderr
-
-
-def row(out, function):
-    for line in out.splitlines():
-        if line.split()[:1] == [function]:
-            return line.split()
-    raise AssertionError("no row for %s in\n%s" % (function, out))
 
 
 def cases_of(path, function, want_error=False):
@@ -54,13 +37,7 @@ class CandidateSchema(unittest.TestCase):
         return run("check", "--against", GOLDENS, "--candidate", cand, *extra)
 
     def assertBadInput(self, result, *needles):
-        code, out, err = result
-        self.assertEqual(code, 2, "expected exit 2\n" + out + err)
-        lines = [l for l in err.splitlines() if l.strip()]
-        self.assertEqual(len(lines), 1, err)
-        for n in needles:
-            self.assertIn(n, lines[0])
-        return lines[0]
+        return assert_bad_input(self, result, *needles)
 
     def edit_case(self, path, function, edit, want_error=False, index=0):
         case = cases_of(path, function, want_error)[index]
@@ -204,7 +181,9 @@ class CandidateSchema(unittest.TestCase):
         case = self.edit_case(path, "k2", lambda g: g.attrs.__setitem__("declined", "no"))
         self.assertBadInput(self.check(path, "--only", "k2"), "k2/" + case, "'declined'")
 
-    def test_a_golden_never_declines(self):
+    def test_a_golden_declined_at_capture(self):
+        # A drift capture whose verl lacks the function declines its cases: UNSUPPORTED
+        # with the capture's reason, never passed; declined beside a result is bad input.
         d = os.path.join(self.tmp, "goldens")
         shutil.copytree(GOLDENS, d)
         path = os.path.join(d, "kl.h5")
@@ -212,6 +191,21 @@ class CandidateSchema(unittest.TestCase):
         case = self.edit_case(path, "k2", lambda g: g.attrs.__setitem__("declined", "x"))
         self.assertBadInput(run("check", "--against", d, "--candidate", self.cand("kl"), "--only", "k2"),
                             "k2/" + case, "'declined'", "golden")
+
+        def decline(g):
+            for sub in ("outputs", "grads", "projections", "vjps"):
+                if sub in g:
+                    del g[sub]
+            g.attrs["declined"] = "this verl lacks k2"
+        shutil.rmtree(d)
+        shutil.copytree(GOLDENS, d)
+        os.chmod(path, 0o644)
+        case = self.edit_case(path, "k2", decline)
+        code, out, err = run("check", "--against", d, "--only", "k2/" + case, "--verbose")
+        self.assertEqual(code, 0, out + err)
+        self.assertIn("UNSUPPORTED k2/" + case, out)
+        self.assertIn("declined at capture: this verl lacks k2", out)
+        self.assertIn("1 cases: 0 passed, 0 failed, 0 mistrusted, 1 unsupported", out)
 
     def test_partial_case_is_judged_on_the_fields_present(self):
         path = self.cand("policy_loss")

@@ -8,24 +8,14 @@ clear line; `list --json` reports verl 0.9.1 from the files' provenance.
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import unittest
 
 import h5py
 import numpy as np
 
-CONFORM = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else "tools/conform"
-RUNFILES = os.environ.get("TEST_SRCDIR", os.getcwd())
-GOLDENS = os.path.join(RUNFILES, "verlconf", "fixtures", "verl-0.9.1")
-if not os.path.isdir(GOLDENS):
-    GOLDENS = os.path.join(os.getcwd(), "fixtures", "verl-0.9.1")
+from cli_support import GOLDENS, assert_bad_input, run  # noqa: E402
 
-
-def run(*args):
-    p = subprocess.run([CONFORM, *args], capture_output=True, text=True, timeout=600)
-    return p.returncode, p.stdout, p.stderr
 
 
 class ConformCli(unittest.TestCase):
@@ -101,12 +91,7 @@ class ConformCli(unittest.TestCase):
         self.assertEqual(code, 0, out + err)
 
     def assertBadInput(self, args, *needles):
-        code, out, err = run(*args)
-        self.assertEqual(code, 2, out + err)
-        lines = [l for l in err.splitlines() if l.strip()]
-        self.assertEqual(len(lines), 1, err)
-        for n in needles:
-            self.assertIn(n, lines[0])
+        return assert_bad_input(self, run(*args), *needles)
 
     def test_truncated_file_is_bad_input(self):
         path = self.copy("kl.h5")

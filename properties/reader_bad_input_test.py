@@ -9,18 +9,13 @@ import fcntl
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import unittest
 
 import h5py
 import numpy as np
 
-CONFORM = os.path.abspath(sys.argv.pop(1))
-RUNFILES = os.environ.get("TEST_SRCDIR", os.getcwd())
-GOLDENS = os.path.join(RUNFILES, "verlconf", "fixtures", "verl-0.9.1")
-if not os.path.isdir(GOLDENS):
-    GOLDENS = os.path.join(os.getcwd(), "fixtures", "verl-0.9.1")
+from cli_support import GOLDENS, assert_bad_input, run  # noqa: E402
 
 
 def first_case(f, function):
@@ -53,18 +48,13 @@ class ReaderBadInput(unittest.TestCase):
 
     def assertBadInput(self, args, *needles, timeout=120):
         try:
-            p = subprocess.run([CONFORM, *args], capture_output=True, text=True, timeout=timeout,
-                               errors="backslashreplace")
+            result = run(*args, timeout=timeout)
         except subprocess.TimeoutExpired:
             self.fail("conform %s did not finish within %d s" % (" ".join(args), timeout))
-        self.assertEqual(p.returncode, 2, "expected exit 2\n" + p.stdout + p.stderr)
-        lines = [l for l in p.stderr.splitlines() if l.strip()]
-        self.assertEqual(len(lines), 1, p.stderr)
-        self.assertTrue(lines[0].startswith("conform: error: "), lines[0])
-        self.assertTrue(lines[0].isprintable(), repr(lines[0]))
-        for n in needles:
-            self.assertIn(n, lines[0])
-        return lines[0]
+        line = assert_bad_input(self, result, *needles)
+        self.assertTrue(line.startswith("conform: error: "), line)
+        self.assertTrue(line.isprintable(), repr(line))
+        return line
 
     def check(self, *needles, **kw):
         return self.assertBadInput(["check", "--against", self.dir], *needles, **kw)

@@ -6,21 +6,11 @@ import hashlib
 import os
 import shutil
 import stat
-import subprocess
-import sys
 import tempfile
 import unittest
 
-CONFORM = os.path.abspath(sys.argv.pop(1))
-RUNFILES = os.environ.get("TEST_SRCDIR", os.getcwd())
-GOLDENS = os.path.join(RUNFILES, "verlconf", "fixtures", "verl-0.9.1")
-if not os.path.isdir(GOLDENS):
-    GOLDENS = os.path.join(os.getcwd(), "fixtures", "verl-0.9.1")
+from cli_support import GOLDENS, assert_bad_input, run  # noqa: E402
 
-
-def run(*args, stdout=subprocess.PIPE, timeout=300):
-    p = subprocess.run([CONFORM, *args], stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=timeout)
-    return p.returncode, p.stdout or "", p.stderr
 
 
 def digest(path):
@@ -39,13 +29,7 @@ class ReportFiles(unittest.TestCase):
         return run("check", "--against", GOLDENS, "--only", "k3", *extra)
 
     def assertBadInput(self, result, *needles):
-        code, out, err = result
-        self.assertEqual(code, 2, "expected exit 2\n" + out + err)
-        lines = [l for l in err.splitlines() if l.strip()]
-        self.assertEqual(len(lines), 1, err)
-        for n in needles:
-            self.assertIn(n, lines[0])
-        return lines[0]
+        return assert_bad_input(self, result, *needles)
 
     def assertNoTemporaries(self, directory):
         left = [n for n in os.listdir(directory) if "conform-tmp" in n or ".tmp." in n]
