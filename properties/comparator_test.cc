@@ -5,9 +5,9 @@
 #include <cmath>
 #include <limits>
 
-#include "oracle/check.h"
-#include "oracle/compare.h"
-#include "oracle/registry.h"
+#include "oracle/core/check.h"
+#include "oracle/core/compare.h"
+#include "oracle/core/registry.h"
 
 namespace verlconf {
 namespace {

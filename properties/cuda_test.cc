@@ -4,8 +4,8 @@
 
 #include <cstring>
 
-#include "cuda_impl/entries.h"
-#include "oracle/check.h"
+#include "cuda_impl/core/entries.h"
+#include "oracle/core/check.h"
 #include "properties/testing.h"
 
 namespace verlconf {

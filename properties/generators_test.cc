@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
-#include "oracle/errors.h"
-#include "oracle/validate.h"
+#include "oracle/core/errors.h"
+#include "oracle/core/validate.h"
 #include "properties/testing.h"
 
 namespace verlconf {

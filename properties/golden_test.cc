@@ -8,9 +8,9 @@
 #include <map>
 #include <set>
 
-#include "oracle/check.h"
-#include "oracle/policy_loss_cov.h"
-#include "oracle/registry.h"
+#include "oracle/core/check.h"
+#include "oracle/policy_loss/cov.h"
+#include "oracle/core/registry.h"
 #include "tools/golden_set.h"
 #include "tools/paths.h"
 

@@ -20,7 +20,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "oracle/errors.h"
+#include "oracle/core/errors.h"
 #include "properties/testing.h"
 
 namespace verlconf {

@@ -13,7 +13,7 @@
 #include "fixtures/h5io.h"
 #include "fixtures/h5limits.h"
 #include "fixtures/h5names.h"
-#include "oracle/errors.h"
+#include "oracle/core/errors.h"
 
 namespace verlconf::fixtures {
 namespace {

@@ -8,9 +8,9 @@
 #include <limits>
 #include <stdexcept>
 
-#include "oracle/check.h"
-#include "oracle/errors.h"
-#include "oracle/registry.h"
+#include "oracle/core/check.h"
+#include "oracle/core/errors.h"
+#include "oracle/core/registry.h"
 
 namespace verlconf {
 namespace {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "oracle/errors.h"
+#include "oracle/core/errors.h"
 
 namespace verlconf::tools {
 namespace {

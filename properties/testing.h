@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "oracle/case.h"
-#include "oracle/registry.h"
+#include "oracle/core/case.h"
+#include "oracle/core/registry.h"
 
 namespace verlconf::testing {
 

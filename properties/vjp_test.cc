@@ -17,7 +17,7 @@
 #include <map>
 #include <string>
 
-#include "oracle/errors.h"
+#include "oracle/core/errors.h"
 #include "properties/testing.h"
 
 namespace verlconf {

@@ -4,11 +4,11 @@
 #include <ostream>
 #include <set>
 
-#include "cuda_impl/entries.h"
-#include "oracle/candidate.h"
-#include "oracle/check.h"
-#include "oracle/errors.h"
-#include "oracle/validate.h"
+#include "cuda_impl/core/entries.h"
+#include "oracle/core/candidate.h"
+#include "oracle/core/check.h"
+#include "oracle/core/errors.h"
+#include "oracle/core/validate.h"
 #include "tools/check_report.h"
 #include "tools/commands.h"
 #include "tools/golden_set.h"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "oracle/check.h"
+#include "oracle/core/check.h"
 
 namespace verlconf::tools {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "oracle/errors.h"
+#include "oracle/core/errors.h"
 #include "tools/commands.h"
 #include "tools/paths.h"
 #include "tools/report_file.h"

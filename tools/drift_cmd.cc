@@ -7,10 +7,10 @@
 #include <ostream>
 #include <sstream>
 
-#include "oracle/candidate.h"
-#include "oracle/check.h"
-#include "oracle/errors.h"
-#include "oracle/validate.h"
+#include "oracle/core/candidate.h"
+#include "oracle/core/check.h"
+#include "oracle/core/errors.h"
+#include "oracle/core/validate.h"
 #include "tools/commands.h"
 #include "tools/golden_set.h"
 #include "tools/report_file.h"

@@ -2,8 +2,8 @@
 
 #include <set>
 
-#include "oracle/errors.h"
-#include "oracle/registry.h"
+#include "oracle/core/errors.h"
+#include "oracle/core/registry.h"
 
 namespace verlconf::tools {
 namespace {

@@ -68,7 +68,7 @@ cd "$repo"
 # Bundle name -> Bazel target. Test binaries first; run.sh runs them in this order.
 tests=(
   "third_party_cuda_test://third_party/tests:cuda_test"
-  "cuda_impl_kl_kernel_test://cuda_impl:kl_kernel_test"
+  "cuda_impl_kl_kl_penalty_kernel_test://cuda_impl/kl:kl_penalty_kernel_test"
   "properties_cuda_test://properties:cuda_test"
 )
 tools=(

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "oracle/check.h"
+#include "oracle/core/check.h"
 
 namespace verlconf::tools {
 

@@ -5,9 +5,9 @@
 #include <ostream>
 #include <set>
 
-#include "oracle/json.h"
-#include "oracle/registry.h"
-#include "oracle/validate.h"
+#include "oracle/core/json.h"
+#include "oracle/core/registry.h"
+#include "oracle/core/validate.h"
 #include "tools/commands.h"
 #include "tools/golden_set.h"
 

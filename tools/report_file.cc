@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "oracle/errors.h"
+#include "oracle/core/errors.h"
 
 namespace verlconf::tools {
 namespace {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "oracle/case.h"
+#include "oracle/core/case.h"
 
 namespace verlconf::tools {
 

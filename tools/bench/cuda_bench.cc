@@ -25,9 +25,9 @@
 #include <string>
 #include <vector>
 
-#include "cuda_impl/buffer.h"
-#include "cuda_impl/entries.h"
-#include "cuda_impl/kl.h"
+#include "cuda_impl/core/buffer.h"
+#include "cuda_impl/core/entries.h"
+#include "cuda_impl/kl/kl_penalty.h"
 #include "tools/bench/bench_kernels.h"
 
 // ---------------------------------------------------------------------------------

@@ -33,11 +33,11 @@
 #include <vector>
 
 #include "fixtures/h5io.h"
-#include "oracle/candidate.h"
-#include "oracle/check.h"
-#include "oracle/errors.h"
-#include "oracle/registry.h"
-#include "oracle/validate.h"
+#include "oracle/core/candidate.h"
+#include "oracle/core/check.h"
+#include "oracle/core/errors.h"
+#include "oracle/core/registry.h"
+#include "oracle/core/validate.h"
 
 namespace {
 

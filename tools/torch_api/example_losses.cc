@@ -21,7 +21,7 @@
 #include <stdexcept>
 #include <variant>
 
-#include "oracle/errors.h"
+#include "oracle/core/errors.h"
 
 namespace verlconf::torch_api::example {
 namespace {

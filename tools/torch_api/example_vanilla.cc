@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "oracle/errors.h"
+#include "oracle/core/errors.h"
 #include "tools/golden_set.h"
 #include "tools/paths.h"
 #include "tools/torch_api/example_losses.h"

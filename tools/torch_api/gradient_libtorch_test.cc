@@ -47,8 +47,8 @@
 #include <string>
 #include <vector>
 
-#include "oracle/errors.h"
-#include "oracle/registry.h"
+#include "oracle/core/errors.h"
+#include "oracle/core/registry.h"
 #include "tools/torch_api/example_losses.h"
 #include "tools/torch_api/verlconf_torch.h"
 

@@ -7,8 +7,8 @@
 #include <set>
 #include <string>
 
-#include "oracle/errors.h"
-#include "oracle/registry.h"
+#include "oracle/core/errors.h"
+#include "oracle/core/registry.h"
 #include "tools/golden_set.h"
 #include "tools/paths.h"
 #include "tools/torch_api/example_losses.h"

@@ -9,8 +9,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "oracle/errors.h"
-#include "oracle/validate.h"
+#include "oracle/core/errors.h"
+#include "oracle/core/validate.h"
 
 namespace verlconf::torch_api {
 namespace {

@@ -36,9 +36,9 @@
 #include <string>
 #include <vector>
 
-#include "oracle/case.h"
-#include "oracle/check.h"
-#include "oracle/tensor.h"
+#include "oracle/core/case.h"
+#include "oracle/core/check.h"
+#include "oracle/core/tensor.h"
 #include "tools/golden_set.h"
 
 namespace verlconf::torch_api {

@@ -1,0 +1,191 @@
+#include "oracle/advantage/spec_common.h"
+#include "oracle/advantage/groups.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "oracle/core/generate.h"
+#include "oracle/core/spec_util.h"
+
+namespace verlconf::oracle {
+
+Result Pack(AdvantageReturns ar) {
+  Result r;
+  r.outputs["advantages"] = std::move(ar.advantages);
+  r.outputs["returns"] = std::move(ar.returns);
+  return r;
+}
+
+Case GenerateAdvantage(const GenParams& p0, unsigned want) {
+  GenParams p = p0;
+  if (want & kWhitened) p.tokens = std::max<int64_t>(p.tokens, 2);
+  if (want & kNoSingletons) p.batch = std::max<int64_t>(p.batch, 2);
+  InputGen g(p.seed);
+  Case c = NewGeneratedCase(p);
+  Array mask = g.ResponseMask(p.batch, p.tokens, p.dtype);
+  if (want & kWhitened) {
+    double total = 0;
+    for (double m : mask.data) total += m;
+    if (total < 2)
+      for (int64_t t = 0; t < p.tokens; ++t) mask.at(0, t) = 1.0;
+  }
+  Array rewards = Array::Matrix(p.batch, p.tokens, p.dtype);
+  const bool spread = g.Coin(0.33);
+  for (int64_t i = 0; i < p.batch; ++i) {
+    int64_t last = -1;
+    for (int64_t t = 0; t < p.tokens; ++t)
+      if (mask.at(i, t) != 0.0) last = t;
+    if (spread) {
+      for (int64_t t = 0; t < p.tokens; ++t)
+        if (mask.at(i, t) != 0.0 && g.Coin(0.2)) rewards.at(i, t) = g.UniformScalar(-1, 1);
+    } else if (last >= 0) {
+      rewards.at(i, last) = g.Coin(0.5) ? 1.0 : g.UniformScalar(-2, 2);
+    }
+  }
+  RoundToDType(rewards);
+  c.inputs["token_level_rewards"] = rewards;
+  c.inputs["response_mask"] = mask;
+  if (!(want & kNoIndex)) {
+    Array idx = g.GroupIndex(p.batch, g.Int(2, 6));
+    if (want & kNoSingletons) {  // fold every singleton into another group
+      std::vector<int64_t> count(static_cast<size_t>(p.batch) + 1, 0);
+      for (double v : idx.data) ++count[static_cast<size_t>(v)];
+      double host = -1;
+      for (double v : idx.data)
+        if (count[static_cast<size_t>(v)] > 1) host = v;
+      if (host < 0) host = idx[0];
+      for (double& v : idx.data)
+        if (count[static_cast<size_t>(v)] == 1) v = host;
+      // a batch of distinct singletons: pair everyone up with the first
+      count.assign(count.size(), 0);
+      for (double v : idx.data) ++count[static_cast<size_t>(v)];
+      if (count[static_cast<size_t>(host)] < 2) idx[1] = idx[0];
+    }
+    c.inputs["index"] = idx;
+  }
+  if (want & kValues) c.inputs["values"] = g.Normal(p.batch, p.tokens, 0.0, 0.5, p.dtype);
+  if (want & kBaselines) {
+    Array b({p.batch}, p.dtype);
+    for (double& v : b.data) v = g.UniformScalar(-1, 1);
+    RoundToDType(b);
+    c.inputs["reward_baselines"] = b;
+  }
+  if (want & kPolicyStats) {
+    Array lp = g.Uniform(p.batch, p.tokens, -4.0, -1e-3, p.dtype);
+    Array sq(lp.shape, p.dtype);
+    for (int64_t k = 0; k < lp.size(); ++k) {  // pi^2 <= sum pi^2 <= pi^2 + (1 - pi)^2
+      const double pi = std::exp(lp[k]);
+      sq[k] = pi * pi + (1 - pi) * (1 - pi) * g.UniformScalar(0, 1);
+    }
+    RoundToDType(sq);
+    c.inputs["old_log_probs"] = lp;
+    c.inputs["sum_pi_squared"] = sq;
+    if (g.Coin(0.5)) c.inputs["rollout_is_weights"] = g.Uniform(p.batch, p.tokens, 0.2, 2.0, p.dtype);
+    c.config.Set("handle_zero_tail", int64_t{g.Coin(0.7) ? 1 : 0});
+    c.config.Set("epsilon", 1e-8);
+  }
+  if (want & kGrpoConfig) {
+    c.config.Set("epsilon", 1e-6);
+    c.config.Set("norm_adv_by_std_in_grpo", int64_t{g.Coin(0.8) ? 1 : 0});
+  }
+  if (want & kGamma) {
+    c.config.Set("gamma", g.Coin(0.3) ? 1.0 : g.UniformScalar(0.9, 1.0));
+    if (want & kValues) c.config.Set("lam", g.Coin(0.3) ? 1.0 : g.UniformScalar(0.8, 1.0));
+  }
+  if (want & kFNorm) {
+    c.config.Set("f_norm", g.Coin(0.5) ? 1.0 : g.UniformScalar(0.5, 4.0));
+    c.config.Set("alpha", g.UniformScalar(0.5, 4.0));
+  }
+  if ((want & kComponents) && g.Coin(0.7)) {
+    const int64_t k = g.Int(1, 3);
+    Array comps = Array::Matrix(p.batch, k, p.dtype);
+    // Multiples of 1/4 in [-2, 2]: float32 sums them exactly, as verl's float32 GRPO
+    // step assumes for 1e-10 agreement in float64.
+    for (double& v : comps.data) v = static_cast<double>(g.Int(-8, 8)) / 4.0;
+    c.inputs["reward_components"] = comps;
+    if (g.Coin(0.5)) {
+      Array w({k}, p.dtype);
+      for (double& v : w.data) v = g.UniformScalar(0.1, 2.0);
+      RoundToDType(w);
+      c.inputs["reward_weights"] = w;
+    }
+  }
+  return c;
+}
+
+double GrpoFloat32Condition(const Case& c) {
+  const Array& r = c.Input("token_level_rewards");
+  const std::vector<double> s = RowSums(r);
+  const Groups groups = GroupBy(c.Input("index"));
+  const bool normalize = c.config.Bool("norm_adv_by_std_in_grpo", true);
+  const double eps = c.config.Double("epsilon", 1e-6);
+  double cond = 1.0;
+  for (const auto& members : groups.members) {
+    double mean = 0, sq = 0, l1max = 0;
+    for (int64_t i : members) mean += s[static_cast<size_t>(i)] / static_cast<double>(members.size());
+    for (int64_t i : members) {
+      sq += (s[static_cast<size_t>(i)] - mean) * (s[static_cast<size_t>(i)] - mean);
+      double l1 = 0;
+      for (int64_t t = 0; t < r.cols(); ++t) l1 += std::fabs(r.at(i, t));
+      l1max = std::max(l1max, l1);
+    }
+    const double sd = members.size() > 1 ? std::sqrt(sq / static_cast<double>(members.size() - 1)) : 1.0;
+    const double scale = l1max + std::fabs(mean);
+    cond = std::max(cond, normalize ? scale / (sd + eps) : scale);
+  }
+  return cond;
+}
+
+namespace {
+
+double MaxRowL1(const Array& r) {
+  double m = 0.0;
+  for (int64_t i = 0; i < r.rows(); ++i) {
+    double l1 = 0.0;
+    for (int64_t t = 0; t < r.cols(); ++t) l1 += std::fabs(r.at(i, t));
+    m = std::max(m, l1);
+  }
+  return m;
+}
+
+}  // namespace
+
+double ScoreScaleCondition(const Case& c) {
+  double scale = MaxRowL1(c.Input("token_level_rewards"));
+  if (const Array* b = c.OptionalInput("reward_baselines"))
+    for (double v : b->data) scale = std::max(scale, std::fabs(v));
+  if (c.function == "gpg") {
+    int64_t nonzero = 0;
+    for (double s : RowSums(c.Input("token_level_rewards"))) nonzero += s != 0.0;
+    const double alpha = static_cast<double>(c.Input("token_level_rewards").rows()) /
+                         static_cast<double>(std::max<int64_t>(nonzero, 1));
+    scale *= alpha / std::fabs(c.config.Double("f_norm", 1.0));
+  }
+  return std::max(1.0, scale);
+}
+
+double WhitenedScoreCondition(const Case& c) {
+  const Array& r = c.Input("token_level_rewards");
+  const Array& mask = c.Input("response_mask");
+  const std::vector<double> s = RowSums(r);
+  const Groups groups = GroupBy(c.Input("index"));
+  std::vector<double> centered(s.size());
+  for (const auto& members : groups.members) {
+    const double mean = members.size() > 1 ? GroupMean(s, members) : 0.0;
+    for (int64_t i : members) centered[static_cast<size_t>(i)] = s[static_cast<size_t>(i)] - mean;
+  }
+  double n = 0, sum = 0, sq = 0;
+  for (int64_t i = 0; i < mask.rows(); ++i)
+    for (int64_t t = 0; t < mask.cols(); ++t)
+      if (mask.at(i, t) != 0.0) n += 1, sum += centered[static_cast<size_t>(i)];
+  const double mean = n > 0 ? sum / n : 0.0;
+  for (int64_t i = 0; i < mask.rows(); ++i) {
+    const double d = centered[static_cast<size_t>(i)] - mean;
+    for (int64_t t = 0; t < mask.cols(); ++t)
+      if (mask.at(i, t) != 0.0) sq += d * d;
+  }
+  const double sd = std::sqrt((n > 1 ? sq / (n - 1) : 0.0) + 1e-8);  // masked_whiten's rsqrt(var + 1e-8)
+  return std::max(1.0, MaxRowL1(r) / sd);
+}
+
+}  // namespace verlconf::oracle

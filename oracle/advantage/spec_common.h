@@ -1,0 +1,58 @@
+// Shared by the advantage estimators' registry entries (oracle/advantage/spec_*.cc): the
+// random rollout batches their generators make, the input specs every estimator shares,
+// packing an estimator's (advantages, returns) into a Result, and their float32
+// condition numbers.
+#pragma once
+
+#include <vector>
+
+#include "oracle/advantage/returns.h"
+#include "oracle/core/function_spec.h"
+
+namespace verlconf::oracle {
+
+inline const InputSpec kRewards{"token_level_rewards", Role::kTokens, false, false,
+                                "data.batch['token_level_rewards']"};
+inline const InputSpec kMask{"response_mask", Role::kTokens, true, false, "data.batch['response_mask']"};
+inline const InputSpec kIndex{"index", Role::kGroupIndex, false, false, "data.non_tensor_batch['uid']"};
+
+Result Pack(AdvantageReturns ar);
+inline Result Same(const Array& a) { return Pack({a, a}); }
+
+// What the generators share: a rollout batch with outcome rewards (at the last valid
+// token, or spread over several), groups with singletons and interleaving, and the
+// per-estimator extras.
+enum Want : unsigned {
+  kOutcome = 0,             // rewards, mask, group index
+  kNoIndex = 1u << 0,       // the estimator takes no group index
+  kValues = 1u << 1,        // critic values (gae)
+  kBaselines = 1u << 2,     // greedy-rollout rewards (remax)
+  kPolicyStats = 1u << 3,   // old log-probs, sum pi^2, optional IS weights (OTB)
+  kComponents = 1u << 4,    // GDPO reward components and weights (sometimes)
+  kWhitened = 1u << 5,      // verl's masked_whiten needs a mask sum >= 2
+  kNoSingletons = 1u << 6,  // grpo_passk raises on groups of one
+  kGrpoConfig = 1u << 7,    // epsilon and norm_adv_by_std_in_grpo
+  kGamma = 1u << 8,         // a discount (and GAE's lambda)
+  kFNorm = 1u << 9,         // gpg's f_norm (and its ignored alpha)
+};
+
+Case GenerateAdvantage(const GenParams& p, unsigned want);
+
+// compute_advantage_for_multi_trajectories (oracle/advantage/spec_multi_trajectory.cc).
+void AddMultiTrajectorySpec(std::vector<FunctionSpec>& out);
+
+// float32 condition numbers of the advantage estimators (FunctionSpec::float32_condition).
+// verl's float32 result is only as good as float32 arithmetic on the case's scores
+// allows; the float32 tolerance is scaled by these, never the float64 one.
+//
+// GRPO: row sums lose eps32 * sum_t |r_t|, the group mean eps32 * |mean|, and the
+// division by (std + eps) amplifies both.
+double GrpoFloat32Condition(const Case& c);
+// Un-normalised baselines (rloo, opo, gpg, remax): the error is eps32 times the size of
+// the scores that cancel, max_i sum_t |r_{i,t}| (times gpg's alpha / f_norm).
+double ScoreScaleCondition(const Case& c);
+// Baselines followed by batch whitening (reinforce_plus_plus_baseline): the same error,
+// divided by the whitening's std.
+double WhitenedScoreCondition(const Case& c);
+
+}  // namespace verlconf::oracle

@@ -1,0 +1,257 @@
+// Registry entries for the estimators of verl's ADV_ESTIMATOR_REGISTRY beyond GRPO
+// (family "advantage"). Each lists the inputs verl's compute_advantage dispatcher can
+// hand it; config keys are the function's own parameters, with the defaults verl
+// applies when the dispatcher does not pass them.
+#include <algorithm>
+#include <cmath>
+
+#include "oracle/advantage/baselines.h"
+#include "oracle/advantage/grpo_variants.h"
+#include "oracle/advantage/optimal_token_baseline.h"
+#include "oracle/advantage/returns.h"
+#include "oracle/advantage/spec.h"
+#include "oracle/advantage/spec_common.h"
+#include "oracle/core/spec_util.h"
+
+namespace verlconf {
+namespace {
+
+using oracle::GenerateAdvantage;
+using oracle::kIndex;
+using oracle::kMask;
+using oracle::kRewards;
+using oracle::Pack;
+using oracle::Same;
+// The generator's flags (spec_advantage_generate.h).
+using oracle::kBaselines;
+using oracle::kComponents;
+using oracle::kFNorm;
+using oracle::kGamma;
+using oracle::kGrpoConfig;
+using oracle::kNoIndex;
+using oracle::kNoSingletons;
+using oracle::kOutcome;
+using oracle::kPolicyStats;
+using oracle::kValues;
+using oracle::kWhitened;
+
+FunctionSpec Base(const std::string& name, const std::string& symbol, std::vector<InputSpec> inputs, unsigned want,
+                  RunFn run, const std::string& notes) {
+  FunctionSpec s;
+  s.name = name;
+  s.family = "advantage";
+  s.verl_symbol = "verl.trainer.ppo.core_algos." + symbol;
+  s.inputs = std::move(inputs);
+  s.outputs = {{"advantages"}, {"returns"}};
+  s.oracle = std::move(run);
+  s.generate = [want](const GenParams& p) { return GenerateAdvantage(p, want); };
+  s.notes = notes;
+  // float32: the baselines cancel scores of the size of the rewards (see spec_util.h).
+  s.float32_condition = oracle::ScoreScaleCondition;
+  return s;
+}
+
+const ConfigKey kGammaKey{"gamma", "float", 1.0,
+                          "discount; the dispatcher passes algorithm.gamma (AlgoConfig default 1.0)"};
+
+oracle::OtbConfig ReadOtb(const Case& c) {
+  oracle::OtbConfig o;
+  o.handle_zero_tail = c.config.Bool("handle_zero_tail", true);
+  o.epsilon = c.config.Double("epsilon", 1e-8);
+  return o;
+}
+
+std::vector<InputSpec> OtbInputs() {
+  return {
+      kRewards,
+      kMask,
+      kIndex,
+      {"old_log_probs", Role::kTokens, false, false, "data.batch['old_log_probs']"},
+      {"sum_pi_squared", Role::kTokens, false, false, "data.batch['sum_pi_squared'] (actor.calculate_sum_pi_squared)"},
+      {"rollout_is_weights", Role::kTokens, false, true, "data.batch.get('rollout_is_weights'); None when absent"}};
+}
+
+std::vector<ConfigKey> OtbConfigKeys() {
+  return {{"handle_zero_tail", "bool", int64_t{1},
+           "zero the unique longest trajectory's baseline past the second-longest; "
+           "the dispatcher never passes it"},
+          {"epsilon", "float", 1e-8, "added to sum(W); the dispatcher never passes it"}};
+}
+
+// What verl's compute_advantage passes every estimator it fetches from the registry
+// when the batch holds uid and reward_baselines (it checks for both), plus the extras it
+// adds for gdpo and the OTB keys. gae is called by name with its own arguments.
+std::vector<std::string> GenericDispatch(std::vector<std::string> extra = {}) {
+  std::vector<std::string> k = {"config", "index", "response_mask", "reward_baselines", "token_level_rewards"};
+  k.insert(k.end(), extra.begin(), extra.end());
+  std::sort(k.begin(), k.end());
+  return k;
+}
+
+}  // namespace
+
+void AddAdvantageEstimatorSpecs(std::vector<FunctionSpec>& out) {
+  {
+    FunctionSpec s = Base(
+        "gae", "compute_gae_advantage_return",
+        {kRewards, {"values", Role::kTokens, false, false, "data.batch['values'] (critic)"}, kMask},
+        kNoIndex | kValues | kWhitened | kGamma,
+        [](const Case& c) {
+          return Pack(oracle::gae_advantage_return(c.Input("token_level_rewards"), c.Input("values"),
+                                                   c.Input("response_mask"), c.config.Double("gamma", 1.0),
+                                                   c.config.Double("lam", 1.0)));
+        },
+        "returns before whitening; advantages whitened over valid tokens and not re-masked");
+    s.float32_condition = nullptr;  // passes the default float32 tolerance
+    s.config = {kGammaKey, {"lam", "float", 1.0, "GAE lambda; the dispatcher passes algorithm.lam (default 1.0)"}};
+    out.push_back(std::move(s));
+  }
+  {
+    FunctionSpec s = Base(
+        "reinforce_plus_plus", "compute_reinforce_plus_plus_outcome_advantage", {kRewards, kMask},
+        kNoIndex | kWhitened | kGamma,
+        [](const Case& c) {
+          return Pack(oracle::reinforce_plus_plus_advantage(c.Input("token_level_rewards"), c.Input("response_mask"),
+                                                            c.config.Double("gamma", 1.0)));
+        },
+        "discounted returns carried across observation tokens; whitened and masked");
+    s.float32_condition = nullptr;  // passes the default float32 tolerance
+    s.config = {{"gamma", "float", 1.0, "read from config.gamma (AlgoConfig default 1.0)"}};
+    out.push_back(std::move(s));
+  }
+  out.push_back(Base(
+      "reinforce_plus_plus_baseline", "compute_reinforce_plus_plus_baseline_outcome_advantage",
+      {kRewards, kMask, kIndex}, kWhitened,
+      [](const Case& c) {
+        return Same(oracle::reinforce_plus_plus_baseline_advantage(c.Input("token_level_rewards"),
+                                                                   c.Input("response_mask"), c.Input("index")));
+      },
+      "group mean baseline (0 for singletons), then batch whitening; epsilon is unused"));
+  out.back().float32_condition = oracle::WhitenedScoreCondition;
+  out.push_back(Base(
+      "rloo", "compute_rloo_outcome_advantage", {kRewards, kMask, kIndex}, kOutcome,
+      [](const Case& c) {
+        return Same(
+            oracle::rloo_outcome_advantage(c.Input("token_level_rewards"), c.Input("response_mask"), c.Input("index")));
+      },
+      "leave-one-out baseline; a singleton keeps its raw score"));
+  out.push_back(Base(
+      "rloo_vectorized", "compute_rloo_vectorized_outcome_advantage", {kRewards, kMask, kIndex}, kOutcome,
+      [](const Case& c) {
+        return Same(oracle::rloo_vectorized_outcome_advantage(c.Input("token_level_rewards"), c.Input("response_mask"),
+                                                              c.Input("index")));
+      },
+      "leave-one-out baseline; a singleton gets 0 (unlike rloo)"));
+  out.push_back(Base(
+      "opo", "compute_opo_outcome_advantage", {kRewards, kMask, kIndex}, kOutcome,
+      [](const Case& c) {
+        return Same(
+            oracle::opo_outcome_advantage(c.Input("token_level_rewards"), c.Input("response_mask"), c.Input("index")));
+      },
+      "length-weighted group baseline; NaN for a group of empty rows"));
+  out.push_back(Base(
+      "remax", "compute_remax_outcome_advantage",
+      {kRewards,
+       {"reward_baselines", Role::kSequences, false, false,
+        "data.batch['reward_baselines'] (reward of the greedy rollout)"},
+       kMask},
+      kNoIndex | kBaselines,
+      [](const Case& c) {
+        return Pack(oracle::remax_outcome_advantage(c.Input("token_level_rewards"), c.Input("reward_baselines"),
+                                                    c.Input("response_mask")));
+      },
+      "masked reward-to-go minus the greedy baseline on valid tokens"));
+  {
+    FunctionSpec s = Base(
+        "gpg", "compute_gpg_outcome_advantage", {kRewards, kMask, kIndex}, kFNorm,
+        [](const Case& c) {
+          return Same(oracle::gpg_outcome_advantage(c.Input("token_level_rewards"), c.Input("response_mask"),
+                                                    c.Input("index"), c.config.Double("f_norm", 1.0)));
+        },
+        "alpha = float32(B / #nonzero scores) replaces the alpha argument; no std division");
+    s.config = {{"f_norm", "float", 1.0, "divides the advantage; the dispatcher never passes it"},
+                {"alpha", "float", 1.0, "ignored: verl overwrites it with B / count_nonzero(scores)"}};
+    out.push_back(std::move(s));
+  }
+  {
+    FunctionSpec s = Base(
+        "grpo_passk", "compute_grpo_passk_outcome_advantage", {kRewards, kMask, kIndex}, kNoSingletons | kGrpoConfig,
+        [](const Case& c) {
+          return Same(oracle::grpo_passk_outcome_advantage(c.Input("token_level_rewards"), c.Input("response_mask"),
+                                                           c.Input("index"), c.config.Double("epsilon", 1e-6),
+                                                           c.config.Bool("norm_adv_by_std_in_grpo", true)));
+        },
+        "only each group's best response gets r_max - r_2nd (over std + eps); groups of one raise");
+    s.float32_condition = oracle::GrpoFloat32Condition;
+    s.config = {{"epsilon", "float", 1e-6, "added to the group std"},
+                {"norm_adv_by_std_in_grpo", "bool", int64_t{1},
+                 "read from config.norm_adv_by_std_in_grpo; the function's own argument is ignored"}};
+    out.push_back(std::move(s));
+  }
+  {
+    FunctionSpec s = Base(
+        "gdpo", "compute_gdpo_outcome_advantage",
+        {kRewards,
+         kMask,
+         kIndex,
+         {"reward_components", Role::kComponents, false, true,
+          "non_tensor_batch[key] for key in algorithm.gdpo_reward_keys (one column per key)"},
+         {"reward_weights", Role::kComponentWeights, false, true, "algorithm.gdpo_reward_weights; None = all 1"}},
+        kWhitened | kComponents | kGrpoConfig,
+        [](const Case& c) {
+          oracle::GrpoConfig g;
+          g.epsilon = c.config.Double("epsilon", 1e-6);
+          g.norm_adv_by_std_in_grpo = c.config.Bool("norm_adv_by_std_in_grpo", true);
+          return Same(oracle::gdpo_outcome_advantage(c.Input("token_level_rewards"), c.Input("response_mask"),
+                                                     c.Input("index"), c.OptionalInput("reward_components"),
+                                                     c.OptionalInput("reward_weights"), g));
+        },
+        "per-component GRPO (float32 when components are given), weighted sum, batch whitening, masked");
+    s.float32_condition = oracle::GrpoFloat32Condition;  // GRPO per component, then whitening
+    s.config = {{"epsilon", "float", 1e-6, "added to each component's group std"},
+                {"norm_adv_by_std_in_grpo", "bool", int64_t{1},
+                 "the function's argument; the dispatcher never passes it (so True)"}};
+    out.push_back(std::move(s));
+  }
+  {
+    FunctionSpec s = Base(
+        "optimal_token_baseline", "compute_optimal_token_baseline_advantage", OtbInputs(), kPolicyStats,
+        [](const Case& c) {
+          return Pack(oracle::optimal_token_baseline_advantage(
+              c.Input("token_level_rewards"), c.Input("response_mask"), c.Input("index"), c.Input("old_log_probs"),
+              c.Input("sum_pi_squared"), c.OptionalInput("rollout_is_weights"), ReadOtb(c)));
+        },
+        "per-position W-weighted group baseline of the reward-to-go");
+    s.config = OtbConfigKeys();
+    s.float32_condition = nullptr;  // passes the default float32 tolerance
+    out.push_back(std::move(s));
+  }
+  {
+    FunctionSpec s = Base(
+        "tir_optimal_token_baseline", "compute_multi_turn_optimal_token_baseline_advantage", OtbInputs(), kPolicyStats,
+        [](const Case& c) {
+          return Pack(oracle::tir_optimal_token_baseline_advantage(
+              c.Input("token_level_rewards"), c.Input("response_mask"), c.Input("index"), c.Input("old_log_probs"),
+              c.Input("sum_pi_squared"), c.OptionalInput("rollout_is_weights"), ReadOtb(c)));
+        },
+        "as optimal_token_baseline, on each row's valid tokens packed to the left");
+    s.config = OtbConfigKeys();
+    s.float32_condition = nullptr;  // passes the default float32 tolerance
+    out.push_back(std::move(s));
+  }
+  oracle::AddMultiTrajectorySpec(out);
+  for (FunctionSpec& s : out) {
+    if (s.family != "advantage" || !s.dispatch_kwargs.empty() || s.name == "compute_advantage_for_multi_trajectories")
+      continue;
+    if (s.name == "gae")
+      s.dispatch_kwargs = {"gamma", "lam", "response_mask", "token_level_rewards", "values"};
+    else if (s.name == "gdpo")
+      s.dispatch_kwargs = GenericDispatch({"batch", "non_tensor_batch"});
+    else if (s.name == "optimal_token_baseline" || s.name == "tir_optimal_token_baseline")
+      s.dispatch_kwargs = GenericDispatch({"old_log_probs", "rollout_is_weights", "sum_pi_squared"});
+    else
+      s.dispatch_kwargs = GenericDispatch();
+  }
+}
+
+}  // namespace verlconf

@@ -1,0 +1,102 @@
+// A fixture case as every part of verlconf sees it: what verl was called with, and
+// what it returned (golden) or what an implementation returned (result).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "oracle/core/tensor.h"
+
+namespace verlconf {
+
+// A config value as stored in a case attribute. verl's booleans arrive as int64 0/1;
+// a None is "no attribute" and reads back as std::monostate.
+using ConfigValue = std::variant<std::monostate, int64_t, double, std::string>;
+
+// Typed access to a case's config. Every getter names the case and key in its error
+// so that a bad file is reported where it is, not as a crash in the oracle.
+class Config {
+ public:
+  Config() = default;
+  explicit Config(std::string where) : where_(std::move(where)) {}
+
+  void Set(const std::string& key, ConfigValue v) { values_[key] = std::move(v); }
+  bool Has(const std::string& key) const;  // present and not None
+  const std::map<std::string, ConfigValue>& values() const { return values_; }
+  void set_where(std::string w) { where_ = std::move(w); }
+
+  // Numbers: an int64 attribute is accepted where a float is expected (h5py writes
+  // Python ints that way), never the other way round.
+  double Double(const std::string& key, double fallback) const;
+  std::optional<double> OptionalDouble(const std::string& key) const;
+  int64_t Int(const std::string& key, int64_t fallback) const;
+  std::optional<int64_t> OptionalInt(const std::string& key) const;
+  bool Bool(const std::string& key, bool fallback) const;
+  std::string String(const std::string& key, const std::string& fallback) const;
+
+ private:
+  const ConfigValue* Find(const std::string& key) const;
+  [[noreturn]] void Fail(const std::string& key, const std::string& what) const;
+
+  std::string where_;
+  std::map<std::string, ConfigValue> values_;
+};
+
+struct Case {
+  std::string file;      // path it was read from ("" when built in memory)
+  std::string family;    // the file's family; with `function`, the registry key
+  std::string function;  // verl's name, exactly as verl spells it
+  std::string name;      // case name, unique within the function
+  DType dtype = DType::kFloat64;
+  int64_t seed = 0;
+  std::string why;
+  Config config;
+  std::map<std::string, Array> inputs, outputs, grads;
+  std::map<std::string, double> metrics;
+  // The stored dtype of each metric dataset (goldens: float64), so that a candidate's
+  // int64 or float32 metric is seen as such rather than silently widened.
+  std::map<std::string, DType> metric_dtypes;
+  // Stop-gradient semantics (schema 2): a fixed random projection per tensor output
+  // ("<output>"), and the gradient of sum(projection * output) with respect to each
+  // differentiable input ("<output>/<input>"), from verl's autograd in a golden.
+  std::map<std::string, Array> projections, vjps;
+  // "<ExceptionType>: <message>" when verl raised on these inputs.
+  std::optional<std::string> expect_error;
+  // Candidates only: the adapter declined this case, with its reason (UNSUPPORTED).
+  std::optional<std::string> declined;
+
+  // "file:/function/case", the prefix of every message about this case.
+  std::string Where() const;
+  // Input by name; BadInput naming the case if it is missing.
+  const Array& Input(const std::string& name) const;
+  const Array* OptionalInput(const std::string& name) const;
+};
+
+// What one implementation returns for a case.
+struct Result {
+  // The stored results of a case (a golden, or a candidate's file).
+  static Result Of(const Case& c) {
+    Result r;
+    r.outputs = c.outputs;
+    r.grads = c.grads;
+    r.metrics = c.metrics;
+    r.vjps = c.vjps;
+    return r;
+  }
+
+  std::map<std::string, Array> outputs, grads;
+  // "<output>/<input>" -> d sum(projection * output) / d input, for the case's
+  // projections (Case::projections); zero where verl detaches the output.
+  std::map<std::string, Array> vjps;
+  std::map<std::string, double> metrics;
+  // Optional, token-shaped: 1 where the input sits so close to a discrete decision
+  // (a clip bound, a clamp) that rounding in the case's dtype (the log-ratio's, or
+  // an exp's last bit) may decide it the other way. The comparison reports
+  // disagreements there as boundary flips instead of hiding them or failing on them.
+  Array boundary;
+};
+
+}  // namespace verlconf

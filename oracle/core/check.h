@@ -1,0 +1,62 @@
+// Checking one case: run an implementation (or take a candidate's stored result) and
+// compare it with the golden, field by field, into one outcome per case.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "oracle/core/case.h"
+#include "oracle/core/compare.h"
+#include "oracle/core/registry.h"
+
+namespace verlconf {
+
+struct CaseReport {
+  std::string family;
+  std::string function;
+  std::string case_name;
+  std::string where;  // file:/function/case
+  DType dtype = DType::kFloat64;
+  Outcome outcome = Outcome::kPassed;
+  std::string detail;  // one line: why FAILED / MISTRUSTED / UNSUPPORTED
+  std::vector<FieldReport> fields;
+  std::string repro;   // a command line that reproduces this check
+  double worst_rel = 0.0;
+  // Elements that differ only where rounding can flip a threshold decision (the fields
+  // still pass; the count is shown so that a decision difference is never invisible).
+  int64_t flips = 0;
+  // Some expected fields were not produced: the case is judged on the others, and each
+  // missing one is an UNSUPPORTED field.
+  bool partial = false;
+
+  std::string Describe() const;  // multi-line, for failures
+
+  // A report about `c` that compared nothing: UNSUPPORTED or SKIPPED, with the reason.
+  static CaseReport NotCompared(const Case& c, Outcome outcome, const std::string& detail);
+};
+
+// The tolerance for one field: the dtype default, or the spec's override; for float32
+// cases scaled by the spec's condition number of the case, when it defines one.
+Tolerance ToleranceFor(const FunctionSpec& spec, const std::string& field, DType dtype);
+Tolerance ToleranceFor(const FunctionSpec& spec, const std::string& field, const Case& c);
+
+// The registry's rules for a spec's tolerance table: every override loosens the dtype's
+// default and says why, and no field is given twice. std::logic_error otherwise (the
+// registry refuses to build).
+void ValidateTolerances(const FunctionSpec& spec);
+
+// Compares `got` (or the error the implementation raised) with the golden case.
+// `raised` is "<Kind>: <message>" when the implementation raised a verl error.
+CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Result* got,
+                         const std::optional<std::string>& raised);
+
+// A golden case whose capture declined it (the captured verl lacks the function: a drift
+// set): UNSUPPORTED with the reason. BadInput if it also carries a result.
+CaseReport DeclinedGolden(const Case& golden);
+
+// Runs `impl` on the golden's inputs and compares. Unsupported → UNSUPPORTED.
+// BadInput propagates (the CLI exits 2).
+CaseReport CheckImplementation(const FunctionSpec& spec, const Case& golden, const RunFn& impl);
+
+}  // namespace verlconf

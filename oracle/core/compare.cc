@@ -1,0 +1,154 @@
+#include "oracle/core/compare.h"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+
+namespace verlconf {
+
+const char* OutcomeName(Outcome o) {
+  switch (o) {
+    case Outcome::kPassed: return "PASSED";
+    case Outcome::kFailed: return "FAILED";
+    case Outcome::kMistrusted: return "MISTRUSTED";
+    case Outcome::kSkipped: return "SKIPPED";
+    case Outcome::kUnsupported: return "UNSUPPORTED";
+  }
+  return "?";
+}
+
+namespace {
+// The named factors of the default table (see compare.h).
+constexpr double kF64RelUlps = 262144.0;  // 2^18
+constexpr double kF64AbsUlps = 1024.0;    // 2^10
+constexpr double kF32RelUlps = 256.0;     // 2^8
+constexpr double kF32AbsUlps = 256.0;     // 2^8
+
+std::string Num(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.9g", v);
+  return b;
+}
+
+// NaN matches NaN and an infinity matches the same infinity: verl's own NaN (0/0 on an
+// empty batch) is a value to reproduce, not an error.
+bool SameSpecial(double g, double w) {
+  if (std::isnan(w) || std::isnan(g)) return std::isnan(w) && std::isnan(g);
+  return g == w;  // infinities
+}
+}  // namespace
+
+Tolerance DefaultTolerance(DType d) {
+  if (d == DType::kFloat32) return {kF32RelUlps * kEps32, kF32AbsUlps * kEps32, ""};
+  return {kF64RelUlps * kEps64, kF64AbsUlps * kEps64, ""};
+}
+
+Tolerance ExactTolerance() { return {0.0, 0.0, "discrete output: compared exactly"}; }
+
+std::string FormatIndex(int64_t flat, const std::vector<int64_t>& shape) {
+  if (shape.empty()) return "()";
+  std::vector<int64_t> idx(shape.size());
+  for (size_t k = shape.size(); k-- > 0;) {
+    idx[k] = shape[k] ? flat % shape[k] : 0;
+    flat = shape[k] ? flat / shape[k] : 0;
+  }
+  std::string s = "(";
+  for (size_t k = 0; k < idx.size(); ++k) s += (k ? ", " : "") + std::to_string(idx[k]);
+  return s + ")";
+}
+
+FieldReport CompareField(const std::string& field, const Array* got, const Array& want, const Tolerance& tol,
+                         bool discrete, const DecisionView& decisions) {
+  const Array* boundary = decisions.boundary && decisions.boundary->shape == want.shape ? decisions.boundary : nullptr;
+  std::vector<const Array*> branches;
+  for (const Array* b : decisions.branch_values)
+    if (b && b->shape == want.shape) branches.push_back(b);
+  FieldReport r;
+  r.field = field;
+  r.tol = tol;
+  r.discrete = discrete;
+  r.shape = want.shape;
+  r.total = want.size();
+  if (got == nullptr) {
+    r.outcome = Outcome::kUnsupported;
+    r.note = "not produced by the implementation";
+    return r;
+  }
+  if (got->shape != want.shape) {
+    r.outcome = Outcome::kFailed;
+    r.note = "shape " + got->ShapeString() + " but expected " + want.ShapeString();
+    return r;
+  }
+  const auto close = [&](double g, double w) {
+    if (!std::isfinite(g) || !std::isfinite(w)) return SameSpecial(g, w);
+    return std::fabs(g - w) <= tol.atol + tol.rtol * std::fabs(w);
+  };
+  double worst_excess = -1.0;
+  bool all_zero = true;
+  for (int64_t k = 0; k < want.size(); ++k) {
+    const double g = (*got)[k], w = want[k];
+    if (w != 0.0) all_zero = false;
+    if (std::isfinite(w)) r.compared_finite = true;
+    const bool ok = close(g, w);
+    const double diff = ok && !std::isfinite(w) ? 0.0 : std::fabs(g - w);  // NaN when g is NaN
+    if (!(diff <= r.worst_abs)) r.worst_abs = diff;                         // keeps a NaN
+    if (w != 0.0 && std::isfinite(w) && !(diff / std::fabs(w) <= r.worst_rel)) r.worst_rel = diff / std::fabs(w);
+    const double allowed = tol.atol + tol.rtol * (std::isfinite(w) ? std::fabs(w) : 0.0);
+    const double excess = ok ? (allowed > 0 ? diff / allowed : 0.0) : std::numeric_limits<double>::infinity();
+    const double e = std::isnan(excess) ? std::numeric_limits<double>::infinity() : excess;
+    if (e > worst_excess) {
+      worst_excess = e;
+      r.worst_index = k;
+    }
+    if (ok) continue;
+    // The other decision's value, where the reference says the decision may flip.
+    bool flip = false;
+    if (boundary && (*boundary)[k] != 0.0 && std::isfinite(g))
+      for (const Array* b : branches) flip = flip || (std::isfinite((*b)[k]) && close(g, (*b)[k]));
+    if (flip) {
+      ++r.flips;
+      r.flipped.push_back(k);
+      continue;
+    }
+    ++r.mismatched;
+    if (r.first_mismatches.size() < 5) r.first_mismatches.push_back({k, g, w});
+  }
+  if (r.mismatched > 0) {
+    r.outcome = Outcome::kFailed;
+    if (discrete) r.note = std::to_string(r.mismatched) + " element(s) decided differently";
+  } else if (!r.compared_finite) {
+    r.outcome = Outcome::kMistrusted;
+    r.note = want.size() == 0 ? "empty reference" : "the reference holds no finite number: agreement proves nothing";
+  } else if (all_zero) {
+    r.outcome = Outcome::kMistrusted;
+    r.note = "reference is all zero: agreement proves little";
+  } else {
+    r.outcome = Outcome::kPassed;
+  }
+  if (r.flips > 0 && r.outcome != Outcome::kFailed)
+    r.note = std::to_string(r.flips) + " element(s) took the other decision's value where rounding can flip a "
+             "threshold decision";
+  return r;
+}
+
+std::string FieldReport::Describe() const {
+  std::ostringstream o;
+  o << field << ": " << OutcomeName(outcome);
+  if (!note.empty()) o << " (" << note << ")";
+  if (outcome != Outcome::kFailed || mismatched == 0) return o.str();
+  if (flips > 0) o << "\n    " << flips << " other element(s) took the other decision's value at a threshold boundary";
+  const double pct = total ? 100.0 * static_cast<double>(mismatched) / static_cast<double>(total) : 0.0;
+  char pbuf[32];
+  std::snprintf(pbuf, sizeof pbuf, "%.2f", pct);
+  o << "\n    mismatched " << mismatched << " of " << total << " (" << pbuf << "%)";
+  o << "\n    worst abs error " << Num(worst_abs) << ", worst rel error " << Num(worst_rel) << ", at index "
+    << FormatIndex(worst_index, shape);
+  o << "\n    tolerance atol=" << Num(tol.atol) << " rtol=" << Num(tol.rtol);
+  if (!tol.reason.empty()) o << " (" << tol.reason << ")";
+  for (const auto& p : first_mismatches)
+    o << "\n    at " << FormatIndex(p.index, shape) << ": got " << Num(p.got) << ", want " << Num(p.want);
+  return o.str();
+}
+
+}  // namespace verlconf

@@ -1,0 +1,84 @@
+// Comparison of an implementation's result with a reference, and the outcome model.
+//
+// Closeness is |got - want| <= atol + rtol * |want| elementwise. Every comparison has
+// exactly one outcome; only PASSED counts as evidence of conformance.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "oracle/core/tensor.h"
+
+namespace verlconf {
+
+enum class Outcome {
+  kPassed,
+  kFailed,
+  kMistrusted,   // the check proves nothing (all-zero reference, empty mask, ...)
+  kSkipped,      // not run, with a reason
+  kUnsupported,  // the implementation does not provide this function or output
+};
+const char* OutcomeName(Outcome o);
+
+struct Tolerance {
+  double rtol = 0.0;
+  double atol = 0.0;
+  std::string reason;  // why it differs from the default ("" for the default)
+};
+
+// The default per dtype, as multiples of that dtype's machine epsilon:
+//   float64: rtol = 2^18 eps64 (5.8e-11), atol = 2^10 eps64 (2.3e-13). Oracle and
+//            verl compute the same formulas in the same precision; only rounding
+//            differs, so anything beyond means different semantics.
+//   float32: rtol = 2^8 eps32 (3.1e-5), atol = 2^8 eps32. verl computes in float32,
+//            the oracle in float64 from the same float32 inputs.
+Tolerance DefaultTolerance(DType d);
+// Tolerance for discrete outputs (masks, fractions): exact.
+Tolerance ExactTolerance();
+
+struct FieldReport {
+  std::string field;  // "outputs/advantages", "grads/log_prob", "metrics/actor/ppo_kl"
+  Outcome outcome = Outcome::kPassed;
+  std::string note;   // why MISTRUSTED / UNSUPPORTED, or a shape/dtype problem
+  Tolerance tol;
+  bool discrete = false;
+  int64_t total = 0;
+  int64_t mismatched = 0;
+  double worst_abs = 0.0;
+  double worst_rel = 0.0;       // over elements whose reference is non-zero
+  int64_t worst_index = -1;     // element with the largest error relative to tolerance
+  int64_t flips = 0;            // elements that took the other decision's value at a boundary
+  std::vector<int64_t> flipped;  // their flat indices (token-shaped fields: which decisions differ)
+  bool compared_finite = false;  // some reference element was finite (NaN == NaN alone proves nothing)
+  std::vector<int64_t> shape;   // of the reference, to print the worst index
+  struct Pair {
+    int64_t index;
+    double got, want;
+  };
+  std::vector<Pair> first_mismatches;  // up to 5
+
+  // Multi-line description: counts, worst errors with index, pairs, tolerance.
+  std::string Describe() const;
+};
+
+// Where a rounding-level decision (a clip bound, a threshold) may go either way, and the
+// values each decision gives there. Both come from the reference side (the oracle run on
+// the golden's inputs), never from the implementation under test.
+struct DecisionView {
+  const Array* boundary = nullptr;             // 1 where the decision may flip; want's shape
+  std::vector<const Array*> branch_values;     // each want's shape: a value one decision gives
+};
+
+// Compares one field. `got` may be null: the implementation did not produce it.
+// At a boundary element a value that misses `want` still passes when it matches (within
+// `tol`) one of the decision's branch values: it is counted as a flip. Anything else there
+// (a non-finite value, a number no decision gives) is a mismatch like any other.
+// A field whose reference holds no finite number is MISTRUSTED, never PASSED.
+FieldReport CompareField(const std::string& field, const Array* got, const Array& want, const Tolerance& tol,
+                         bool discrete, const DecisionView& decisions = {});
+
+// Index of a flat position in a shape, as "(i, j)".
+std::string FormatIndex(int64_t flat, const std::vector<int64_t>& shape);
+
+}  // namespace verlconf

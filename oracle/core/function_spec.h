@@ -1,0 +1,146 @@
+// What the registry says of one function: its inputs, config keys with verl's defaults,
+// outputs, tolerances, generator and implementations. Every family's registry entries
+// (oracle/<family>/spec*.cc) fill these in; nothing here knows any family.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "oracle/core/case.h"
+#include "oracle/core/compare.h"
+
+namespace verlconf {
+
+// How an input's shape relates to the batch: B sequences x T tokens, and K reward
+// components (GDPO's per-key scores: B x K, with K weights).
+// kVocabLogits: B x T x V (per-token logits over a vocabulary of V).
+enum class Role { kTokens, kSequences, kGroupIndex, kScalar, kComponents, kComponentWeights, kVocabLogits };
+const char* RoleName(Role r);
+
+struct InputSpec {
+  std::string name;
+  Role role = Role::kTokens;
+  bool is_mask = false;   // must hold 0/1 values; float by verl's convention
+  bool optional = false;  // may be absent (verl's None)
+  std::string doc = {};   // where verl takes it from (`conform spec --json`)
+};
+
+struct ConfigKey {
+  std::string name;
+  std::string type;          // "float", "int", "bool", "str"
+  ConfigValue verl_default;  // std::monostate = verl's default is None
+  std::string doc;
+  // For "str" keys that name something verl defines (a loss_agg_mode, a KL estimator):
+  // the names verl accepts. Anything else in a fixture is bad input, not a case.
+  std::vector<std::string> choices = {};
+};
+
+enum class OutputKind { kTensor, kScalar };
+struct OutputSpec {
+  std::string name;
+  OutputKind kind = OutputKind::kTensor;
+  bool discrete = false;  // compared exactly in float64; flips reported in float32
+};
+
+// A loosening of the default tolerance for one output of one function in one dtype.
+// It may only loosen (the comparator enforces that) and must say why.
+struct ToleranceOverride {
+  std::string field;  // "outputs/<name>", "grads/<name>", "metrics/<name>" or "*"
+  DType dtype;
+  double rtol;
+  double atol;
+  std::string reason;
+};
+
+struct GenParams {
+  uint64_t seed = 0;
+  int64_t batch = 8;     // B
+  int64_t tokens = 16;   // T
+  DType dtype = DType::kFloat64;
+};
+
+using RunFn = std::function<Result(const Case&)>;
+using GenFn = std::function<Case(const GenParams&)>;
+
+struct FunctionSpec {
+  std::string name;         // verl's registry string, exactly
+  std::string family;       // advantage, policy_loss, aggregation, kl, torch_functional, reward_kl,
+                            // rollout_correction
+  std::string verl_symbol;  // the verl function it mirrors
+  std::vector<InputSpec> inputs;
+  std::vector<ConfigKey> config;
+  std::vector<OutputSpec> outputs;
+  std::vector<std::string> metrics;
+  std::vector<std::string> grads;  // inputs the scalar loss is differentiated by
+  // What verl detaches is semantics too. vjp_inputs: the inputs verl receives with
+  // requires_grad in training; for every tensor output the goldens hold
+  // vjps/<output>/<input>, the gradient of sum(projection * output) for a fixed random
+  // projection (VjpFields() lists them). vjp_zero_outputs: tensor outputs through which
+  // verl's graph does not reach those inputs (a .detach()ed tensor, a mask built from
+  // comparisons), whose VJPs are exactly zero. vjp: the oracle's analytic VJPs of the
+  // other tensor outputs, given the case's projections (Registry() adds the zeros and
+  // attaches the result to `oracle`'s Result::vjps whenever a case carries projections).
+  std::vector<std::string> vjp_inputs;
+  std::vector<std::string> vjp_zero_outputs;
+  std::function<std::map<std::string, Array>(const Case&, const Result&)> vjp;
+  RunFn oracle;                    // throws Unsupported where verl has no semantics
+  bool cuda = false;               // cuda_impl has an entry under the same name
+  GenFn generate;                  // random valid inputs + config for property tests
+  std::vector<ToleranceOverride> tolerances;
+  // float32 forward error grows with the problem's condition number; where it can be
+  // large (GRPO's division by a small group std) the spec computes it from the case's
+  // inputs and the float32 tolerance is multiplied by it. float64 is never scaled.
+  std::function<double(const Case&)> float32_condition;
+  // A per-case bound for one field, where the case's own values say how much rounding a
+  // correct implementation can show (a cancellation's condition number); nullopt for
+  // fields it does not bound. It replaces the table's entry and may only loosen the
+  // dtype's default (the comparator enforces both).
+  std::function<std::optional<Tolerance>(const Case& golden, const std::string& field)> case_tolerance;
+  // Metrics that are fractions of tokens (clip fractions): exact in float64; in
+  // float32 allowed to move by the boundary tokens' share, reported as flips.
+  std::vector<std::string> discrete_metrics;
+  // Advantage estimators: the keyword arguments verl's compute_advantage dispatcher
+  // (ray_trainer.compute_advantage) hands this estimator when the batch holds every
+  // optional key. properties/dispatch_test.py holds them against what the capture
+  // recorded from verl's own dispatcher (/_verl_dispatch in advantage.h5).
+  std::vector<std::string> dispatch_kwargs;
+  // Where verl's gradient is not the derivative of the loss's value (a factor under
+  // .detach(): CISPO's clipped ratio, GSPO's sequence ratio, DPPO's truncated ratio and
+  // mask): the loss evaluated at `at` with every detached quantity taken from `base`.
+  // Its derivative at at == base is verl's gradient; gradcheck differentiates this
+  // instead of the loss.
+  std::function<double(const Case& base, const Case& at)> stop_gradient_objective;
+  // Coverage labels of a case (rollout correction: "rollout_is=token", "icepop",
+  // "chain", ...). `conform list --json` counts golden cases per label, and golden_test
+  // requires at least 3 float64 and 3 float32 passing cases for every label in
+  // required_variants: one registry entry can then stand for several of verl's modes
+  // without any mode going untested.
+  std::function<std::vector<std::string>(const Case&)> variants;
+  std::vector<std::string> required_variants;
+  // A reason why agreement on this golden proves little although some reference field
+  // is non-zero (every token rejected: the masks agree trivially); "" when trusted.
+  // A passing case with a reason is reported MISTRUSTED.
+  std::function<std::string(const Case& golden)> mistrust;
+  // Config values verl would reject (a malformed threshold string, an unknown RS
+  // option): a case that claims verl returned a result for them is not a file verl
+  // produced. Throws BadInput naming the field; not called for expect_error cases
+  // (there, verl's own exception is the expected result).
+  std::function<void(const Case&)> check_config;
+  // Presets (RolloutCorrectionConfig factories): the config the factory returns with
+  // its default arguments, as the oracle expands it. properties/preset_test.py holds it
+  // against what the capture recorded from verl (/_verl_presets in rollout_correction.h5).
+  std::vector<std::pair<std::string, ConfigValue>> preset_expansion;
+  std::string notes;
+
+  const InputSpec* FindInput(const std::string& n) const;
+  const OutputSpec* FindOutput(const std::string& n) const;
+  // "<output>/<input>" for every tensor output x vjp input, in declaration order.
+  std::vector<std::string> VjpFields() const;
+  bool VjpIsZero(const std::string& output) const;
+};
+
+}  // namespace verlconf

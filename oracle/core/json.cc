@@ -1,0 +1,65 @@
+#include "oracle/core/json.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace verlconf {
+
+std::string JsonEscape(const std::string& s) {
+  std::string o = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\t': o += "\\t"; break;
+      case '\r': o += "\\r"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          o += buf;
+        } else {
+          o += static_cast<char>(c);
+        }
+    }
+  }
+  return o + "\"";
+}
+
+void JsonWriter::Sep() {
+  if (after_key_) {
+    after_key_ = false;
+    return;
+  }
+  if (!first_.empty()) {
+    if (!first_.back()) out_ += ',';
+    first_.back() = false;
+  }
+}
+
+JsonWriter& JsonWriter::Key(const std::string& k) {
+  Sep();
+  out_ += JsonEscape(k) + ":";
+  after_key_ = true;
+  return *this;
+}
+
+JsonWriter& JsonWriter::String(const std::string& s) { Sep(); out_ += JsonEscape(s); return *this; }
+JsonWriter& JsonWriter::Int(int64_t i) { Sep(); out_ += std::to_string(i); return *this; }
+JsonWriter& JsonWriter::Bool(bool b) { Sep(); out_ += b ? "true" : "false"; return *this; }
+JsonWriter& JsonWriter::Null() { Sep(); out_ += "null"; return *this; }
+
+JsonWriter& JsonWriter::Number(double d) {
+  Sep();
+  if (!std::isfinite(d)) {
+    out_ += "null";
+  } else {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.17g", d);
+    out_ += buf;
+  }
+  return *this;
+}
+
+}  // namespace verlconf

@@ -1,0 +1,76 @@
+#include "oracle/policy_loss/spec_common.h"
+
+#include <tuple>
+
+#include "oracle/aggregation/spec_common.h"
+#include "oracle/core/spec_util.h"
+
+namespace verlconf::oracle {
+
+std::vector<InputSpec> PolicyLossInputSpecs(bool rollout_is_weights) {
+  std::vector<InputSpec> in = {{"old_log_prob", Role::kTokens},
+                               {"log_prob", Role::kTokens},
+                               {"advantages", Role::kTokens},
+                               {"response_mask", Role::kTokens, /*is_mask=*/true}};
+  if (rollout_is_weights) in.push_back({"rollout_is_weights", Role::kTokens, false, /*optional=*/true});
+  return in;
+}
+
+PolicyLossInputs ReadPolicyLossInputs(const Case& c) {
+  return {c.Input("old_log_prob"), c.Input("log_prob"), c.Input("advantages"), c.Input("response_mask"),
+          c.OptionalInput("rollout_is_weights")};
+}
+
+std::pair<double, double> ReadClipRatios(const Config& c) {
+  const double clip = c.Double("clip_ratio", 0.2);
+  return {c.Double("clip_ratio_low", clip), c.Double("clip_ratio_high", clip)};
+}
+
+Result PackPolicyLoss(PolicyLossResult pl, DType dtype) {
+  Result r;
+  r.outputs["pg_loss"] = Array::Scalar(pl.loss, dtype);
+  r.grads["log_prob"] = std::move(pl.grad_log_prob);
+  r.metrics = std::move(pl.metrics);
+  r.boundary = std::move(pl.boundary);
+  return r;
+}
+
+void AddVanillaKeys(FunctionSpec& s) {
+  s.config.push_back({"clip_ratio", "float", 0.2, "symmetric clip epsilon"});
+  s.config.push_back({"clip_ratio_low", "float", 0.2, "lower clip epsilon; None = clip_ratio"});
+  s.config.push_back({"clip_ratio_high", "float", 0.2, "upper clip epsilon; None = clip_ratio"});
+  s.config.push_back({"clip_ratio_c", "float", 3.0, "dual-clip bound for negative advantages; must be > 1"});
+  s.config.push_back({"loss_agg_mode", "str", std::string("token-mean"), "agg_loss mode",
+                      AggModeChoices()});
+  AddGlobalBatchKeys(s);
+}
+
+VanillaConfig ReadVanillaConfig(const Config& c) {
+  VanillaConfig v;
+  std::tie(v.clip_ratio_low, v.clip_ratio_high) = ReadClipRatios(c);
+  v.clip_ratio_c = c.Double("clip_ratio_c", 3.0);
+  v.loss_agg_mode = c.String("loss_agg_mode", "token-mean");
+  v.global = ReadGlobalBatchInfo(c);
+  return v;
+}
+
+void SetRandomVanillaConfig(InputGen& g, Config& cfg) {
+  cfg.Set("clip_ratio", 0.2);
+  cfg.Set("clip_ratio_low", 0.2);
+  cfg.Set("clip_ratio_high", g.Coin(0.5) ? 0.2 : 0.28);
+  cfg.Set("clip_ratio_c", g.Coin(0.5) ? 3.0 : 10.0);
+  cfg.Set("loss_agg_mode", RandomAggMode(g));
+}
+
+Case NewPolicyLossCase(const GenParams& p, InputGen& g) {
+  Case c = NewGeneratedCase(p);
+  Array old_lp = g.LogProbs(p.batch, p.tokens, p.dtype);
+  c.inputs["old_log_prob"] = old_lp;
+  c.inputs["log_prob"] = g.Perturb(old_lp, g.Coin(0.5) ? 0.05 : 0.5);
+  c.inputs["advantages"] = g.Normal(p.batch, p.tokens, 0.0, 1.0, p.dtype);
+  c.inputs["response_mask"] = g.ResponseMask(p.batch, p.tokens, p.dtype);
+  if (g.Coin(0.3)) c.inputs["rollout_is_weights"] = g.Uniform(p.batch, p.tokens, 0.05, 2.0, p.dtype);
+  return c;
+}
+
+}  // namespace verlconf::oracle

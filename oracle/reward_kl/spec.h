@@ -1,0 +1,13 @@
+// The reward_kl family's registry entries, added in registry order
+// (oracle/core/registry.cc calls these).
+#pragma once
+
+#include <vector>
+
+#include "oracle/core/function_spec.h"
+
+namespace verlconf {
+
+void AddRewardKlSpecs(std::vector<FunctionSpec>& out);
+
+}  // namespace verlconf

@@ -1,0 +1,98 @@
+// What the rollout_*.cc files share and nothing else needs: the dtype and order rules
+// under which verl's reductions run (rollout_reductions.cc), the boundary marker, and
+// the text of a config value. Not part of the oracle's interface (rollout_correction.h).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "oracle/core/case.h"
+#include "oracle/core/errors.h"
+#include "oracle/core/tensor.h"
+#include "oracle/core/torch_rules.h"
+
+namespace verlconf::oracle::rollout_internal {
+
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+inline bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// ---------------------------------------------------------------- dtype rules
+
+// float32(x), overflowing to infinity as a float32 tensor would.
+double ToFloat32(double x);
+
+// `bool_tensor.float().mean()`: verl reduces these indicators in float32 whatever the
+// input dtype, so a fraction like 1/3 is float32(1/3) even in a float64 case.
+double Float32Fraction(int64_t count, int64_t n);
+
+// A Python float next to a tensor (a comparison, a clamp bound) takes the tensor's dtype
+// under torch's type promotion: in a float32 case verl compares with float32(threshold).
+inline double TensorScalar(double v, DType d) { return d == DType::kFloat32 ? ToFloat32(v) : v; }
+
+// masked_mean's denominator sum(mask) + 1e-8 as verl evaluates it (the 1e-8 vanishes in
+// float32).
+double MeanDenominator(double n, DType d);
+
+// ---------------------------------------------------------------- reductions
+
+bool AnyValid(const Array& mask);
+double MaskTotal(const Array& mask);
+// sqrt(clamp(E[x^2] - E[x]^2, min=0)) with verl's masked means, summed in torch's order.
+double MaskedStd(const Array& x, const Array& mask);
+// masked_mean(values, mask, axis=-1): one value per row.
+Array RowMeans(const Array& values, const Array& mask);
+std::vector<double> RowMaskedSums(const Array& values, const Array& mask);
+std::vector<double> RowMaskTotals(const Array& mask);
+double Mean(const std::vector<double>& v);
+// torch's Tensor.std(): unbiased.
+double UnbiasedStd(const std::vector<double>& v);
+// torch max / min propagate NaN.
+double Max(const std::vector<double>& v);
+double Min(const std::vector<double>& v);
+// torch.clamp(x, lo, hi): a NaN bound or value gives NaN, lo > hi gives hi.
+double ClampBoth(double x, double lo, double hi);
+
+// ---------------------------------------------------------------- decisions and errors
+
+// Marks decisions within rounding of their threshold (Result::boundary).
+class Boundary {
+ public:
+  explicit Boundary(const Array& mask)
+      : b_(mask.shape, mask.dtype), eps_(mask.dtype == DType::kFloat32 ? kEps32 : kEps64) {}
+  // |x - bound| within kDecisionUlps epsilons of everything that fed the comparison:
+  // err (the caller's estimate of x's accumulated rounding, in units of x), |x|, |bound|.
+  bool Near(double x, double bound, double err) const {
+    if (!std::isfinite(bound) || !std::isfinite(x)) return false;
+    return std::fabs(x - bound) <= kDecisionUlps * eps_ * (std::fabs(err) + std::fabs(x) + std::fabs(bound));
+  }
+  void Mark(int64_t k) { b_[k] = 1.0; }
+  void MarkRow(int64_t i) {
+    for (int64_t t = 0; t < b_.cols(); ++t) b_.at(i, t) = 1.0;
+  }
+  Array Take() { return std::move(b_); }
+
+ private:
+  Array b_;
+  double eps_;
+};
+
+// The rounding of log_ratio[k] in epsilons: the caller's estimate, or 1 + |lr| (the
+// input's own rounding) when it gave none.
+inline double LrErr(const Array& lr, const Array* err, int64_t k) { return err ? (*err)[k] : 1.0 + std::fabs(lr[k]); }
+
+[[noreturn]] inline void NoValidToken() {
+  throw VerlError("ValueError", "response_mask must contain at least one valid token (1).");
+}
+
+// A config value as verl's f-string shows it in a message: a string bare, else PyStr.
+std::string DescribeValue(const ConfigValue& v);
+
+}  // namespace verlconf::oracle::rollout_internal

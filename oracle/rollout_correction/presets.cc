@@ -1,0 +1,156 @@
+// Mirrors the RolloutCorrectionConfig classmethods of verl 0.9.1
+// (verl/trainer/config/algorithm.py); one table row per factory, its builder written
+// out from the factory's `cls(...)` call.
+#include "oracle/rollout_correction/presets.h"
+
+namespace verlconf::oracle {
+namespace {
+
+using Args = std::vector<ConfigValue>;
+const ConfigValue kNone = std::monostate{};
+const ConfigValue kToken = std::string("token");
+const ConfigValue kSequence = std::string("sequence");
+
+// The IcePop factories build f"{threshold_lower}_{threshold}": Python's str of each
+// number (repr for floats: 0.5 and 5.0 give "0.5_5.0").
+ConfigValue IcepopSpec(const ConfigValue& threshold, const ConfigValue& threshold_lower) {
+  return PyStr(threshold_lower) + "_" + PyStr(threshold);
+}
+
+RolloutCorrectionFields Make(ConfigValue is, ConfigValue is_threshold, ConfigValue rs, ConfigValue rs_threshold,
+                             bool bypass, std::string loss_type) {
+  RolloutCorrectionFields f;
+  f.rollout_is = std::move(is);
+  f.rollout_is_threshold = std::move(is_threshold);
+  f.rollout_rs = std::move(rs);
+  f.rollout_rs_threshold = std::move(rs_threshold);
+  f.bypass_mode = bypass;
+  f.loss_type = std::move(loss_type);
+  return f;
+}
+
+const ConfigValue kDefaultIsThreshold = 2.0;  // RolloutCorrectionConfig.rollout_is_threshold
+const std::string kPpoClip = "ppo_clip";      // RolloutCorrectionConfig.loss_type
+
+PresetKwarg Threshold(double d) { return {"threshold", d, "float"}; }
+PresetKwarg ThresholdLower() { return {"threshold_lower", 0.5, "float"}; }
+PresetKwarg IsThreshold() { return {"is_threshold", 2.0, "float"}; }
+// Annotated Optional[str | float] where the default is a string, float where it is 0.01.
+PresetKwarg RsThreshold(const ConfigValue& d) {
+  return {"rs_threshold", d, std::holds_alternative<std::string>(d) ? "float|str" : "float"};
+}
+const ConfigValue kGeo = std::string("0.999_1.001");
+
+std::vector<RolloutPreset> Build() {
+  std::vector<RolloutPreset> p;
+  // decoupled_token_is(threshold=2.0)
+  p.push_back({"decoupled_token_is", {Threshold(2.0)}, false, [](const Args& a) {
+                 return Make(kToken, a[0], kNone, kNone, false, kPpoClip);
+               }});
+  // decoupled_seq_is(threshold=2.0)
+  p.push_back({"decoupled_seq_is", {Threshold(2.0)}, false, [](const Args& a) {
+                 return Make(kSequence, a[0], kNone, kNone, false, kPpoClip);
+               }});
+  // decoupled_token_icepop(threshold=5.0, threshold_lower=0.5)
+  p.push_back({"decoupled_token_icepop", {Threshold(5.0), ThresholdLower()}, false, [](const Args& a) {
+                 return Make(kToken, IcepopSpec(a[0], a[1]), kNone, kNone, false, kPpoClip);
+               }});
+  // decoupled_seq_is_rs(is_threshold=2.0, rs_threshold="0.5_2.0")
+  p.push_back({"decoupled_seq_is_rs", {IsThreshold(), RsThreshold(std::string("0.5_2.0"))}, false, [](const Args& a) {
+                 return Make(kSequence, a[0], std::string("seq_sum_k1"), a[1], false, kPpoClip);
+               }});
+  // decoupled_geo_rs(rs_threshold="0.999_1.001")
+  p.push_back({"decoupled_geo_rs", {RsThreshold(kGeo)}, false, [](const Args& a) {
+                 return Make(kNone, kDefaultIsThreshold, std::string("seq_mean_k1"), a[0], false, kPpoClip);
+               }});
+  // bypass_ppo_clip()
+  p.push_back({"bypass_ppo_clip", {}, true, [](const Args&) {
+                 return Make(kNone, kDefaultIsThreshold, kNone, kNone, true, "ppo_clip");
+               }});
+  // bypass_ppo_clip_geo_rs(rs_threshold="0.999_1.001")
+  p.push_back({"bypass_ppo_clip_geo_rs", {RsThreshold(kGeo)}, true, [](const Args& a) {
+                 return Make(kNone, kDefaultIsThreshold, std::string("seq_mean_k1"), a[0], true, "ppo_clip");
+               }});
+  // bypass_ppo_clip_k3_rs(rs_threshold=0.01)
+  p.push_back({"bypass_ppo_clip_k3_rs", {RsThreshold(0.01)}, true, [](const Args& a) {
+                 return Make(kNone, kDefaultIsThreshold, std::string("seq_mean_k3"), a[0], true, "ppo_clip");
+               }});
+  // bypass_pg_is(threshold=2.0)
+  p.push_back({"bypass_pg_is", {Threshold(2.0)}, true, [](const Args& a) {
+                 return Make(kSequence, a[0], kNone, kNone, true, "reinforce");
+               }});
+  // bypass_pg_token_icepop(threshold=5.0, threshold_lower=0.5)
+  p.push_back({"bypass_pg_token_icepop", {Threshold(5.0), ThresholdLower()}, true, [](const Args& a) {
+                 return Make(kToken, IcepopSpec(a[0], a[1]), kNone, kNone, true, "reinforce");
+               }});
+  // bypass_pg_geo_rs(rs_threshold="0.999_1.001")
+  p.push_back({"bypass_pg_geo_rs", {RsThreshold(kGeo)}, true, [](const Args& a) {
+                 return Make(kNone, kDefaultIsThreshold, std::string("seq_mean_k1"), a[0], true, "reinforce");
+               }});
+  // decoupled_geo_rs_seq_tis(is_threshold=2.0, rs_threshold="0.999_1.001")
+  p.push_back({"decoupled_geo_rs_seq_tis", {IsThreshold(), RsThreshold(kGeo)}, false, [](const Args& a) {
+                 return Make(kSequence, a[0], std::string("seq_mean_k1"), a[1], false, kPpoClip);
+               }});
+  // decoupled_geo_rs_token_tis(is_threshold=2.0, rs_threshold="0.999_1.001")
+  p.push_back({"decoupled_geo_rs_token_tis", {IsThreshold(), RsThreshold(kGeo)}, false, [](const Args& a) {
+                 return Make(kToken, a[0], std::string("seq_mean_k1"), a[1], false, kPpoClip);
+               }});
+  // bypass_pg_geo_rs_seq_tis(is_threshold=2.0, rs_threshold="0.999_1.001")
+  p.push_back({"bypass_pg_geo_rs_seq_tis", {IsThreshold(), RsThreshold(kGeo)}, true, [](const Args& a) {
+                 return Make(kSequence, a[0], std::string("seq_mean_k1"), a[1], true, "reinforce");
+               }});
+  // bypass_pg_geo_rs_token_tis(is_threshold=2.0, rs_threshold="0.999_1.001")
+  p.push_back({"bypass_pg_geo_rs_token_tis", {IsThreshold(), RsThreshold(kGeo)}, true, [](const Args& a) {
+                 return Make(kToken, a[0], std::string("seq_mean_k1"), a[1], true, "reinforce");
+               }});
+  // decoupled_k3_rs(rs_threshold=0.01)
+  p.push_back({"decoupled_k3_rs", {RsThreshold(0.01)}, false, [](const Args& a) {
+                 return Make(kNone, kDefaultIsThreshold, std::string("seq_mean_k3"), a[0], false, kPpoClip);
+               }});
+  // decoupled_k3_rs_seq_tis(is_threshold=2.0, rs_threshold=0.01)
+  p.push_back({"decoupled_k3_rs_seq_tis", {IsThreshold(), RsThreshold(0.01)}, false, [](const Args& a) {
+                 return Make(kSequence, a[0], std::string("seq_mean_k3"), a[1], false, kPpoClip);
+               }});
+  // decoupled_k3_rs_token_tis(is_threshold=2.0, rs_threshold=0.01)
+  p.push_back({"decoupled_k3_rs_token_tis", {IsThreshold(), RsThreshold(0.01)}, false, [](const Args& a) {
+                 return Make(kToken, a[0], std::string("seq_mean_k3"), a[1], false, kPpoClip);
+               }});
+  // disabled()
+  p.push_back({"disabled", {}, false, [](const Args&) {
+                 return Make(kNone, kDefaultIsThreshold, kNone, kNone, false, kPpoClip);
+               }});
+  return p;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, ConfigValue>> RolloutCorrectionFields::AsConfig() const {
+  return {{"rollout_is", rollout_is},
+          {"rollout_is_threshold", rollout_is_threshold},
+          {"rollout_is_batch_normalize", int64_t{rollout_is_batch_normalize ? 1 : 0}},
+          {"rollout_rs", rollout_rs},
+          {"rollout_rs_threshold", rollout_rs_threshold},
+          {"bypass_mode", int64_t{bypass_mode ? 1 : 0}},
+          {"loss_type", loss_type}};
+}
+
+const std::vector<RolloutPreset>& RolloutPresets() {
+  static const std::vector<RolloutPreset> presets = Build();
+  return presets;
+}
+
+const RolloutPreset* FindRolloutPreset(const std::string& name) {
+  for (const auto& p : RolloutPresets())
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+RolloutCorrectionFields ExpandPreset(const RolloutPreset& preset, const Config& kwargs) {
+  Args args;
+  for (const auto& k : preset.kwargs) args.push_back(RawConfig(kwargs, k.name, k.default_value));
+  return preset.build(args);
+}
+
+RolloutCorrectionFields ExpandPresetDefaults(const RolloutPreset& preset) { return ExpandPreset(preset, Config()); }
+
+}  // namespace verlconf::oracle

@@ -1,0 +1,82 @@
+// What the rollout-correction registry entries share (spec_rollout_correction.cc,
+// spec_rollout_presets.cc, spec_bypass_mode.cc): they all run verl's one pipeline, so
+// they read the same five config keys, report the same metrics with the same
+// tolerances, and distrust the same degenerate goldens.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "oracle/core/case.h"
+#include "oracle/core/generate.h"
+#include "oracle/policy_loss/vanilla.h"
+#include "oracle/core/function_spec.h"
+#include "oracle/rollout_correction/rollout_correction.h"
+
+namespace verlconf::oracle {
+
+inline bool IsNone(const ConfigValue& v) { return std::holds_alternative<std::monostate>(v); }
+
+// ---------------------------------------------------------------- config
+
+// The case's five rollout_* keys. An absent key was passed as None (the capture's
+// convention: fixtures/adapters/verl_adapter.py), not as the dataclass default.
+RolloutCorrectionSettings ReadRolloutSettings(const Config& c);
+// The same five keys as config entries; entry points differ only in rollout_is's
+// default.
+void AddRolloutSettingsKeys(FunctionSpec& s, const ConfigValue& rollout_is_default, const std::string& rollout_is_doc);
+
+// ---------------------------------------------------------------- metrics
+
+// Every RS option, in kRolloutRsOptions' order.
+std::vector<std::string> AllRsOptions();
+// Appends the keys a run of the pipeline's stages reports (IS when `is`, RS for each of
+// `rs_options` plus the overall fractions when there are any, the off-policy metrics
+// when `offpolicy`), each prefixed with `prefix`, to s.metrics, the discrete ones to
+// s.discrete_metrics, and the std metrics' tolerances.
+void AddCorrectionMetrics(FunctionSpec& s, const std::string& prefix, bool is,
+                          const std::vector<std::string>& rs_options, bool offpolicy);
+
+// The tolerance override every std metric needs (verl's sqrt(E[x^2] - E[x]^2) cancels),
+// for each of `std_metrics` (full keys) in both dtypes.
+void AddStdMetricTolerances(FunctionSpec& s, const std::vector<std::string>& std_metrics);
+
+// ---------------------------------------------------------------- registration
+
+// compute_is_metrics and compute_rs_metrics called directly (spec_rollout_metrics.cc);
+// AddRolloutCorrectionSpecs adds them.
+void AddRolloutMetricsSpecs(std::vector<FunctionSpec>& out);
+
+// ---------------------------------------------------------------- running and packing
+
+// The pipeline on a loss case: `log_prob` is the current policy, `rollout_input` the
+// rollout log-probs.
+CorrectionResult RunPipelineOnLossCase(const Case& c, const std::string& rollout_input,
+                                       const RolloutCorrectionSettings& settings);
+// A pipeline result as the registry's Result, the rejected mask named `mask_output`.
+Result PackCorrection(CorrectionResult r, const std::string& mask_output);
+
+// ---------------------------------------------------------------- mistrust
+
+// The interface's mistrust rule: every valid token rejected, so agreeing on the result
+// proves little. For an entry whose output `mask_output` is the rejected mask:
+std::function<std::string(const Case&)> AllRejected(const std::string& mask_output);
+// For a loss, which has no output mask: the mask the loss ran on, recomputed from the
+// case with `settings` (which may throw: then nothing is distrusted).
+std::function<std::string(const Case&)> LossMaskAllRejected(
+    const std::string& rollout_input, std::function<RolloutCorrectionSettings(const Config&)> settings);
+
+// ---------------------------------------------------------------- generation
+
+// A case with `current` log-probs, rollout log-probs a RandomLogRatio away from them
+// (optionally absent, 20% of the time) and a response mask.
+// verl detaches the IS weights (compute_rollout_correction_weights' .detach()) and
+// builds every rejection mask from comparisons: no tensor output of the rollout
+// correction passes gradient to the training log-prob `input` (log_ratio, or the
+// old_log_prob the pipeline and the decoupled presets take). Call after s.outputs.
+void DeclareDetachedOutputs(FunctionSpec& s, const std::string& input);
+
+Case NewLogProbPairCase(const GenParams& p, InputGen& g, const std::string& current, bool optional_rollout);
+
+}  // namespace verlconf::oracle

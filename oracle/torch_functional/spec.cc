@@ -1,0 +1,101 @@
+// Registry entries for verl's masked statistics (family "torch_functional").
+#include "oracle/core/errors.h"
+#include "oracle/core/generate.h"
+#include "oracle/torch_functional/masked.h"
+#include "oracle/torch_functional/spec.h"
+#include "oracle/core/spec_util.h"
+
+namespace verlconf {
+namespace {
+
+Result RunMaskedMean(const Case& c) {
+  const Array& v = c.Input("values");
+  const Array& m = c.Input("mask");
+  Result r;
+  if (c.config.Has("axis")) {
+    const int64_t axis = c.config.Int("axis", -1);
+    if (axis != -1 && axis != 1) throw BadInput(c.Where() + ": attribute cfg.axis: only -1 (per row) or None");
+    r.outputs["output"] = oracle::masked_mean_rows(v, m);
+    r.grads["values"] = oracle::masked_mean_rows_grad(v, m);
+  } else {
+    r.outputs["output"] = Array::Scalar(oracle::masked_mean(v, m), c.dtype);
+    r.grads["values"] = oracle::masked_mean_grad(v, m);
+  }
+  return r;
+}
+
+// VJPs of the tensor-valued statistics: a mean's is the projection (one per row, or
+// the one scalar) times the mean's own derivative, which does not depend on values;
+// the whitening's couples every element through the mean and the variance.
+std::map<std::string, Array> MaskedMeanVjp(const Case& c, const Result&) {
+  const Array& v = c.Input("values");
+  const Array& m = c.Input("mask");
+  const Array& p = c.projections.at("output");
+  Array g = c.config.Has("axis") ? oracle::masked_mean_rows_grad(v, m) : oracle::masked_mean_grad(v, m);
+  for (int64_t k = 0; k < g.size(); ++k) g[k] *= p.rank() == 0 ? p[0] : p[k / v.cols()];
+  return {{"output/values", std::move(g)}};
+}
+
+std::map<std::string, Array> MaskedWhitenVjp(const Case& c, const Result&) {
+  return {{"output/values", oracle::masked_whiten_vjp(c.Input("values"), c.Input("mask"),
+                                                      c.config.Bool("shift_mean", true), c.projections.at("output"))}};
+}
+
+Result RunMaskedVar(const Case& c) {
+  const Array& v = c.Input("values");
+  const Array& m = c.Input("mask");
+  const bool unbiased = c.config.Bool("unbiased", true);
+  Result r;
+  r.outputs["output"] = Array::Scalar(oracle::masked_var(v, m, unbiased), c.dtype);
+  r.grads["values"] = oracle::masked_var_grad(v, m, unbiased);
+  return r;
+}
+
+Result RunMaskedWhiten(const Case& c) {
+  const Array& v = c.Input("values");
+  const Array& m = c.Input("mask");
+  const bool shift = c.config.Bool("shift_mean", true);
+  Result r;
+  r.outputs["output"] = oracle::masked_whiten(v, m, shift);
+  r.grads["values"] = oracle::masked_whiten_grad(v, m, shift);
+  return r;
+}
+
+FunctionSpec Masked(const std::string& name, RunFn run, std::vector<ConfigKey> config, OutputKind kind) {
+  FunctionSpec s;
+  s.name = name;
+  s.family = "torch_functional";
+  s.verl_symbol = "verl.utils.torch_functional." + name;
+  s.inputs = {{"values", Role::kTokens}, {"mask", Role::kTokens, /*is_mask=*/true}};
+  s.config = std::move(config);
+  s.outputs = {{"output", kind}};
+  s.grads = {"values"};
+  s.oracle = std::move(run);
+  s.generate = [name](const GenParams& p) {
+    oracle::InputGen g(p.seed);
+    Case c = oracle::NewGeneratedCase(p);
+    c.inputs["values"] = g.Normal(p.batch, p.tokens, g.UniformScalar(-2, 2), g.UniformScalar(0.1, 3), p.dtype);
+    c.inputs["mask"] = g.ResponseMask(p.batch, p.tokens, p.dtype);
+    return c;
+  };
+  return s;
+}
+
+}  // namespace
+
+void AddTorchFunctionalSpecs(std::vector<FunctionSpec>& out) {
+  out.push_back(Masked("masked_mean", RunMaskedMean,
+                       {{"axis", "int", std::monostate{}, "None = all elements; -1 = per row"}}, OutputKind::kTensor));
+  out.back().vjp_inputs = {"values"};
+  out.back().vjp = MaskedMeanVjp;
+  out.push_back(Masked("masked_var", RunMaskedVar, {{"unbiased", "bool", int64_t{1}, "Bessel-corrected"}},
+                       OutputKind::kScalar));
+  out.push_back(Masked("masked_whiten", RunMaskedWhiten,
+                       {{"shift_mean", "bool", int64_t{1}, "false = add the mean back after scaling"}},
+                       OutputKind::kTensor));
+  out.back().vjp_inputs = {"values"};
+  out.back().vjp = MaskedWhitenVjp;
+  out.back().notes = "statistics from masked_mean/masked_var(unbiased); rsqrt(var + 1e-8)";
+}
+
+}  // namespace verlconf

@@ -1,0 +1,58 @@
+// Invariants of the actor-side KL loss (actor_kl_loss), each with the reason it must hold.
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <cmath>
+
+#include "oracle/kl/kl_penalty.h"
+#include "properties/testing.h"
+
+namespace verlconf {
+namespace {
+
+using testing::ArbitraryParams;
+using testing::RunOracle;
+
+Case Gen() { return FindSpec("actor_kl_loss", "policy_loss")->generate(*ArbitraryParams()); }
+
+bool Same(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+bool Close(double a, double b) {
+  return (std::isnan(a) && std::isnan(b)) || std::fabs(a - b) <= 1e-15 + 1e-12 * std::fabs(b);
+}
+
+// On the reference policy (log_prob == ref_log_prob) every estimator is 0, and so is the
+// slope of all but k1 (k2: half the squared log-ratio, k3: e^x - 1 - x, abs: |x| whose
+// subgradient torch takes as 0 at 0; the '+' forms use k2's slope). k1 is the log-ratio
+// itself, slope 1: its term still pulls, by coef times the aggregation weight.
+RC_GTEST_PROP(ActorKlLoss, ZeroOnTheReferencePolicy, ()) {
+  Case c = Gen();
+  c.inputs["log_prob"] = c.Input("ref_log_prob");
+  const Result r = RunOracle(c);
+  const double t = r.outputs.at("kl_term")[0];
+  RC_ASSERT(std::isnan(t) || t == 0.0);
+  const std::string type = c.config.String("kl_loss_type", "");
+  if (type == "kl" || type == "k1") return;
+  for (double g : r.grads.at("log_prob").data) RC_ASSERT(std::isnan(g) || g == 0.0);
+}
+
+// The '+' names are straight-through: the value of the base estimator with the gradient
+// of k2. So actor_kl_loss with "X+" has X's term and metric and k2's gradient, whatever
+// the aggregation (agg_loss is linear and the same weights apply to both).
+RC_GTEST_PROP(ActorKlLoss, StraightThroughIsValueOfBaseGradientOfK2, ()) {
+  Case c = Gen();
+  const std::string type = c.config.String("kl_loss_type", "low_var_kl");
+  const std::string base = type.back() == '+' ? type.substr(0, type.size() - 1) : type;
+  c.config.Set("kl_loss_type", base + "+");
+  const Result plus = RunOracle(c);
+  c.config.Set("kl_loss_type", base);
+  const Result value = RunOracle(c);
+  c.config.Set("kl_loss_type", std::string("k2"));
+  const Result k2 = RunOracle(c);
+  RC_ASSERT(Same(plus.outputs.at("kl_term")[0], value.outputs.at("kl_term")[0]));
+  RC_ASSERT(Same(plus.metrics.at("kl_loss"), value.metrics.at("kl_loss")));
+  const Array& g = plus.grads.at("log_prob");
+  for (int64_t k = 0; k < g.size(); ++k) RC_ASSERT(Close(g[k], k2.grads.at("log_prob")[k]));
+}
+
+}  // namespace
+}  // namespace verlconf
