@@ -4,7 +4,7 @@
 #include <ostream>
 #include <set>
 
-#include "cuda_impl/core/entries.h"
+#include "cuda_impl/core/device.h"
 #include "oracle/core/candidate.h"
 #include "oracle/core/check.h"
 #include "oracle/core/errors.h"
@@ -76,8 +76,8 @@ std::vector<CaseReport> CheckCandidateSet(const CheckOptions& o, const GoldenSet
 
 std::vector<CaseReport> CheckImplementationSet(const CheckOptions& o, const GoldenSet& golden, const Selection& only) {
   std::vector<CaseReport> reports;
-  std::string cuda_unavailable;
-  if (o.impl == "cuda") cuda_unavailable = cuda::DeviceUnavailableReason();
+  const Impl impl = *ParseImpl(o.impl);
+  const std::string device_unavailable = impl == Impl::kCuda ? cuda::DeviceUnavailableReason() : "";
   Progress progress(golden.index.size());
   for (const auto& [key, g] : golden.index) {
     progress.Step(g->function + "/" + g->name);
@@ -86,14 +86,12 @@ std::vector<CaseReport> CheckImplementationSet(const CheckOptions& o, const Gold
     CaseReport r;
     if (!spec) {
       r = Unsupported(*g, "no registry entry for '" + g->function + "'");
-    } else if (o.impl == "oracle") {
-      r = spec->oracle ? CheckImplementation(*spec, *g, spec->oracle) : Unsupported(*g, "no oracle entry");
-    } else if (ValidateCase(*spec, *g); !cuda_unavailable.empty()) {
-      r = Skipped(*g, cuda_unavailable);
-    } else if (const RunFn* entry = cuda::FindEntry(g->function)) {
-      r = CheckImplementation(*spec, *g, *entry);
+    } else if (ValidateCase(*spec, *g); !device_unavailable.empty()) {
+      r = Skipped(*g, device_unavailable);
+    } else if (const RunFn* run = spec->Implementation(impl)) {
+      r = CheckImplementation(*spec, *g, *run);
     } else {
-      r = Unsupported(*g, "no CUDA entry for '" + g->function + "'");
+      r = Unsupported(*g, std::string("no ") + ImplName(impl) + " implementation of " + g->family + "/" + g->function);
     }
     r.repro = Repro(o, *g);
     reports.push_back(std::move(r));
@@ -104,7 +102,11 @@ std::vector<CaseReport> CheckImplementationSet(const CheckOptions& o, const Gold
 }  // namespace
 
 int RunCheck(const CheckOptions& o, std::ostream& out) {
-  if (o.impl != "oracle" && o.impl != "cuda") throw BadInput("--impl: expected oracle or cuda, got '" + o.impl + "'");
+  if (!ParseImpl(o.impl)) {
+    std::string names;
+    for (Impl impl : kImpls) names += std::string(names.empty() ? "" : " or ") + ImplName(impl);
+    throw BadInput("--impl: expected " + names + ", got '" + o.impl + "'");
+  }
   if (!o.candidate.empty() && o.impl != "oracle")
     throw BadInput("--impl and --candidate: a candidate file is checked as it is; give one of them");
   const Selection only(o.only);

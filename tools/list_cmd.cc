@@ -45,7 +45,7 @@ int RunList(const std::string& against, bool json, std::ostream& out) {
   std::set<std::pair<std::string, std::string>> listed;
   for (const auto& s : Registry()) {
     const auto n = counts[{s.family, s.name}];
-    items.push_back({s.name, s.family, static_cast<bool>(s.oracle), s.cuda, n.first, n.second});
+    items.push_back({s.name, s.family, s.Implementation(Impl::kOracle) != nullptr, s.Implementation(Impl::kCuda) != nullptr, n.first, n.second});
     listed.insert({s.family, s.name});
   }
   for (const auto& [key, n] : counts)  // goldens of functions the registry lacks

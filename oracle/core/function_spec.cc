@@ -15,6 +15,29 @@ const char* RoleName(Role r) {
   return "?";
 }
 
+const char* ImplName(Impl impl) {
+  switch (impl) {
+    case Impl::kOracle: return "oracle";
+    case Impl::kCuda: return "cuda";
+  }
+  return "?";
+}
+
+std::optional<Impl> ParseImpl(const std::string& text) {
+  for (Impl impl : kImpls)
+    if (text == ImplName(impl)) return impl;
+  return std::nullopt;
+}
+
+const RunFn* FunctionSpec::Implementation(Impl impl) const {
+  const RunFn* slot = nullptr;
+  switch (impl) {
+    case Impl::kOracle: slot = &oracle; break;
+    case Impl::kCuda: slot = &cuda; break;
+  }
+  return slot && *slot ? slot : nullptr;
+}
+
 const InputSpec* FunctionSpec::FindInput(const std::string& n) const {
   for (const auto& i : inputs)
     if (i.name == n) return &i;

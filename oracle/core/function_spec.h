@@ -64,6 +64,13 @@ struct GenParams {
 };
 
 using RunFn = std::function<Result(const Case&)>;
+
+// The implementations the suite runs against the goldens, as `--impl` names them.
+enum class Impl { kOracle, kCuda };
+inline constexpr Impl kImpls[] = {Impl::kOracle, Impl::kCuda};
+const char* ImplName(Impl impl);
+// The implementation `text` names; nullopt for any other text.
+std::optional<Impl> ParseImpl(const std::string& text);
 using GenFn = std::function<Case(const GenParams&)>;
 
 struct FunctionSpec {
@@ -87,8 +94,11 @@ struct FunctionSpec {
   std::vector<std::string> vjp_inputs;
   std::vector<std::string> vjp_zero_outputs;
   std::function<std::map<std::string, Array>(const Case&, const Result&)> vjp;
-  RunFn oracle;                    // throws Unsupported where verl has no semantics
-  bool cuda = false;               // cuda_impl has an entry under the same name
+  // The implementations, one slot each (Impl). `oracle` is filled by the family's entry
+  // and throws Unsupported where verl has no semantics; the others are filled by their
+  // libraries through RegisterImplementation, keyed by (family, name) like the registry.
+  RunFn oracle;
+  RunFn cuda;
   GenFn generate;                  // random valid inputs + config for property tests
   std::vector<ToleranceOverride> tolerances;
   // float32 forward error grows with the problem's condition number; where it can be
@@ -135,6 +145,9 @@ struct FunctionSpec {
   // against what the capture recorded from verl (/_verl_presets in rollout_correction.h5).
   std::vector<std::pair<std::string, ConfigValue>> preset_expansion;
   std::string notes;
+
+  // The slot for one implementation; null when that implementation lacks this function.
+  const RunFn* Implementation(Impl impl) const;
 
   const InputSpec* FindInput(const std::string& n) const;
   const OutputSpec* FindOutput(const std::string& n) const;

@@ -8,6 +8,7 @@
 #include "oracle/aggregation/spec.h"
 #include "oracle/core/check.h"
 #include "oracle/core/errors.h"
+#include "oracle/core/implementations.h"
 #include "oracle/core/json.h"
 #include "oracle/kl/spec.h"
 #include "oracle/policy_loss/spec.h"
@@ -106,6 +107,7 @@ static std::vector<FunctionSpec> Build() {
         return c;
       };
   }
+  FillImplementationSlots(all, TakeImplementationRegistrations());
   return all;
 }
 
@@ -216,7 +218,7 @@ std::string RegistryJson() {
       if (s.VjpIsZero(f.substr(0, f.find('/')))) j.String(f);
     j.EndArray();
     j.Key("oracle").Bool(static_cast<bool>(s.oracle));
-    j.Key("cuda").Bool(s.cuda);
+    j.Key("cuda").Bool(static_cast<bool>(s.cuda));
     j.Key("notes").String(s.notes);
     j.EndObject();
   }

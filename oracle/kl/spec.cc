@@ -57,7 +57,6 @@ void AddKlSpecs(std::vector<FunctionSpec>& out) {
   for (const std::string& name : oracle::kKlPenaltyNames) {
     FunctionSpec s = KlSpec(name);
     s.oracle = RunKl;
-    s.cuda = true;  // cuda_impl/core/entries.cc lists the same names; cuda_test keeps them in step
     s.generate = GenerateKl;
     s.notes = s.name.back() == '+' ? "straight-through: forward value, gradient of k2" : "";
     out.push_back(std::move(s));

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "cuda_impl/core/buffer.h"
-#include "cuda_impl/core/entries.h"
+#include "cuda_impl/core/device.h"
 #include "cuda_impl/kl/kl_penalty.h"
 #include "tools/bench/bench_kernels.h"
 
