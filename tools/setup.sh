@@ -24,7 +24,8 @@ fi
 # Why each package: Bazel; the C++ libraries wrapped in third_party/*.BUILD
 # (static archives: gtest/gmock, rapidcheck, hdf5 + its zlib/szip filters);
 # Debian's python3 with numpy/h5py for py_test (third_party/python); compiler; clang
-# and its libFuzzer/sanitizer runtime for tools/fuzz/run.sh; LibTorch (CPU, shared
+# and its libFuzzer/sanitizer runtime for tools/fuzz/run.sh; clang-format and clang-tidy
+# for tools/lint.sh (the style gate); LibTorch (CPU, shared
 # libraries) for the C++ candidate API and the autograd cross-check (tools/torch_api).
 packages=(
   bazel-bootstrap
@@ -33,7 +34,7 @@ packages=(
   librapidcheck-dev
   libhdf5-dev zlib1g-dev libaec-dev
   python3 python3-numpy python3-h5py
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format clang-tidy
   libtorch-dev
 )
 
