@@ -130,8 +130,8 @@ def main(argv=None) -> int:
     ap.add_argument("--adapter", required=True)
     ap.add_argument("--out", required=True, help="directory for the candidate files")
     ap.add_argument("--goldens", default=os.path.join(REPO, "fixtures", "verl-0.9.1"))
-    ap.add_argument("--spec", help="a saved `conform spec --json`")
-    ap.add_argument("--conform", help="the conform binary (default: bazel-bin/tools/conform)")
+    ap.add_argument("--spec", help="a saved `conform spec --json` (default: fixtures/spec.json)")
+    ap.add_argument("--conform", help="run this conform binary's `spec --json` instead of reading a saved spec")
     args = ap.parse_args(argv)
     try:
         spec = registry_spec.load_spec(args.spec, args.conform)
