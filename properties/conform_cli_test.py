@@ -52,7 +52,14 @@ class ConformCli(unittest.TestCase):
         # has an oracle entry and at least 3 float64 and 3 float32 golden cases.
         with h5py.File(os.path.join(GOLDENS, "advantage.h5"), "r") as f:
             estimators = [x for x in f["_verl_registry"].attrs["adv_estimators"].split("\n") if x]
-        self.assertGreaterEqual(len(estimators), 14)
+        # ... and they are the registry's estimators: the advantage entries that verl's
+        # compute_advantage dispatches to (verl_dispatch_kwargs in `conform spec --json`).
+        code, out, err = run("spec", "--json")
+        self.assertEqual(code, 0, err)
+        dispatched = [f["name"] for f in json.loads(out)["functions"]
+                      if f["family"] == "advantage" and "verl_dispatch_kwargs" in f]
+        self.assertTrue(dispatched)
+        self.assertEqual(sorted(estimators), sorted(dispatched))
         advantage = {f["name"]: f for f in doc["functions"] if f["family"] == "advantage"}
         self.assertEqual(doc["verl_names_without_oracle_by_list"]["adv_estimators"], [])
         for n in estimators:
