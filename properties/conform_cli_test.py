@@ -1,6 +1,6 @@
 """The conform CLI as a user meets it: exit codes and one-line messages.
 
-Acceptance of the foundation issue: a planted error in a copy of a golden file makes
+What a user relies on: a planted error in a copy of a golden file makes
 `conform check --candidate` exit 1 naming function, case, output, worst error and
 index; a truncated file, a missing dataset and a wrong shape each exit 2 with one
 clear line; `list --json` reports verl 0.9.1 from the files' provenance.

@@ -261,12 +261,10 @@ TEST(Golden, CovPicksFollowVerlsRule) {
   }
 }
 
-// verl names (as recorded by the capture from verl's own registries) that the oracle
-// does not cover yet. Each later issue empties its part of this list; the test fails
-// both when verl gains a name that is neither covered nor listed, and when a listed
-// name has gained an oracle entry (so the list never goes stale).
-// Names in verl's recorded registries that have no oracle entry yet, each with the
-// issue that will add it. Empty: every name verl 0.9.1 registers is covered.
+// verl names (as recorded by the capture from verl's own registries) that have no
+// oracle entry, each as "<registry>/<name>". The test fails both when verl gains a name
+// that is neither covered nor listed, and when a listed name has an oracle entry (so the
+// list never goes stale). Empty: every name verl 0.9.1 registers is covered.
 const std::set<std::string>& KnownGaps() {
   static const std::set<std::string> gaps;
   return gaps;
@@ -288,14 +286,16 @@ TEST(Golden, VerlRegistryIsCoveredOrListedAsAGap) {
       if (!covered) EXPECT_TRUE(listed) << kind << " '" << n << "' is in verl but has no oracle entry";
       else EXPECT_FALSE(listed) << kind << "/" << n << " has an oracle entry: remove it from KnownGaps";
     }
-  // Every advantage estimator verl registers has an oracle entry: none may be listed as
-  // a gap (issue 3's acceptance), whatever later edits do to KnownGaps.
+  // Every advantage estimator verl registers has an oracle entry: the advantage family
+  // is held to full coverage whatever KnownGaps lists, so none may be listed as a gap.
   for (const auto& n : reg.at("adv_estimators")) {
     const FunctionSpec* s = FindSpec(n, "advantage");
     EXPECT_TRUE(s && s->oracle) << "verl's ADV_ESTIMATOR_REGISTRY has '" << n << "', the oracle registry does not";
     EXPECT_FALSE(KnownGaps().count("adv_estimators/" + n)) << n;
   }
-  // The slice of the foundation issue is covered in full.
+  // The names the suite is built around (GRPO, vanilla PPO, every agg mode, every KL
+  // name) are in verl's recorded registries: a capture that lost them would leave the
+  // coverage check above nothing to hold them to.
   for (const char* n : {"grpo", "grpo_vectorized", "vanilla", "token-mean", "token-sum", "seq-mean-token-sum",
                         "seq-mean-token-mean", "seq-mean-token-sum-norm", "kl", "k1", "abs", "mse", "k2",
                         "low_var_kl", "k3", "k3+", "low_var_kl+"})
