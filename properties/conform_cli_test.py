@@ -1,6 +1,6 @@
 """The conform CLI as a user meets it: exit codes and one-line messages.
 
-Acceptance of the foundation issue: a planted error in a copy of a golden file makes
+What a user relies on: a planted error in a copy of a golden file makes
 `conform check --candidate` exit 1 naming function, case, output, worst error and
 index; a truncated file, a missing dataset and a wrong shape each exit 2 with one
 clear line; `list --json` reports verl 0.9.1 from the files' provenance.
@@ -52,7 +52,14 @@ class ConformCli(unittest.TestCase):
         # has an oracle entry and at least 3 float64 and 3 float32 golden cases.
         with h5py.File(os.path.join(GOLDENS, "advantage.h5"), "r") as f:
             estimators = [x for x in f["_verl_registry"].attrs["adv_estimators"].split("\n") if x]
-        self.assertGreaterEqual(len(estimators), 14)
+        # ... and they are the registry's estimators: the advantage entries that verl's
+        # compute_advantage dispatches to (verl_dispatch_kwargs in `conform spec --json`).
+        code, out, err = run("spec", "--json")
+        self.assertEqual(code, 0, err)
+        dispatched = [f["name"] for f in json.loads(out)["functions"]
+                      if f["family"] == "advantage" and "verl_dispatch_kwargs" in f]
+        self.assertTrue(dispatched)
+        self.assertEqual(sorted(estimators), sorted(dispatched))
         advantage = {f["name"]: f for f in doc["functions"] if f["family"] == "advantage"}
         self.assertEqual(doc["verl_names_without_oracle_by_list"]["adv_estimators"], [])
         for n in estimators:

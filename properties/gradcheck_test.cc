@@ -82,13 +82,17 @@ void CheckFunction(const FunctionSpec& spec) {
 TEST(GradCheck, EveryDifferentiatedFunction) {
   int checked = 0;
   for (const auto& spec : Registry()) {
-    if (spec.grads.empty() || !spec.generate || spec.name.rfind("full", 0) == 0) continue;
+    // "full" and "full+" have no values (verl raises); every other function with a
+    // gradient needs a generator to be checked here.
+    if (spec.grads.empty() || spec.name.rfind("full", 0) == 0) continue;
+    EXPECT_TRUE(static_cast<bool>(spec.generate)) << spec.name << " declares gradients but has no generator";
+    if (!spec.generate) continue;
     ++checked;
     const auto result = rc::check("analytic gradient of " + spec.name + " matches central differences",
                                   [&spec] { CheckFunction(spec); });
     EXPECT_TRUE(result) << spec.name;
   }
-  EXPECT_GE(checked, 28);  // 9 policy losses, 5 agg modes, 14 KL names, 3 masked statistics
+  EXPECT_GT(checked, 0);
 }
 
 }  // namespace

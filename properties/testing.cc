@@ -31,24 +31,28 @@ Result RunOracle(const Case& c) {
   return s->oracle(c);
 }
 
-bool AllClose(const Array& a, const Array& b, double rtol, double atol, std::string* why) {
-  if (a.shape != b.shape) {
-    if (why) *why = "shape " + a.ShapeString() + " vs " + b.ShapeString();
-    return false;
+bool Close(double got, double want, Tol tol, NanPolicy nan) {
+  if (std::isnan(got) || std::isnan(want))
+    return nan == NanPolicy::kNanEqualsNan && std::isnan(got) && std::isnan(want);
+  if (std::isinf(got) || std::isinf(want)) return got == want;
+  return std::fabs(got - want) <= tol.atol + tol.rtol * std::fabs(want);
+}
+
+std::ostream& operator<<(std::ostream& os, const Closeness& c) {
+  return os << (c ? "close" : "not close: " + c.message());
+}
+
+Closeness Close(const Array& got, const Array& want, Tol tol, NanPolicy nan) {
+  if (got.shape != want.shape) return Closeness::Fail("shape " + got.ShapeString() + " vs " + want.ShapeString());
+  for (int64_t k = 0; k < got.size(); ++k) {
+    if (Close(got[k], want[k], tol, nan)) continue;
+    std::ostringstream o;
+    o.precision(17);
+    o << "index " << k << ": got " << got[k] << ", want " << want[k] << " (rtol " << tol.rtol << ", atol " << tol.atol
+      << (nan == NanPolicy::kNanEqualsNan ? ", NaN equals NaN)" : ", NaN fails)");
+    return Closeness::Fail(o.str());
   }
-  for (int64_t k = 0; k < a.size(); ++k) {
-    const bool both_nan = std::isnan(a[k]) && std::isnan(b[k]);
-    if (!both_nan && !(std::fabs(a[k] - b[k]) <= atol + rtol * std::fabs(b[k]))) {
-      if (why) {
-        std::ostringstream o;
-        o.precision(17);
-        o << "index " << k << ": " << a[k] << " vs " << b[k];
-        *why = o.str();
-      }
-      return false;
-    }
-  }
-  return true;
+  return Closeness::Pass();
 }
 
 Case PadTokens(const Case& c, int64_t extra) {

@@ -116,17 +116,21 @@ void CheckFunction(const FunctionSpec& spec) {
 TEST(Vjp, EveryDeclaredFunction) {
   int checked = 0, zero_specs = 0;
   for (const auto& spec : Registry()) {
-    if (spec.vjp_inputs.empty() || !spec.generate || spec.name.rfind("full", 0) == 0) continue;
+    // "full" and "full+" have no values (verl raises); every other function with VJPs
+    // needs a generator to be checked here.
+    if (spec.vjp_inputs.empty() || spec.name.rfind("full", 0) == 0) continue;
+    EXPECT_TRUE(static_cast<bool>(spec.generate)) << spec.name << " declares VJPs but has no generator";
+    if (!spec.generate) continue;
     ++checked;
     zero_specs += !spec.vjp_zero_outputs.empty();
     const auto result = rc::check("VJPs of " + spec.family + "/" + spec.name + " (central differences / zero)",
                                   [&spec] { CheckFunction(spec); });
     EXPECT_TRUE(result) << spec.name;
   }
-  // 14 KL names, masked_mean and masked_whiten; the rollout-correction weights, rejection
-  // masks, RS options, pipeline and decoupled presets.
-  EXPECT_GE(checked, 40);
-  EXPECT_GE(zero_specs, 20);
+  // Which functions have VJPs, and which of those are zero where verl detaches, is the
+  // registry's to say (golden_test holds it to the goldens); here each kind must occur.
+  EXPECT_GT(checked, zero_specs);
+  EXPECT_GT(zero_specs, 0);
   // The IS weights move with the log-ratio: their zero VJP is verl's .detach(), which the
   // check would catch being dropped.
   int moved_weights = 0;

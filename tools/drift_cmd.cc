@@ -134,7 +134,7 @@ Drift Compute(const GoldenSet& a, const GoldenSet& b, const Selection& only) {
   for (const auto& [key, nc] : b.index)
     if (only.Selects(*nc) && !a.index.count(key))
       d.only_new.push_back(std::get<1>(key) + "/" + std::get<2>(key));
-  // What verl itself defines, whether or not the catalogue has cases for it yet.
+  // What verl itself defines, whether or not the catalogue has cases for it.
   const auto ra = a.VerlRegistry(), rb = b.VerlRegistry();
   auto diff = [](const std::map<std::string, std::vector<std::string>>& x,
                  const std::map<std::string, std::vector<std::string>>& y, std::vector<std::string>& out) {

@@ -1,5 +1,5 @@
 // `conform list` and `conform spec`: what the registry holds, what the goldens cover,
-// and which names verl defines that have no oracle entry yet.
+// and which names verl defines that have no oracle entry.
 #include <cstdio>
 #include <map>
 #include <ostream>

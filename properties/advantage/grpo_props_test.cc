@@ -17,8 +17,11 @@ namespace verlconf {
 namespace {
 
 using testing::ArbitraryParams;
+using testing::Close;
 using testing::Generate;
+using testing::NanPolicy;
 using testing::RunOracle;
+using testing::Tol;
 
 // One scalar per sequence: the advantage on any valid token (0 for empty rows).
 std::vector<double> PerSequence(const Array& adv, const Array& mask) {
@@ -120,7 +123,7 @@ RC_GTEST_PROP(Grpo, PermutationEquivariant, ()) {
     const double rtol = loop ? 1e-12 : 8 * kEps32 * cond, atol = loop ? 1e-8 : 8 * kEps32 * cond;
     for (int64_t i = 0; i < b; ++i)
       for (int64_t t = 0; t < x.cols(); ++t)
-        RC_ASSERT(std::fabs(y.at(i, t) - x.at(perm[i], t)) <= atol + rtol * std::fabs(x.at(perm[i], t)));
+        RC_ASSERT(Close(y.at(i, t), x.at(perm[i], t), Tol{rtol, atol}, NanPolicy::kNanFails));
   }
 }
 
@@ -166,7 +169,7 @@ RC_GTEST_PROP(Grpo, ShiftInvariantAndDrGrpoLinear, ()) {
     const Array sc = RunOracle(scaled).outputs.at("advantages");
     for (int64_t k = 0; k < base.size(); ++k) {
       if (c.Input("response_mask")[k] == 0.0) continue;
-      RC_ASSERT(std::fabs(sc[k] - scale * base[k]) <= 1e-9 * (1 + std::fabs(scale * base[k])));
+      RC_ASSERT(Close(sc[k], scale * base[k], Tol{1e-9, 1e-9}, NanPolicy::kNanFails));
     }
     // Shift: singletons have mean 0 in verl (not their own score), so only groups >= 2.
     const auto groups = oracle::GroupBy(c.Input("index"));
@@ -174,7 +177,7 @@ RC_GTEST_PROP(Grpo, ShiftInvariantAndDrGrpoLinear, ()) {
       if (members.size() < 2) continue;
       for (int64_t i : members)
         for (int64_t t = 0; t < base.cols(); ++t)
-          RC_ASSERT(std::fabs(sh.at(i, t) - base.at(i, t)) <= 1e-9 * (1 + std::fabs(shift)));
+          RC_ASSERT(Close(sh.at(i, t), base.at(i, t), Tol{0.0, 1e-9 * (1 + std::fabs(shift))}, NanPolicy::kNanFails));
     }
   }
 }
@@ -189,9 +192,9 @@ RC_GTEST_PROP(Grpo, VectorizedAgreesWithLoopToFloat32, ()) {
   // condition number (a group whose scores hardly spread divides by a tiny std), the
   // same scaling the judge applies to float32 goldens.
   const double tol = std::max(1e-4, 256.0 * kEps32 * oracle::GrpoFloat32Condition(c));
-  std::string why;
-  if (!testing::AllClose(y, x, tol, tol, &why))
-    RC_FAIL(why + " (tolerance " + std::to_string(tol) + ", condition " +
+  const testing::Closeness close = Close(y, x, Tol{tol, tol}, NanPolicy::kNanEqualsNan);
+  if (!close)
+    RC_FAIL(close.message() + " (tolerance " + std::to_string(tol) + ", condition " +
             std::to_string(oracle::GrpoFloat32Condition(c)) + ")");
 }
 

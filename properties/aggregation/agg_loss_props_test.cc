@@ -15,7 +15,10 @@ using oracle::agg_loss;
 using oracle::agg_loss_weights;
 using oracle::GlobalBatchInfo;
 using testing::ArbitraryParams;
+using testing::Close;
 using testing::Generate;
+using testing::NanPolicy;
+using testing::Tol;
 
 struct Batch {
   Array loss, mask;
@@ -32,24 +35,29 @@ double Count(const Array& m) {
   return n;
 }
 
-bool Close(double a, double b) { return (std::isnan(a) && std::isnan(b)) || std::fabs(a - b) <= 1e-12 * (1 + std::fabs(b)); }
+// An all-masked batch divides 0 by 0 (NaN), as verl does; both sides of an identity
+// then are NaN.
+constexpr Tol kTight{1e-12, 1e-12};
 
 // token-mean is token-sum over the number of valid tokens.
 RC_GTEST_PROP(Agg, TokenMeanIsTokenSumOverCount, ()) {
   const Batch b = Draw();
   const double n = Count(b.mask);
   RC_PRE(n > 0);
-  RC_ASSERT(Close(agg_loss(b.loss, b.mask, "token-mean", {}), agg_loss(b.loss, b.mask, "token-sum", {}) / n));
+  RC_ASSERT(Close(agg_loss(b.loss, b.mask, "token-mean", {}), agg_loss(b.loss, b.mask, "token-sum", {}) / n, kTight,
+                  NanPolicy::kNanEqualsNan));
 }
 
 // -norm divides seq-mean-token-sum by a constant horizon (T by default).
 RC_GTEST_PROP(Agg, SumNormIsSumOverHorizon, ()) {
   const Batch b = Draw();
   const double sum = agg_loss(b.loss, b.mask, "seq-mean-token-sum", {});
-  RC_ASSERT(Close(agg_loss(b.loss, b.mask, "seq-mean-token-sum-norm", {}), sum / static_cast<double>(b.mask.cols())));
+  RC_ASSERT(Close(agg_loss(b.loss, b.mask, "seq-mean-token-sum-norm", {}), sum / static_cast<double>(b.mask.cols()),
+                  kTight, NanPolicy::kNanEqualsNan));
   GlobalBatchInfo g;
   g.loss_scale_factor = 123.0;
-  RC_ASSERT(Close(agg_loss(b.loss, b.mask, "seq-mean-token-sum-norm", g), sum / 123.0));
+  RC_ASSERT(
+      Close(agg_loss(b.loss, b.mask, "seq-mean-token-sum-norm", g), sum / 123.0, kTight, NanPolicy::kNanEqualsNan));
 }
 
 // When every sequence has the same number of valid tokens, averaging per sequence and
@@ -60,7 +68,7 @@ RC_GTEST_PROP(Agg, EqualLengthsMakeSeqMeanTokenMeanATokenMean, ()) {
   for (int64_t i = 0; i < b.mask.rows(); ++i)
     for (int64_t t = 0; t < b.mask.cols(); ++t) b.mask.at(i, t) = t < len ? 1.0 : 0.0;
   const double x = agg_loss(b.loss, b.mask, "seq-mean-token-mean", {}), y = agg_loss(b.loss, b.mask, "token-mean", {});
-  RC_ASSERT(std::fabs(x - y) <= 1e-7 * (1 + std::fabs(y)));
+  RC_ASSERT(Close(x, y, Tol{1e-7, 1e-7}, NanPolicy::kNanFails));
 }
 
 // seq-mean-token-mean gives every live sequence the same total weight, however long.
@@ -90,11 +98,12 @@ RC_GTEST_PROP(Agg, LinearWithWeightsAsGradient, ()) {
     for (int64_t k = 0; k < mix.size(); ++k) mix[k] = b.loss[k] + alpha * c.loss[k];
     const double lhs = agg_loss(mix, b.mask, mode, {});
     const double rhs = agg_loss(b.loss, b.mask, mode, {}) + alpha * agg_loss(c.loss, b.mask, mode, {});
-    RC_ASSERT((std::isnan(lhs) && std::isnan(rhs)) || std::fabs(lhs - rhs) <= 1e-10 * (1 + std::fabs(rhs)));
+    RC_ASSERT(Close(lhs, rhs, Tol{1e-10, 1e-10}, NanPolicy::kNanEqualsNan));
     const Array w = agg_loss_weights(b.mask, mode, {});
     double dot = 0;
     for (int64_t k = 0; k < w.size(); ++k) dot += w[k] * b.loss[k];
-    RC_ASSERT((std::isnan(lhs)) || std::fabs(dot - agg_loss(b.loss, b.mask, mode, {})) <= 1e-10 * (1 + std::fabs(dot)));
+    RC_ASSERT(std::isnan(lhs) ||
+              Close(agg_loss(b.loss, b.mask, mode, {}), dot, Tol{1e-10, 1e-10}, NanPolicy::kNanFails));
   }
 }
 
@@ -115,9 +124,11 @@ RC_GTEST_PROP(Agg, DataParallelScalingCancels, ()) {
   g.global_batch_size = alive * dp;
   for (const char* mode : oracle::kAggModes) {
     if (std::string(mode) == "token-sum") continue;  // a sum has nothing to cancel: scaled by dp
-    RC_ASSERT(Close(agg_loss(b.loss, b.mask, mode, g), agg_loss(b.loss, b.mask, mode, {})));
+    RC_ASSERT(
+        Close(agg_loss(b.loss, b.mask, mode, g), agg_loss(b.loss, b.mask, mode, {}), kTight, NanPolicy::kNanEqualsNan));
   }
-  RC_ASSERT(Close(agg_loss(b.loss, b.mask, "token-sum", g), dp * agg_loss(b.loss, b.mask, "token-sum", {})));
+  RC_ASSERT(Close(agg_loss(b.loss, b.mask, "token-sum", g), dp * agg_loss(b.loss, b.mask, "token-sum", {}), kTight,
+                  NanPolicy::kNanEqualsNan));
 }
 
 // Padding columns are masked out and change nothing (the -norm default divisor is T,
@@ -131,7 +142,8 @@ RC_GTEST_PROP(Agg, PaddingInvariant, ()) {
   GlobalBatchInfo g;
   g.loss_scale_factor = 16.0;
   for (const char* mode : oracle::kAggModes)
-    RC_ASSERT(Close(agg_loss(p.Input("l"), p.Input("m"), mode, g), agg_loss(b.loss, b.mask, mode, g)));
+    RC_ASSERT(Close(agg_loss(p.Input("l"), p.Input("m"), mode, g), agg_loss(b.loss, b.mask, mode, g), kTight,
+                    NanPolicy::kNanEqualsNan));
 }
 
 // verl refuses dp_size > 1 without the global count the mode needs.

@@ -11,14 +11,13 @@ namespace verlconf {
 namespace {
 
 using testing::ArbitraryParams;
+using testing::Close;
+using testing::kExact;
+using testing::NanPolicy;
 using testing::RunOracle;
+using testing::Tol;
 
 Case Gen() { return FindSpec("actor_kl_loss", "policy_loss")->generate(*ArbitraryParams()); }
-
-bool Same(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
-bool Close(double a, double b) {
-  return (std::isnan(a) && std::isnan(b)) || std::fabs(a - b) <= 1e-15 + 1e-12 * std::fabs(b);
-}
 
 // On the reference policy (log_prob == ref_log_prob) every estimator is 0, and so is the
 // slope of all but k1 (k2: half the squared log-ratio, k3: e^x - 1 - x, abs: |x| whose
@@ -48,10 +47,11 @@ RC_GTEST_PROP(ActorKlLoss, StraightThroughIsValueOfBaseGradientOfK2, ()) {
   const Result value = RunOracle(c);
   c.config.Set("kl_loss_type", std::string("k2"));
   const Result k2 = RunOracle(c);
-  RC_ASSERT(Same(plus.outputs.at("kl_term")[0], value.outputs.at("kl_term")[0]));
-  RC_ASSERT(Same(plus.metrics.at("kl_loss"), value.metrics.at("kl_loss")));
+  RC_ASSERT(Close(plus.outputs.at("kl_term")[0], value.outputs.at("kl_term")[0], kExact, NanPolicy::kNanEqualsNan));
+  RC_ASSERT(Close(plus.metrics.at("kl_loss"), value.metrics.at("kl_loss"), kExact, NanPolicy::kNanEqualsNan));
   const Array& g = plus.grads.at("log_prob");
-  for (int64_t k = 0; k < g.size(); ++k) RC_ASSERT(Close(g[k], k2.grads.at("log_prob")[k]));
+  for (int64_t k = 0; k < g.size(); ++k)
+    RC_ASSERT(Close(g[k], k2.grads.at("log_prob")[k], Tol{1e-12, 1e-15}, NanPolicy::kNanEqualsNan));
 }
 
 }  // namespace

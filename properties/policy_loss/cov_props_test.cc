@@ -18,13 +18,12 @@ namespace verlconf {
 namespace {
 
 using testing::ArbitraryParams;
+using testing::Close;
+using testing::NanPolicy;
 using testing::RunOracle;
+using testing::Tol;
 
 Case Gen(const std::string& name) { return FindSpec(name, "policy_loss")->generate(*ArbitraryParams()); }
-
-bool Close(double a, double b, double rtol = 1e-12, double atol = 1e-14) {
-  return (std::isnan(a) && std::isnan(b)) || std::fabs(a - b) <= atol + rtol * std::fabs(b);
-}
 
 oracle::PolicyLossInputs In(const Case& c) {
   return {c.Input("old_log_prob"), c.Input("log_prob"), c.Input("advantages"), c.Input("response_mask"),
@@ -128,13 +127,15 @@ RC_GTEST_PROP(PolicyLossCov, KlCovPenaltyIsAdditive, ()) {
     const double w = in.rollout_is_weights ? (*in.rollout_is_weights)[k] : 1.0;
     pen[k] = sel[k] * coef * std::fabs(d) * w;
     const double dg = sel[k] * coef * (d > 0 ? 1.0 : (d < 0 ? -1.0 : 0.0)) * w * W[k];
-    RC_ASSERT(Close(r.grads.at("log_prob")[k] - r0.grads.at("log_prob")[k], dg, 1e-12, 1e-15));
+    RC_ASSERT(
+        Close(r.grads.at("log_prob")[k] - r0.grads.at("log_prob")[k], dg, Tol{1e-12, 1e-15}, NanPolicy::kNanEqualsNan));
   }
   const double want = oracle::agg_loss(pen, mask, c.config.String("loss_agg_mode", "token-mean"),
                                        oracle::ReadGlobalBatchInfo(c.config));
   // The difference of two sums carries their rounding: scale atol by the loss.
   const double l0 = r0.outputs.at("pg_loss")[0];
-  RC_ASSERT(Close(r.outputs.at("pg_loss")[0] - l0, want, 1e-10, 1e-13 * (1.0 + std::fabs(l0))));
+  RC_ASSERT(Close(r.outputs.at("pg_loss")[0] - l0, want, Tol{1e-10, 1e-13 * (1.0 + std::fabs(l0))},
+                  NanPolicy::kNanEqualsNan));
 }
 
 // On-policy every ratio is 1 (inside the clip range, |log-ratio| 0): both losses are the
@@ -153,7 +154,8 @@ RC_GTEST_PROP(PolicyLossCov, OnPolicyGradientIsPlainPolicyGradient, ()) {
     const Array* w = c.OptionalInput("rollout_is_weights");
     for (int64_t k = 0; k < mask.size(); ++k)
       RC_ASSERT(Close(r.grads.at("log_prob")[k],
-                      -c.Input("advantages")[k] * (w ? (*w)[k] : 1.0) * W[k] * (1.0 - sel[k]), 1e-12, 1e-15));
+                      -c.Input("advantages")[k] * (w ? (*w)[k] : 1.0) * W[k] * (1.0 - sel[k]), Tol{1e-12, 1e-15},
+                      NanPolicy::kNanEqualsNan));
     RC_ASSERT(r.metrics.at("actor/ppo_kl") == 0.0);
   }
 }

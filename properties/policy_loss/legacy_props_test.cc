@@ -14,22 +14,16 @@ namespace verlconf {
 namespace {
 
 using testing::ArbitraryParams;
+using testing::Close;
+using testing::kExact;
+using testing::NanPolicy;
 using testing::RunOracle;
+using testing::Tol;
 
 Case Gen(const std::string& name) { return FindSpec(name, "policy_loss")->generate(*ArbitraryParams()); }
 
-bool Close(double a, double b, double rtol = 1e-12, double atol = 1e-14) {
-  return (std::isnan(a) && std::isnan(b)) || std::fabs(a - b) <= atol + rtol * std::fabs(b);
-}
-
-// Bitwise-equal results (NaN, from agg_loss on an empty selection, equals NaN).
-bool Same(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
-bool Same(const Array& a, const Array& b) {
-  if (a.size() != b.size()) return false;
-  for (int64_t k = 0; k < a.size(); ++k)
-    if (!Same(a[k], b[k])) return false;
-  return true;
-}
+// NaN, from agg_loss on an empty selection, is an expected result: both sides of an
+// identity may be NaN (NanPolicy::kNanEqualsNan).
 
 // REINFORCE is linear in log_prob and the IS weights are constants: the gradient is
 // -A * w times the aggregation weight whatever log_prob is, and the rollout
@@ -43,13 +37,14 @@ RC_GTEST_PROP(LegacyLosses, ReinforceGradientIsWeightedAdvantage, ()) {
   const Array* w = c.OptionalInput("rollout_is_weights");
   const Array& g = r.grads.at("log_prob");
   for (int64_t k = 0; k < g.size(); ++k)
-    RC_ASSERT(Close(g[k], -c.Input("advantages")[k] * (w ? (*w)[k] : 1.0) * W[k], 1e-12, 1e-15));
+    RC_ASSERT(Close(g[k], -c.Input("advantages")[k] * (w ? (*w)[k] : 1.0) * W[k], Tol{1e-12, 1e-15},
+                    NanPolicy::kNanEqualsNan));
   Array shifted = c.Input("old_log_prob");
   for (double& v : shifted.data) v -= 0.75;
   c.inputs["old_log_prob"] = shifted;
   const Result moved = RunOracle(c);
-  RC_ASSERT(Same(moved.outputs.at("pg_loss")[0], r.outputs.at("pg_loss")[0]));
-  RC_ASSERT(Same(moved.grads.at("log_prob"), g));
+  RC_ASSERT(Close(moved.outputs.at("pg_loss")[0], r.outputs.at("pg_loss")[0], kExact, NanPolicy::kNanEqualsNan));
+  RC_ASSERT(Close(moved.grads.at("log_prob"), g, kExact, NanPolicy::kNanEqualsNan));
 }
 
 // The deprecated compute_policy_loss is vanilla's dual-clip PPO with cliprange* for
@@ -70,10 +65,10 @@ RC_GTEST_PROP(LegacyLosses, DeprecatedEqualsVanilla, ()) {
   v.config.Set("dp_size", int64_t{1});
   const Result a = RunOracle(c);
   const Result b = FindSpec("vanilla", "policy_loss")->oracle(v);
-  RC_ASSERT(Same(a.outputs.at("pg_loss")[0], b.outputs.at("pg_loss")[0]));
-  RC_ASSERT(Same(a.grads.at("log_prob"), b.grads.at("log_prob")));
+  RC_ASSERT(Close(a.outputs.at("pg_loss")[0], b.outputs.at("pg_loss")[0], kExact, NanPolicy::kNanEqualsNan));
+  RC_ASSERT(Close(a.grads.at("log_prob"), b.grads.at("log_prob"), kExact, NanPolicy::kNanEqualsNan));
   for (const char* m : {"pg_clipfrac", "ppo_kl", "pg_clipfrac_lower"})
-    RC_ASSERT(Same(a.metrics.at(m), b.metrics.at(std::string("actor/") + m)));
+    RC_ASSERT(Close(a.metrics.at(m), b.metrics.at(std::string("actor/") + m), kExact, NanPolicy::kNanEqualsNan));
 }
 
 }  // namespace

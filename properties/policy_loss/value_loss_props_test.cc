@@ -13,13 +13,12 @@ namespace verlconf {
 namespace {
 
 using testing::ArbitraryParams;
+using testing::Close;
+using testing::NanPolicy;
 using testing::RunOracle;
+using testing::Tol;
 
 Case Gen() { return FindSpec("compute_value_loss", "policy_loss")->generate(*ArbitraryParams()); }
-
-bool Close(double a, double b, double rtol = 1e-12, double atol = 1e-14) {
-  return (std::isnan(a) && std::isnan(b)) || std::fabs(a - b) <= atol + rtol * std::fabs(b);
-}
 
 // The unclipped loss 0.5 * agg_loss((v - R)^2) and its gradient w * (v - R).
 double Unclipped(const Case& c, Array* grad) {
@@ -61,9 +60,9 @@ RC_GTEST_PROP(ValueLoss, WideClipRangeIsPlainSquaredError, ()) {
   c.config.Set("cliprange_value", 1e6);
   const Result r = RunOracle(c);
   Array g;
-  RC_ASSERT(Close(r.outputs.at("vf_loss")[0], Unclipped(c, &g)));
+  RC_ASSERT(Close(r.outputs.at("vf_loss")[0], Unclipped(c, &g), Tol{1e-12, 1e-14}, NanPolicy::kNanEqualsNan));
   const Array& got = r.grads.at("vpreds");
-  for (int64_t k = 0; k < g.size(); ++k) RC_ASSERT(Close(got[k], g[k], 1e-12, 1e-15));
+  for (int64_t k = 0; k < g.size(); ++k) RC_ASSERT(Close(got[k], g[k], Tol{1e-12, 1e-15}, NanPolicy::kNanEqualsNan));
   RC_ASSERT(r.metrics.at("vf_clipfrac") == 0.0);
 }
 

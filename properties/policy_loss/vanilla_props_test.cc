@@ -13,15 +13,17 @@ namespace verlconf {
 namespace {
 
 using testing::ArbitraryParams;
+using testing::Close;
 using testing::Generate;
+using testing::kExact;
+using testing::NanPolicy;
 using testing::RunOracle;
+using testing::Tol;
 
 oracle::GlobalBatchInfo Local() { return {}; }
 
-// NaN is a legitimate loss here: verl divides 0 by 0 on an all-masked micro-batch.
-bool Close(double a, double b, double rtol = 1e-12) {
-  return (std::isnan(a) && std::isnan(b)) || std::fabs(a - b) <= rtol * (1 + std::fabs(b));
-}
+// NaN is a legitimate loss here: verl divides 0 by 0 on an all-masked micro-batch, so
+// both sides of an identity may be NaN (NanPolicy::kNanEqualsNan).
 
 // On-policy (log_prob == old_log_prob) every ratio is 1: nothing is clipped and the
 // loss is minus the aggregated advantage (times the IS weights).
@@ -33,7 +35,7 @@ RC_GTEST_PROP(Vanilla, OnPolicyIsMinusAggregatedAdvantage, ()) {
   for (int64_t k = 0; k < neg.size(); ++k)
     neg[k] = -neg[k] * (c.OptionalInput("rollout_is_weights") ? (*c.OptionalInput("rollout_is_weights"))[k] : 1.0);
   const double want = oracle::agg_loss(neg, c.Input("response_mask"), c.config.String("loss_agg_mode", ""), Local());
-  RC_ASSERT(Close(r.outputs.at("pg_loss")[0], want));
+  RC_ASSERT(Close(r.outputs.at("pg_loss")[0], want, Tol{1e-12, 1e-12}, NanPolicy::kNanEqualsNan));
   RC_ASSERT(r.metrics.at("actor/pg_clipfrac") == 0.0);
   RC_ASSERT(r.metrics.at("actor/pg_clipfrac_lower") == 0.0);
   RC_ASSERT(r.metrics.at("actor/ppo_kl") == 0.0);
@@ -55,7 +57,7 @@ RC_GTEST_PROP(Vanilla, InsideClipRangeEqualsUnclippedSurrogate, ()) {
     surrogate[k] = -c.Input("advantages")[k] * std::exp(lp[k] - c.Input("old_log_prob")[k]) * w;
   }
   const double want = oracle::agg_loss(surrogate, c.Input("response_mask"), c.config.String("loss_agg_mode", ""), Local());
-  RC_ASSERT(Close(r.outputs.at("pg_loss")[0], want));
+  RC_ASSERT(Close(r.outputs.at("pg_loss")[0], want, Tol{1e-12, 1e-12}, NanPolicy::kNanEqualsNan));
   RC_ASSERT(r.metrics.at("actor/pg_clipfrac") == 0.0);
 }
 
@@ -76,7 +78,7 @@ RC_GTEST_PROP(Vanilla, DualClipOnlyActsOnNegativeAdvantages, ()) {
   Case other = c;
   other.config.Set("clip_ratio_c", 1.0001);
   const Result x = RunOracle(c), y = RunOracle(other);
-  RC_ASSERT(Close(x.outputs.at("pg_loss")[0], y.outputs.at("pg_loss")[0], 0.0));
+  RC_ASSERT(Close(x.outputs.at("pg_loss")[0], y.outputs.at("pg_loss")[0], kExact, NanPolicy::kNanEqualsNan));
   RC_ASSERT(y.metrics.at("actor/pg_clipfrac_lower") == 0.0);
   RC_ASSERT(x.grads.at("log_prob").data == y.grads.at("log_prob").data);
 }
@@ -92,7 +94,7 @@ RC_GTEST_PROP(Vanilla, MaskedTokensAndPadding, ()) {
     if (m[k] == 0.0) RC_ASSERT(r.grads.at("log_prob")[k] == 0.0);
   const Result p = RunOracle(testing::PadTokens(c, *rc::gen::inRange<int64_t>(1, 5)));
   const double a = r.outputs.at("pg_loss")[0], b = p.outputs.at("pg_loss")[0];
-  RC_ASSERT(Close(a, b));
+  RC_ASSERT(Close(a, b, Tol{1e-12, 1e-12}, NanPolicy::kNanEqualsNan));
 }
 
 // Weights of exactly one are the same as no weights.
@@ -103,7 +105,7 @@ RC_GTEST_PROP(Vanilla, UnitIsWeightsChangeNothing, ()) {
   w.inputs["rollout_is_weights"] = Array(c.Input("advantages").shape, c.dtype);
   for (double& v : w.inputs["rollout_is_weights"].data) v = 1.0;
   const Result x = RunOracle(c), y = RunOracle(w);
-  RC_ASSERT(Close(x.outputs.at("pg_loss")[0], y.outputs.at("pg_loss")[0], 0.0));
+  RC_ASSERT(Close(x.outputs.at("pg_loss")[0], y.outputs.at("pg_loss")[0], kExact, NanPolicy::kNanEqualsNan));
   RC_ASSERT(x.grads.at("log_prob").data == y.grads.at("log_prob").data);
 }
 

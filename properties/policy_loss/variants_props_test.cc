@@ -16,16 +16,16 @@ namespace verlconf {
 namespace {
 
 using testing::ArbitraryParams;
+using testing::Close;
+using testing::kExact;
+using testing::NanPolicy;
 using testing::RunOracle;
+using testing::Tol;
 
 const char* const kLosses[] = {"gspo", "sapo", "gpg", "cispo", "dro", "geo_mean", "dppo_tv", "dppo_kl"};
 
 Case Gen(const std::string& name, const GenParams& p) { return FindSpec(name, "policy_loss")->generate(p); }
 Case Gen(const std::string& name) { return Gen(name, *ArbitraryParams()); }
-
-bool Close(double a, double b, double rtol = 1e-12, double atol = 1e-14) {
-  return (std::isnan(a) && std::isnan(b)) || std::fabs(a - b) <= atol + rtol * std::fabs(b);
-}
 
 double IsWeight(const Case& c, int64_t k) {
   const Array* w = c.OptionalInput("rollout_is_weights");
@@ -54,7 +54,8 @@ RC_GTEST_PROP(PolicyLosses, OnPolicyGradientIsPlainPolicyGradient, ()) {
     const Array W = AggWeights(c, name);
     const Array& g = r.grads.at("log_prob");
     for (int64_t k = 0; k < g.size(); ++k)
-      RC_ASSERT(Close(g[k], -c.Input("advantages")[k] * IsWeight(c, k) * W[k], 1e-12, 1e-15));
+      RC_ASSERT(
+          Close(g[k], -c.Input("advantages")[k] * IsWeight(c, k) * W[k], Tol{1e-12, 1e-15}, NanPolicy::kNanEqualsNan));
     for (const auto& [metric, v] : r.metrics) RC_ASSERT(v == 0.0);
   }
 }
@@ -68,7 +69,7 @@ RC_GTEST_PROP(PolicyLosses, GspoOnPolicyIsMinusAggregatedAdvantage, ()) {
   for (int64_t k = 0; k < neg.size(); ++k) neg[k] = -neg[k] * IsWeight(c, k);
   const double want = oracle::agg_loss(neg, c.Input("response_mask"), c.config.String("loss_agg_mode", ""),
                                        oracle::ReadGlobalBatchInfo(c.config));
-  RC_ASSERT(Close(RunOracle(c).outputs.at("pg_loss")[0], want));
+  RC_ASSERT(Close(RunOracle(c).outputs.at("pg_loss")[0], want, Tol{1e-12, 1e-14}, NanPolicy::kNanEqualsNan));
 }
 
 // CISPO's clipped ratio is detached: the gradient is exactly -clip(r) * A * w times
@@ -82,7 +83,8 @@ RC_GTEST_PROP(PolicyLosses, CispoGradientIsClippedRatioTimesAdvantage, ()) {
   for (int64_t k = 0; k < W.size(); ++k) {
     const double lr = std::clamp(c.Input("log_prob")[k] - c.Input("old_log_prob")[k], -20.0, 20.0);
     const double cr = std::clamp(std::exp(lr), lo, hi);
-    RC_ASSERT(Close(r.grads.at("log_prob")[k], -cr * c.Input("advantages")[k] * IsWeight(c, k) * W[k], 1e-12, 1e-15));
+    RC_ASSERT(Close(r.grads.at("log_prob")[k], -cr * c.Input("advantages")[k] * IsWeight(c, k) * W[k],
+                    Tol{1e-12, 1e-15}, NanPolicy::kNanEqualsNan));
   }
 }
 
@@ -139,8 +141,9 @@ RC_GTEST_PROP(PolicyLosses, GeoMeanEqualsVanillaForOneTokenRows, ()) {
   for (int64_t i = 0; i < A.rows(); ++i)
     scale += std::fabs(A.at(i, 0)) *
              std::exp(std::fabs(g.Input("log_prob").at(i, 0) - g.Input("old_log_prob").at(i, 0))) / A.rows();
-  RC_ASSERT(Close(a.outputs.at("pg_loss")[0], b.outputs.at("pg_loss")[0], 1e-7, 1e-7 * scale + 1e-15));
-  RC_ASSERT(testing::AllClose(a.grads.at("log_prob"), b.grads.at("log_prob"), 1e-7, 1e-12));
+  RC_ASSERT(Close(a.outputs.at("pg_loss")[0], b.outputs.at("pg_loss")[0], Tol{1e-7, 1e-7 * scale + 1e-15},
+                  NanPolicy::kNanEqualsNan));
+  RC_ASSERT(Close(a.grads.at("log_prob"), b.grads.at("log_prob"), Tol{1e-7, 1e-12}, NanPolicy::kNanEqualsNan));
 }
 
 // Padding columns (mask 0) change neither the loss nor the gradient of the real
@@ -153,15 +156,18 @@ RC_GTEST_PROP(PolicyLosses, InvariantToPaddingColumns, ()) {
     const Result r = RunOracle(c);
     const int64_t extra = *rc::gen::inRange<int64_t>(1, 5);
     const Result p = RunOracle(testing::PadTokens(c, extra));
-    RC_ASSERT(Close(r.outputs.at("pg_loss")[0], p.outputs.at("pg_loss")[0], 1e-12, 1e-15));
+    RC_ASSERT(
+        Close(r.outputs.at("pg_loss")[0], p.outputs.at("pg_loss")[0], Tol{1e-12, 1e-15}, NanPolicy::kNanEqualsNan));
     const Array& g = r.grads.at("log_prob");
     const Array& gp = p.grads.at("log_prob");
     const int64_t T = g.cols();
     for (int64_t i = 0; i < g.rows(); ++i) {
-      for (int64_t t = 0; t < T; ++t) RC_ASSERT(Close(g.at(i, t), gp.at(i, t), 1e-12, 1e-15));
+      for (int64_t t = 0; t < T; ++t)
+        RC_ASSERT(Close(g.at(i, t), gp.at(i, t), Tol{1e-12, 1e-15}, NanPolicy::kNanEqualsNan));
       for (int64_t t = T; t < T + extra; ++t) RC_ASSERT(gp.at(i, t) == 0.0);
     }
-    for (const auto& [metric, v] : r.metrics) RC_ASSERT(Close(v, p.metrics.at(metric), 1e-12, 1e-15));
+    for (const auto& [metric, v] : r.metrics)
+      RC_ASSERT(Close(v, p.metrics.at(metric), Tol{1e-12, 1e-15}, NanPolicy::kNanEqualsNan));
   }
 }
 
@@ -185,7 +191,7 @@ RC_GTEST_PROP(PolicyLosses, SapoAndGeoMeanIgnoreLossAggMode, ()) {
     Case d = c;
     d.config.Set("loss_agg_mode", std::string(oracle::kAggModes[*rc::gen::inRange<int>(0, 5)]));
     const Result a = RunOracle(c), b = RunOracle(d);
-    RC_ASSERT(Close(a.outputs.at("pg_loss")[0], b.outputs.at("pg_loss")[0], 0.0, 0.0));
+    RC_ASSERT(Close(a.outputs.at("pg_loss")[0], b.outputs.at("pg_loss")[0], kExact, NanPolicy::kNanEqualsNan));
     RC_ASSERT(a.grads.at("log_prob").data == b.grads.at("log_prob").data);
   }
   Case c = Gen("geo_mean");
@@ -202,7 +208,7 @@ RC_GTEST_PROP(PolicyLosses, GpgIsAggregatedReinforce, ()) {
   const double want = oracle::agg_loss(l, c.Input("response_mask"), c.config.String("loss_agg_mode", ""),
                                        oracle::ReadGlobalBatchInfo(c.config));
   const Result r = RunOracle(c);
-  RC_ASSERT(Close(r.outputs.at("pg_loss")[0], want, 1e-12, 1e-14));
+  RC_ASSERT(Close(r.outputs.at("pg_loss")[0], want, Tol{1e-12, 1e-14}, NanPolicy::kNanEqualsNan));
   RC_ASSERT(r.metrics.empty());
 }
 
@@ -216,7 +222,7 @@ RC_GTEST_PROP(PolicyLosses, DroGradientIsPenalisedPolicyGradient, ()) {
   for (int64_t k = 0; k < W.size(); ++k) {
     const double lr = c.Input("log_prob")[k] - c.Input("old_log_prob")[k];
     RC_ASSERT(Close(r.grads.at("log_prob")[k], -(c.Input("advantages")[k] - beta * lr) * IsWeight(c, k) * W[k],
-                    1e-12, 1e-15));
+                    Tol{1e-12, 1e-15}, NanPolicy::kNanEqualsNan));
   }
 }
 
@@ -233,13 +239,14 @@ RC_GTEST_PROP(PolicyLosses, DppoWithoutThresholdsIsTruncatedIsReinforce, ()) {
   kl.function = "dppo_kl";
   const Result r = RunOracle(c), rk = RunOracle(kl);
   RC_ASSERT(r.metrics.at("actor/pg_clipfrac") == 0.0);
-  RC_ASSERT(Close(r.outputs.at("pg_loss")[0], rk.outputs.at("pg_loss")[0], 0.0, 0.0));
+  RC_ASSERT(Close(r.outputs.at("pg_loss")[0], rk.outputs.at("pg_loss")[0], kExact, NanPolicy::kNanEqualsNan));
   const Array W = AggWeights(c, "dppo_tv");
   const double cmax = c.config.Double("clip_ratio_c", 3.0);
   for (int64_t k = 0; k < W.size(); ++k) {
     const double ratio = std::exp(std::clamp(c.Input("log_prob")[k] - c.Input("old_log_prob")[k], -20.0, 20.0));
     RC_ASSERT(Close(r.grads.at("log_prob")[k],
-                    -c.Input("advantages")[k] * std::min(ratio, cmax) * IsWeight(c, k) * W[k], 1e-12, 1e-15));
+                    -c.Input("advantages")[k] * std::min(ratio, cmax) * IsWeight(c, k) * W[k], Tol{1e-12, 1e-15},
+                    NanPolicy::kNanEqualsNan));
   }
 }
 
@@ -252,7 +259,7 @@ RC_GTEST_PROP(PolicyLosses, StopGradientObjectiveIsTheLossAtItsBase, ()) {
     RC_ASSERT(static_cast<bool>(s->stop_gradient_objective));
     const Case c = Gen(name);
     const double loss = RunOracle(c).outputs.at("pg_loss")[0];
-    RC_ASSERT(Close(s->stop_gradient_objective(c, c), loss, 0.0, 0.0));
+    RC_ASSERT(Close(s->stop_gradient_objective(c, c), loss, kExact, NanPolicy::kNanEqualsNan));
   }
 }
 

@@ -22,7 +22,11 @@ namespace {
 
 using oracle::RawConfig;
 using testing::ArbitraryParams;
+using testing::Close;
+using testing::kExact;
+using testing::NanPolicy;
 using testing::RunOracle;
+using testing::Tol;
 
 const ConfigValue kNone = std::monostate{};
 
@@ -48,17 +52,6 @@ void EnsureValidToken(Case& c) {
   for (double v : m.data)
     if (v != 0.0) return;
   m.at(0, 0) = 1.0;
-}
-
-bool Close(double a, double b, double rtol = 1e-12, double atol = 1e-14) {
-  return (std::isnan(a) && std::isnan(b)) || std::fabs(a - b) <= atol + rtol * std::fabs(b);
-}
-bool Same(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
-bool Same(const Array& a, const Array& b) {
-  if (a.shape != b.shape) return false;
-  for (int64_t k = 0; k < a.size(); ++k)
-    if (!Same(a[k], b[k])) return false;
-  return true;
 }
 
 bool IsIcepop(const Case& c) {
@@ -116,7 +109,7 @@ RC_GTEST_PROP(RolloutIs, IcepopZeroesExactlyOutsideTheBand, ()) {
   const Array raw = RawWeights(c);
   for (int64_t k = 0; k < w.size(); ++k) {
     const bool inside = raw[k] >= *th.lower && raw[k] <= th.upper;
-    const bool ok = inside ? Close(w[k], raw[k], 1e-12) : w[k] == 0.0;
+    const bool ok = inside ? Close(w[k], raw[k], Tol{1e-12, 1e-14}, NanPolicy::kNanEqualsNan) : w[k] == 0.0;
     RC_ASSERT(ok);
   }
 }
@@ -132,7 +125,7 @@ RC_GTEST_PROP(RolloutIs, BatchNormalizedWeightsAverageToOne, ()) {
   const Array& w = r.outputs.at("rollout_is_weights");
   const Array& m = c.Input("response_mask");
   if (level == "token") {
-    RC_ASSERT(Close(oracle::masked_mean(w, m), 1.0, 1e-7));
+    RC_ASSERT(Close(oracle::masked_mean(w, m), 1.0, Tol{1e-7, 1e-14}, NanPolicy::kNanEqualsNan));
   } else {
     const Array rows = oracle::masked_mean_rows(w, m);
     double sum = 0, n = 0;
@@ -141,7 +134,7 @@ RC_GTEST_PROP(RolloutIs, BatchNormalizedWeightsAverageToOne, ()) {
       for (int64_t t = 0; t < m.cols(); ++t) valid += m.at(i, t);
       if (valid > 0) sum += rows[i], n += 1;
     }
-    RC_ASSERT(Close(sum / n, 1.0, 1e-7));
+    RC_ASSERT(Close(sum / n, 1.0, Tol{1e-7, 1e-14}, NanPolicy::kNanEqualsNan));
   }
 }
 
@@ -214,7 +207,7 @@ RC_GTEST_PROP(RolloutRs, ChainMaskIsTheIntersectionOfItsParts, ()) {
     const Array one = RunOracle(part).outputs.at("modified_response_mask");
     for (int64_t k = 0; k < product.size(); ++k) product[k] *= one[k];
   }
-  RC_ASSERT(Same(chain, product));
+  RC_ASSERT(Close(chain, product, kExact, NanPolicy::kNanEqualsNan));
 }
 
 // exp(x) - x - 1 >= 0 for every x (convexity): the K3 divergence of the off-policy
@@ -253,7 +246,8 @@ RC_GTEST_PROP(RolloutRs, SeqMeanStatisticsIgnorePaddingColumns, ()) {
     // The std metrics cancel (sqrt(E[x^2] - E[x]^2)): their sums' last bits, which the
     // padding reorders, may reach ~sqrt(eps64) of the values.
     const bool is_std = k.size() > 4 && k.compare(k.size() - 4, 4, "_std") == 0;
-    if (!Close(b.metrics.at(k), v, 1e-9, is_std ? 1e-7 : 1e-15)) RC_FAIL(k + " moved with the padding");
+    if (!Close(b.metrics.at(k), v, Tol{1e-9, is_std ? 1e-7 : 1e-15}, NanPolicy::kNanEqualsNan))
+      RC_FAIL(k + " moved with the padding");
   }
 }
 
@@ -270,10 +264,10 @@ RC_GTEST_PROP(RolloutPipeline, IdenticalPoliciesChangeNothing, ()) {
   const Array& m = c.Input("response_mask");
   const Array& w = r.outputs.at("rollout_is_weights");
   for (int64_t k = 0; k < m.size(); ++k) {
-    const bool one = m[k] == 0.0 ? w[k] == 0.0 : Close(w[k], 1.0, 1e-7);
+    const bool one = m[k] == 0.0 ? w[k] == 0.0 : Close(w[k], 1.0, Tol{1e-7, 1e-14}, NanPolicy::kNanEqualsNan);
     RC_ASSERT(one);
   }
-  RC_ASSERT(Same(r.outputs.at("modified_response_mask"), m));
+  RC_ASSERT(Close(r.outputs.at("modified_response_mask"), m, kExact, NanPolicy::kNanEqualsNan));
   RC_ASSERT(r.metrics.at("rollout_corr/kl") == 0.0);
   RC_ASSERT(r.metrics.at("rollout_corr/k3_kl") == 0.0);
 }
@@ -292,7 +286,7 @@ RC_GTEST_PROP(RolloutPipeline, DisabledStagesLeaveNoTrace, ()) {
   const Result a = RunOracle(rs_only), b = RunOracle(neither);
   RC_ASSERT(a.outputs.count("rollout_is_weights") == 0);
   RC_ASSERT(b.outputs.count("rollout_is_weights") == 0);
-  RC_ASSERT(Same(b.outputs.at("modified_response_mask"), c.Input("response_mask")));
+  RC_ASSERT(Close(b.outputs.at("modified_response_mask"), c.Input("response_mask"), kExact, NanPolicy::kNanEqualsNan));
   for (const auto& k : oracle::OffpolicyMetricNames()) RC_ASSERT(b.metrics.count("rollout_corr/" + k) == 1);
   for (const auto& [k, v] : b.metrics) {
     RC_ASSERT(k.rfind("rollout_corr/rollout_is_", 0) != 0);
@@ -338,10 +332,12 @@ RC_GTEST_PROP(RolloutPresets, ExpansionRoundTrips, ()) {
       via.function = "compute_rollout_correction_and_rejection_mask";
       via.config.Set("loss_type", kNone);
       const Result r = RunOracle(via);
-      RC_ASSERT(Same(r.outputs.at("modified_response_mask"), direct.outputs.at("response_mask")));
+      RC_ASSERT(Close(r.outputs.at("modified_response_mask"), direct.outputs.at("response_mask"), kExact,
+                      NanPolicy::kNanEqualsNan));
       RC_ASSERT(r.outputs.count("rollout_is_weights") == direct.outputs.count("rollout_is_weights"));
       if (r.outputs.count("rollout_is_weights"))
-        RC_ASSERT(Same(r.outputs.at("rollout_is_weights"), direct.outputs.at("rollout_is_weights")));
+        RC_ASSERT(Close(r.outputs.at("rollout_is_weights"), direct.outputs.at("rollout_is_weights"), kExact,
+                        NanPolicy::kNanEqualsNan));
       RC_ASSERT(r.metrics == direct.metrics);
     } else {
       via.family = "policy_loss";
@@ -349,11 +345,15 @@ RC_GTEST_PROP(RolloutPresets, ExpansionRoundTrips, ()) {
       via.inputs["old_log_prob"] = via.Input("rollout_log_prob");
       via.inputs.erase("rollout_log_prob");
       const Result r = RunOracle(via);
-      RC_ASSERT(Same(r.outputs.at("pg_loss")[0], direct.outputs.at("pg_loss")[0]));
-      RC_ASSERT(Same(r.grads.at("log_prob"), direct.grads.at("log_prob")));
+      RC_ASSERT(Close(r.outputs.at("pg_loss")[0], direct.outputs.at("pg_loss")[0], kExact, NanPolicy::kNanEqualsNan));
+      RC_ASSERT(Close(r.grads.at("log_prob"), direct.grads.at("log_prob"), kExact, NanPolicy::kNanEqualsNan));
     }
   }
-  RC_ASSERT(seen.size() == 19u);
+  // One factory per preset entry of the registry, and no other.
+  std::set<std::string> entries;
+  for (const FunctionSpec& spec : Registry())
+    if (!spec.preset_expansion.empty()) entries.insert(spec.name);
+  RC_ASSERT(seen == entries);
 }
 
 // The IcePop factories format their band with Python's float repr.
@@ -407,9 +407,9 @@ RC_GTEST_PROP(BypassMode, PpoClipWithoutCorrectionIsVanilla, ()) {
                         "rollout_rs_threshold"})
     v.config.Set(k, kNone);
   const Result want = RunOracle(v);
-  RC_ASSERT(Same(r.outputs.at("pg_loss")[0], want.outputs.at("pg_loss")[0]));
-  RC_ASSERT(Same(r.grads.at("log_prob"), want.grads.at("log_prob")));
-  for (const auto& [k, val] : want.metrics) RC_ASSERT(Same(r.metrics.at(k), val));
+  RC_ASSERT(Close(r.outputs.at("pg_loss")[0], want.outputs.at("pg_loss")[0], kExact, NanPolicy::kNanEqualsNan));
+  RC_ASSERT(Close(r.grads.at("log_prob"), want.grads.at("log_prob"), kExact, NanPolicy::kNanEqualsNan));
+  for (const auto& [k, val] : want.metrics) RC_ASSERT(Close(r.metrics.at(k), val, kExact, NanPolicy::kNanEqualsNan));
 }
 
 // reinforce is compute_policy_loss_reinforce on the pipeline's outputs: its IS weights
@@ -442,9 +442,9 @@ RC_GTEST_PROP(BypassMode, ReinforceIsReinforceWithThePipelinesWeights, ()) {
     if (it != c.config.values().end()) w.config.Set(k, it->second);
   }
   const Result want = RunOracle(w);
-  RC_ASSERT(Same(r.outputs.at("pg_loss")[0], want.outputs.at("pg_loss")[0]));
-  RC_ASSERT(Same(r.grads.at("log_prob"), want.grads.at("log_prob")));
-  RC_ASSERT(Same(r.metrics.at("actor/ppo_kl"), want.metrics.at("actor/ppo_kl")));
+  RC_ASSERT(Close(r.outputs.at("pg_loss")[0], want.outputs.at("pg_loss")[0], kExact, NanPolicy::kNanEqualsNan));
+  RC_ASSERT(Close(r.grads.at("log_prob"), want.grads.at("log_prob"), kExact, NanPolicy::kNanEqualsNan));
+  RC_ASSERT(Close(r.metrics.at("actor/ppo_kl"), want.metrics.at("actor/ppo_kl"), kExact, NanPolicy::kNanEqualsNan));
 }
 
 // Any loss_type but the two is refused (after the pipeline, which may refuse first).
@@ -534,7 +534,8 @@ RC_GTEST_PROP(RolloutMetrics, IsMetricsAreTheWeightsFunctionsMetrics, ()) {
   RC_ASSERT(direct.metrics.size() == expected.size());
   for (const auto& [k, v] : expected) {
     RC_ASSERT(direct.metrics.count(k) == 1u);
-    if (!Same(direct.metrics.at(k), v)) RC_FAIL(k + " differs from compute_rollout_correction_weights'");
+    if (!Close(direct.metrics.at(k), v, kExact, NanPolicy::kNanEqualsNan))
+      RC_FAIL(k + " differs from compute_rollout_correction_weights'");
   }
 }
 
@@ -600,7 +601,8 @@ RC_GTEST_PROP(RolloutMetrics, RsMetricsAreTheRejectionFunctionsMetrics, ()) {
   for (const auto& [k, v] : direct.metrics) got.insert(k);
   RC_ASSERT(got == expected);
   for (const auto& [k, v] : direct.metrics)
-    if (!Same(v, whole.metrics.at(k))) RC_FAIL(k + " differs from compute_rollout_rejection_mask's");
+    if (!Close(v, whole.metrics.at(k), kExact, NanPolicy::kNanEqualsNan))
+      RC_FAIL(k + " differs from compute_rollout_rejection_mask's");
 }
 
 // option_name is only the keys' prefix (verl's f"rollout_rs_{option_name}"): any string,
@@ -619,7 +621,7 @@ RC_GTEST_PROP(RolloutMetrics, RsOptionNameIsOnlyAPrefix, ()) {
     RC_ASSERT(k.rfind(pa, 0) == 0);
     const std::string kb = pb + k.substr(pa.size());
     RC_ASSERT(b.metrics.count(kb) == 1u);
-    RC_ASSERT(Same(b.metrics.at(kb), v));
+    RC_ASSERT(Close(b.metrics.at(kb), v, kExact, NanPolicy::kNanEqualsNan));
   }
 }
 
