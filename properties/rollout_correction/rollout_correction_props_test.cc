@@ -54,12 +54,6 @@ void EnsureValidToken(Case& c) {
   m.at(0, 0) = 1.0;
 }
 
-bool IsIcepop(const Case& c) {
-  const ConfigValue th = RawConfig(c.config, "rollout_is_threshold", kNone);
-  const auto* s = std::get_if<std::string>(&th);
-  return s && s->find('_') != std::string::npos;
-}
-
 // A weights case with a chosen level, threshold and normalisation.
 Case WeightsCase(const std::string& level, const ConfigValue& threshold, bool normalize) {
   Case c = Gen("compute_rollout_correction_weights");
