@@ -474,7 +474,10 @@ CaseReport CheckImplementation(const FunctionSpec& spec, const Case& golden, con
   ValidateCase(spec, golden);
   if (golden.declined) return DeclinedGolden(golden);
   try {
-    const Result got = impl(golden);
+    // The implementation runs on the golden's config completed from the spec's defaults
+    // (what verl ran with); the golden itself is compared as stored.
+    Case storage;
+    const Result got = impl(Resolved(spec, golden, storage));
     return CompareResult(spec, golden, &got, std::nullopt);
   } catch (const VerlError& e) {
     return CompareResult(spec, golden, nullptr, std::string(e.what()));

@@ -46,6 +46,10 @@ FunctionSpec KlSpec(const std::string& name) {
   s.grads = {"logprob"};
   s.vjp_inputs = {"logprob"};
   s.vjp = KlVjp;
+  // verl's "<base>+" names are straight-through: the value of <base> with the gradient
+  // of k2 (kl_penalty_forward(base) + k2 - k2.detach()).
+  if (name.size() > 1 && name.back() == '+')
+    s.straight_through = FunctionSpec::StraightThrough{name.substr(0, name.size() - 1), "k2"};
   return s;
 }
 
@@ -59,7 +63,8 @@ void AddKlSpecs(std::vector<FunctionSpec>& out) {
     s.oracle = RunKl;
     s.cuda = true;  // cuda_impl/core/entries.cc lists the same names; cuda_test keeps them in step
     s.generate = GenerateKl;
-    s.notes = s.name.back() == '+' ? "straight-through: forward value, gradient of k2" : "";
+    s.notes = s.straight_through ? "straight-through: forward value, gradient of " + s.straight_through->gradient_of
+                                : "";
     out.push_back(std::move(s));
   }
   // verl accepts the name "full" only to raise NotImplementedError (it would need
