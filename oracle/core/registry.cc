@@ -182,7 +182,9 @@ static std::vector<FunctionSpec> Build() {
     for (const std::string* n : {&s.straight_through->value_of, &s.straight_through->gradient_of}) {
       bool found = false;
       for (const auto& t : all) found |= t.family == s.family && t.name == *n;
-      if (!found) throw std::logic_error(s.family + "/" + s.name + ": straight_through names '" + *n + "', not an entry of its family");
+      if (!found)
+        throw std::logic_error(s.family + "/" + s.name + ": straight_through names '" + *n +
+                               "', not an entry of its family");
     }
   }
   return all;

@@ -106,8 +106,10 @@ void AddPolicyLossCovSpecs(std::vector<FunctionSpec>& out) {
                         "deterministic pick)"});
     if (d.clip) {
       s.config.push_back({"clip_ratio", "float", 0.2, "symmetric clip epsilon"});
-      s.config.push_back({"clip_ratio_low", "float", 0.2, "lower epsilon; None = clip_ratio", {}, /*absent_is_none=*/true});
-      s.config.push_back({"clip_ratio_high", "float", 0.2, "upper epsilon; None = clip_ratio", {}, /*absent_is_none=*/true});
+      s.config.push_back(
+          {"clip_ratio_low", "float", 0.2, "lower epsilon; None = clip_ratio", {}, /*absent_is_none=*/true});
+      s.config.push_back(
+          {"clip_ratio_high", "float", 0.2, "upper epsilon; None = clip_ratio", {}, /*absent_is_none=*/true});
       s.config.push_back({"clip_cov_ratio", "float", 0.0002, "policy_loss.clip_cov_ratio; share of tokens zeroed"});
       s.config.push_back({"clip_cov_lb", "float", 1.0, "policy_loss.clip_cov_lb; covariance band, exclusive"});
       s.config.push_back({"clip_cov_ub", "float", 5.0, "policy_loss.clip_cov_ub; covariance band, exclusive"});

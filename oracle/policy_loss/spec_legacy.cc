@@ -59,10 +59,12 @@ FunctionSpec Deprecated() {
   s.discrete_metrics = {"pg_clipfrac", "pg_clipfrac_lower"};
   s.grads = {"log_prob"};
   s.oracle = [](const Case& c) {
+    // cliprange_low / cliprange_high: None = cliprange (verl's rule).
     const double clip = c.config.Double("cliprange");
+    const double low = c.config.OptionalDouble("cliprange_low").value_or(clip);
+    const double high = c.config.OptionalDouble("cliprange_high").value_or(clip);
     return oracle::PackPolicyLoss(
-        oracle::policy_loss_deprecated(oracle::ReadPolicyLossInputs(c), c.config.OptionalDouble("cliprange_low").value_or(clip),
-                                       c.config.OptionalDouble("cliprange_high").value_or(clip), c.config.Double("clip_ratio_c"),
+        oracle::policy_loss_deprecated(oracle::ReadPolicyLossInputs(c), low, high, c.config.Double("clip_ratio_c"),
                                        c.config.String("loss_agg_mode")),
         c.dtype);
   };

@@ -127,8 +127,10 @@ void AddPolicyLossVariantSpecs(std::vector<FunctionSpec>& out) {
     s.inputs = oracle::PolicyLossInputSpecs();
     if (d.keys & kClip) {
       s.config.push_back({"clip_ratio", "float", 0.2, "symmetric clip epsilon (dppo: divergence threshold)"});
-      s.config.push_back({"clip_ratio_low", "float", 0.2, "lower epsilon; None = clip_ratio", {}, /*absent_is_none=*/true});
-      s.config.push_back({"clip_ratio_high", "float", 0.2, "upper epsilon; None = clip_ratio", {}, /*absent_is_none=*/true});
+      s.config.push_back(
+          {"clip_ratio_low", "float", 0.2, "lower epsilon; None = clip_ratio", {}, /*absent_is_none=*/true});
+      s.config.push_back(
+          {"clip_ratio_high", "float", 0.2, "upper epsilon; None = clip_ratio", {}, /*absent_is_none=*/true});
     }
     if (d.keys & kClipC)
       s.config.push_back({"clip_ratio_c", "float", 3.0, "truncation bound of the detached ratio (ActorConfig's)"});
