@@ -60,9 +60,10 @@ void CheckFunction(const FunctionSpec& spec) {
   }
   if (!std::isfinite(Objective(spec, c)))
     RC_SUCCEED("the loss is NaN (verl's 0/0 on an all-masked batch): no derivative to take");
-  const bool straight_through = spec.family == "kl" && spec.name.back() == '+';
-  const FunctionSpec& surrogate = straight_through ? *FindSpec("k2") : spec;
-  if (straight_through) c.function = "k2";
+  // A straight-through estimator's gradient is that of another entry: differentiate it.
+  const FunctionSpec& surrogate =
+      spec.straight_through ? *FindSpec(spec.straight_through->gradient_of, spec.family) : spec;
+  if (spec.straight_through) c.function = surrogate.name;
   for (const std::string& input : spec.grads) {
     const Array& g = analytic.grads.at(input);
     const int64_t n = g.size();

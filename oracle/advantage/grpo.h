@@ -8,9 +8,11 @@
 
 namespace verlconf::oracle {
 
+// Filled in by the registry entry's reader from the case's config; verl's defaults are
+// the spec's ConfigKeys, not these (zero) initialisers.
 struct GrpoConfig {
-  double epsilon = 1e-6;
-  bool norm_adv_by_std_in_grpo = true;
+  double epsilon = 0;
+  bool norm_adv_by_std_in_grpo = false;
 };
 
 // verl: compute_grpo_outcome_advantage ("grpo"). Returns advantages (== returns).

@@ -15,9 +15,11 @@
 
 namespace verlconf::oracle {
 
+// Filled in by the registry entry's reader from the case's config; verl's defaults are
+// the spec's ConfigKeys, not these (zero) initialisers.
 struct OtbConfig {
-  bool handle_zero_tail = true;
-  double epsilon = 1e-8;
+  bool handle_zero_tail = false;
+  double epsilon = 0;
 };
 
 // verl: compute_optimal_token_baseline_advantage ("optimal_token_baseline"): positions

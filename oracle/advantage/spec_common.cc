@@ -114,11 +114,13 @@ Case GenerateAdvantage(const GenParams& p0, unsigned want) {
 }
 
 double GrpoFloat32Condition(const Case& c) {
+  return GrpoFloat32ConditionWith(c, c.config.Bool("norm_adv_by_std_in_grpo"), c.config.Double("epsilon"));
+}
+
+double GrpoFloat32ConditionWith(const Case& c, bool normalize, double eps) {
   const Array& r = c.Input("token_level_rewards");
   const std::vector<double> s = RowSums(r);
   const Groups groups = GroupBy(c.Input("index"));
-  const bool normalize = c.config.Bool("norm_adv_by_std_in_grpo", true);
-  const double eps = c.config.Double("epsilon", 1e-6);
   double cond = 1.0;
   for (const auto& members : groups.members) {
     double mean = 0, sq = 0, l1max = 0;
@@ -150,18 +152,25 @@ double MaxRowL1(const Array& r) {
 
 }  // namespace
 
-double ScoreScaleCondition(const Case& c) {
+namespace {
+
+double ScoreScale(const Case& c) {
   double scale = MaxRowL1(c.Input("token_level_rewards"));
   if (const Array* b = c.OptionalInput("reward_baselines"))
     for (double v : b->data) scale = std::max(scale, std::fabs(v));
-  if (c.function == "gpg") {
-    int64_t nonzero = 0;
-    for (double s : RowSums(c.Input("token_level_rewards"))) nonzero += s != 0.0;
-    const double alpha = static_cast<double>(c.Input("token_level_rewards").rows()) /
-                         static_cast<double>(std::max<int64_t>(nonzero, 1));
-    scale *= alpha / std::fabs(c.config.Double("f_norm", 1.0));
-  }
-  return std::max(1.0, scale);
+  return scale;
+}
+
+}  // namespace
+
+double ScoreScaleCondition(const Case& c) { return std::max(1.0, ScoreScale(c)); }
+
+double GpgScoreScaleCondition(const Case& c) {
+  int64_t nonzero = 0;
+  for (double s : RowSums(c.Input("token_level_rewards"))) nonzero += s != 0.0;
+  const double alpha = static_cast<double>(c.Input("token_level_rewards").rows()) /
+                       static_cast<double>(std::max<int64_t>(nonzero, 1));
+  return std::max(1.0, ScoreScale(c) * alpha / std::fabs(c.config.Double("f_norm")));
 }
 
 double WhitenedScoreCondition(const Case& c) {

@@ -48,9 +48,13 @@ void AddMultiTrajectorySpec(std::vector<FunctionSpec>& out);
 // GRPO: row sums lose eps32 * sum_t |r_t|, the group mean eps32 * |mean|, and the
 // division by (std + eps) amplifies both.
 double GrpoFloat32Condition(const Case& c);
+// The same for a GRPO step whose settings are not the case's config keys.
+double GrpoFloat32ConditionWith(const Case& c, bool normalize, double eps);
 // Un-normalised baselines (rloo, opo, gpg, remax): the error is eps32 times the size of
-// the scores that cancel, max_i sum_t |r_{i,t}| (times gpg's alpha / f_norm).
+// the scores that cancel, max_i sum_t |r_{i,t}|.
 double ScoreScaleCondition(const Case& c);
+// gpg: the same, times verl's alpha / f_norm scaling of the advantage.
+double GpgScoreScaleCondition(const Case& c);
 // Baselines followed by batch whitening (reinforce_plus_plus_baseline): the same error,
 // divided by the whitening's std.
 double WhitenedScoreCondition(const Case& c);

@@ -35,6 +35,18 @@ using oracle::kPolicyStats;
 using oracle::kValues;
 using oracle::kWhitened;
 
+// What verl's compute_advantage passes every estimator it fetches from the registry
+// when the batch holds uid and reward_baselines (it checks for both), plus the extras it
+// adds for gdpo and the OTB keys. gae is called by name with its own arguments.
+std::vector<std::string> GenericDispatch(std::vector<std::string> extra = {}) {
+  std::vector<std::string> k = {"config", "index", "response_mask", "reward_baselines", "token_level_rewards"};
+  k.insert(k.end(), extra.begin(), extra.end());
+  std::sort(k.begin(), k.end());
+  return k;
+}
+
+// An estimator as compute_advantage fetches it from the registry (GenericDispatch);
+// entries that verl calls otherwise declare their own dispatch_kwargs.
 FunctionSpec Base(const std::string& name, const std::string& symbol, std::vector<InputSpec> inputs, unsigned want,
                   RunFn run, const std::string& notes) {
   FunctionSpec s;
@@ -46,6 +58,7 @@ FunctionSpec Base(const std::string& name, const std::string& symbol, std::vecto
   s.oracle = std::move(run);
   s.generate = [want](const GenParams& p) { return GenerateAdvantage(p, want); };
   s.notes = notes;
+  s.dispatch_kwargs = GenericDispatch();
   // float32: the baselines cancel scores of the size of the rewards (see spec_util.h).
   s.float32_condition = oracle::ScoreScaleCondition;
   return s;
@@ -56,8 +69,8 @@ const ConfigKey kGammaKey{"gamma", "float", 1.0,
 
 oracle::OtbConfig ReadOtb(const Case& c) {
   oracle::OtbConfig o;
-  o.handle_zero_tail = c.config.Bool("handle_zero_tail", true);
-  o.epsilon = c.config.Double("epsilon", 1e-8);
+  o.handle_zero_tail = c.config.Bool("handle_zero_tail");
+  o.epsilon = c.config.Double("epsilon");
   return o;
 }
 
@@ -78,15 +91,6 @@ std::vector<ConfigKey> OtbConfigKeys() {
           {"epsilon", "float", 1e-8, "added to sum(W); the dispatcher never passes it"}};
 }
 
-// What verl's compute_advantage passes every estimator it fetches from the registry
-// when the batch holds uid and reward_baselines (it checks for both), plus the extras it
-// adds for gdpo and the OTB keys. gae is called by name with its own arguments.
-std::vector<std::string> GenericDispatch(std::vector<std::string> extra = {}) {
-  std::vector<std::string> k = {"config", "index", "response_mask", "reward_baselines", "token_level_rewards"};
-  k.insert(k.end(), extra.begin(), extra.end());
-  std::sort(k.begin(), k.end());
-  return k;
-}
 
 }  // namespace
 
@@ -98,12 +102,14 @@ void AddAdvantageEstimatorSpecs(std::vector<FunctionSpec>& out) {
         kNoIndex | kValues | kWhitened | kGamma,
         [](const Case& c) {
           return Pack(oracle::gae_advantage_return(c.Input("token_level_rewards"), c.Input("values"),
-                                                   c.Input("response_mask"), c.config.Double("gamma", 1.0),
-                                                   c.config.Double("lam", 1.0)));
+                                                   c.Input("response_mask"), c.config.Double("gamma"),
+                                                   c.config.Double("lam")));
         },
         "returns before whitening; advantages whitened over valid tokens and not re-masked");
     s.float32_condition = nullptr;  // passes the default float32 tolerance
     s.config = {kGammaKey, {"lam", "float", 1.0, "GAE lambda; the dispatcher passes algorithm.lam (default 1.0)"}};
+    // compute_advantage calls gae by name with its own arguments.
+    s.dispatch_kwargs = {"gamma", "lam", "response_mask", "token_level_rewards", "values"};
     out.push_back(std::move(s));
   }
   {
@@ -112,7 +118,7 @@ void AddAdvantageEstimatorSpecs(std::vector<FunctionSpec>& out) {
         kNoIndex | kWhitened | kGamma,
         [](const Case& c) {
           return Pack(oracle::reinforce_plus_plus_advantage(c.Input("token_level_rewards"), c.Input("response_mask"),
-                                                            c.config.Double("gamma", 1.0)));
+                                                            c.config.Double("gamma")));
         },
         "discounted returns carried across observation tokens; whitened and masked");
     s.float32_condition = nullptr;  // passes the default float32 tolerance
@@ -166,9 +172,10 @@ void AddAdvantageEstimatorSpecs(std::vector<FunctionSpec>& out) {
         "gpg", "compute_gpg_outcome_advantage", {kRewards, kMask, kIndex}, kFNorm,
         [](const Case& c) {
           return Same(oracle::gpg_outcome_advantage(c.Input("token_level_rewards"), c.Input("response_mask"),
-                                                    c.Input("index"), c.config.Double("f_norm", 1.0)));
+                                                    c.Input("index"), c.config.Double("f_norm")));
         },
         "alpha = float32(B / #nonzero scores) replaces the alpha argument; no std division");
+    s.float32_condition = oracle::GpgScoreScaleCondition;
     s.config = {{"f_norm", "float", 1.0, "divides the advantage; the dispatcher never passes it"},
                 {"alpha", "float", 1.0, "ignored: verl overwrites it with B / count_nonzero(scores)"}};
     out.push_back(std::move(s));
@@ -178,8 +185,8 @@ void AddAdvantageEstimatorSpecs(std::vector<FunctionSpec>& out) {
         "grpo_passk", "compute_grpo_passk_outcome_advantage", {kRewards, kMask, kIndex}, kNoSingletons | kGrpoConfig,
         [](const Case& c) {
           return Same(oracle::grpo_passk_outcome_advantage(c.Input("token_level_rewards"), c.Input("response_mask"),
-                                                           c.Input("index"), c.config.Double("epsilon", 1e-6),
-                                                           c.config.Bool("norm_adv_by_std_in_grpo", true)));
+                                                           c.Input("index"), c.config.Double("epsilon"),
+                                                           c.config.Bool("norm_adv_by_std_in_grpo")));
         },
         "only each group's best response gets r_max - r_2nd (over std + eps); groups of one raise");
     s.float32_condition = oracle::GrpoFloat32Condition;
@@ -200,14 +207,15 @@ void AddAdvantageEstimatorSpecs(std::vector<FunctionSpec>& out) {
         kWhitened | kComponents | kGrpoConfig,
         [](const Case& c) {
           oracle::GrpoConfig g;
-          g.epsilon = c.config.Double("epsilon", 1e-6);
-          g.norm_adv_by_std_in_grpo = c.config.Bool("norm_adv_by_std_in_grpo", true);
+          g.epsilon = c.config.Double("epsilon");
+          g.norm_adv_by_std_in_grpo = c.config.Bool("norm_adv_by_std_in_grpo");
           return Same(oracle::gdpo_outcome_advantage(c.Input("token_level_rewards"), c.Input("response_mask"),
                                                      c.Input("index"), c.OptionalInput("reward_components"),
                                                      c.OptionalInput("reward_weights"), g));
         },
         "per-component GRPO (float32 when components are given), weighted sum, batch whitening, masked");
     s.float32_condition = oracle::GrpoFloat32Condition;  // GRPO per component, then whitening
+    s.dispatch_kwargs = GenericDispatch({"batch", "non_tensor_batch"});
     s.config = {{"epsilon", "float", 1e-6, "added to each component's group std"},
                 {"norm_adv_by_std_in_grpo", "bool", int64_t{1},
                  "the function's argument; the dispatcher never passes it (so True)"}};
@@ -223,6 +231,7 @@ void AddAdvantageEstimatorSpecs(std::vector<FunctionSpec>& out) {
         },
         "per-position W-weighted group baseline of the reward-to-go");
     s.config = OtbConfigKeys();
+    s.dispatch_kwargs = GenericDispatch({"old_log_probs", "rollout_is_weights", "sum_pi_squared"});
     s.float32_condition = nullptr;  // passes the default float32 tolerance
     out.push_back(std::move(s));
   }
@@ -236,22 +245,11 @@ void AddAdvantageEstimatorSpecs(std::vector<FunctionSpec>& out) {
         },
         "as optimal_token_baseline, on each row's valid tokens packed to the left");
     s.config = OtbConfigKeys();
+    s.dispatch_kwargs = GenericDispatch({"old_log_probs", "rollout_is_weights", "sum_pi_squared"});
     s.float32_condition = nullptr;  // passes the default float32 tolerance
     out.push_back(std::move(s));
   }
   oracle::AddMultiTrajectorySpec(out);
-  for (FunctionSpec& s : out) {
-    if (s.family != "advantage" || !s.dispatch_kwargs.empty() || s.name == "compute_advantage_for_multi_trajectories")
-      continue;
-    if (s.name == "gae")
-      s.dispatch_kwargs = {"gamma", "lam", "response_mask", "token_level_rewards", "values"};
-    else if (s.name == "gdpo")
-      s.dispatch_kwargs = GenericDispatch({"batch", "non_tensor_batch"});
-    else if (s.name == "optimal_token_baseline" || s.name == "tir_optimal_token_baseline")
-      s.dispatch_kwargs = GenericDispatch({"old_log_probs", "rollout_is_weights", "sum_pi_squared"});
-    else
-      s.dispatch_kwargs = GenericDispatch();
-  }
 }
 
 }  // namespace verlconf

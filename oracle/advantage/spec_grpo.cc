@@ -16,8 +16,8 @@ using oracle::GrpoConfig;
 
 GrpoConfig ReadGrpo(const Case& c) {
   GrpoConfig g;
-  g.epsilon = c.config.Double("epsilon", 1e-6);
-  g.norm_adv_by_std_in_grpo = c.config.Bool("norm_adv_by_std_in_grpo", true);
+  g.epsilon = c.config.Double("epsilon");
+  g.norm_adv_by_std_in_grpo = c.config.Bool("norm_adv_by_std_in_grpo");
   return g;
 }
 

@@ -32,11 +32,16 @@ const FunctionSpec* FindEstimator(const std::string& name) {
   return nullptr;
 }
 
+// compute_grpo_outcome_advantage's default epsilon, from its registry entry.
+double GrpoDefaultEpsilon() { return std::get<double>(FindEstimator("grpo")->FindConfigKey("epsilon")->verl_default); }
+
 Result RunMultiTrajectory(const Case& c) {
-  const std::string est = c.config.String("adv_estimator", "grpo");
+  const std::string est = c.config.String("adv_estimator");
   if (est == "grpo") {
     GrpoConfig g;
-    g.norm_adv_by_std_in_grpo = c.config.Bool("norm_adv_by_std_in_grpo", true);
+    // The per-session step is compute_grpo_outcome_advantage with its default epsilon.
+    g.epsilon = GrpoDefaultEpsilon();
+    g.norm_adv_by_std_in_grpo = c.config.Bool("norm_adv_by_std_in_grpo");
     return Same(multi_trajectory_grpo_advantage(c.Input("token_level_rewards"), c.Input("response_mask"),
                                                 c.Input("index"), c.Input("session"), c.Input("turn"), g));
   }
@@ -52,7 +57,10 @@ Result RunMultiTrajectory(const Case& c) {
       throw Unsupported("delegating to '" + est + "' needs its input '" + in.name + "'");
     d.inputs[in.name] = c.Input(in.name);
   }
-  return target->oracle(d);
+  // The delegate's own registry entry is not wrapped by the registry: its config is
+  // completed from its spec here, as the registry would.
+  Case resolved;
+  return target->oracle(Resolved(*target, d, resolved));
 }
 
 Case GenerateMultiTrajectory(const GenParams& p) {
@@ -97,7 +105,10 @@ void AddMultiTrajectorySpec(std::vector<FunctionSpec>& out) {
     s.outputs = {{"advantages"}, {"returns"}};
     s.oracle = RunMultiTrajectory;
     s.generate = GenerateMultiTrajectory;
-    s.float32_condition = GrpoFloat32Condition;
+    // The per-session GRPO step runs with compute_grpo_outcome_advantage's default epsilon.
+    s.float32_condition = [](const Case& c) {
+      return GrpoFloat32ConditionWith(c, c.config.Bool("norm_adv_by_std_in_grpo"), GrpoDefaultEpsilon());
+    };
     s.notes = "one advantage per session, from GRPO over the sessions' final outputs";
     out.push_back(std::move(s));
   }

@@ -14,7 +14,10 @@ inline constexpr const char* kAggModes[] = {"token-mean", "token-sum", "seq-mean
                                             "seq-mean-token-mean", "seq-mean-token-sum-norm"};
 
 // The global-batch arguments verl threads through config.global_batch_info. None means
-// "derive it from this micro-batch", which verl refuses when dp_size > 1.
+// "derive it from this micro-batch", which verl refuses when dp_size > 1. The
+// initialisers are agg_loss's own keyword defaults (no data parallelism, local counts):
+// what a caller that passes no global-batch arguments gets (compute_entropy_loss).
+// Registry entries that take them read dp_size and the counts from the case's config.
 struct GlobalBatchInfo {
   int64_t dp_size = 1;
   std::optional<double> batch_num_tokens;

@@ -19,7 +19,7 @@ std::string RandomAggMode(InputGen& g) { return kAggModes[g.Int(0, 4)]; }
 
 GlobalBatchInfo ReadGlobalBatchInfo(const Config& c) {
   GlobalBatchInfo g;
-  g.dp_size = c.Int("dp_size", 1);
+  g.dp_size = c.Int("dp_size");
   g.batch_num_tokens = c.OptionalDouble("batch_num_tokens");
   g.global_batch_size = c.OptionalDouble("global_batch_size");
   g.loss_scale_factor = c.OptionalDouble("loss_scale_factor");

@@ -18,31 +18,71 @@ using ConfigValue = std::variant<std::monostate, int64_t, double, std::string>;
 
 // Typed access to a case's config. Every getter names the case and key in its error
 // so that a bad file is reported where it is, not as a crash in the oracle.
+//
+// Registry entries read a config that the registry has resolved against the entry's
+// spec (ResolveConfig in oracle/core/function_spec.h): every key the spec declares is
+// present, with verl's default (ConfigKey::verl_default) where the case has none. They
+// use the one-argument getters, which know no default of their own: a key that is not
+// there is a key the spec does not declare, or a read before resolution, and either is
+// a spec bug (std::logic_error naming the key). A None where verl needs a value is bad
+// input (BadInput).
+//
+// The getters with a fallback read a config as stored, outside the registry (tests that
+// inspect a case, a user's implementation): an absent or None value reads as the fallback.
 class Config {
  public:
   Config() = default;
   explicit Config(std::string where) : where_(std::move(where)) {}
 
-  void Set(const std::string& key, ConfigValue v) { values_[key] = std::move(v); }
+  // Setting a key keeps a resolved config resolved, except to None: the key's default
+  // (if any) then applies again, so the config is resolved anew before it is read.
+  void Set(const std::string& key, ConfigValue v);
+  // Removes a key (verl then uses its default); the config is resolved anew before it is read.
+  void Erase(const std::string& key);
   bool Has(const std::string& key) const;  // present and not None
   const std::map<std::string, ConfigValue>& values() const { return values_; }
   void set_where(std::string w) { where_ = std::move(w); }
+  // "family/name" of the spec this config was resolved against; "" when it was not.
+  const std::string& resolved_for() const { return resolved_for_; }
+  void set_resolved_for(std::string spec_key) { resolved_for_ = std::move(spec_key); }
 
-  // Numbers: an int64 attribute is accepted where a float is expected (h5py writes
-  // Python ints that way), never the other way round.
-  double Double(const std::string& key, double fallback) const;
+  // Resolved configs (registry entries). Numbers: an int64 attribute is accepted where a
+  // float is expected (h5py writes Python ints that way), never the other way round.
+  double Double(const std::string& key) const;
+  int64_t Int(const std::string& key) const;
+  bool Bool(const std::string& key) const;
+  std::string String(const std::string& key) const;
+  // None reads as nullopt. On a config as stored, an absent key is None too.
   std::optional<double> OptionalDouble(const std::string& key) const;
-  int64_t Int(const std::string& key, int64_t fallback) const;
   std::optional<int64_t> OptionalInt(const std::string& key) const;
+  std::optional<bool> OptionalBool(const std::string& key) const;
+  std::optional<std::string> OptionalString(const std::string& key) const;
+  // The value itself; std::monostate = None. Resolved configs only.
+  const ConfigValue& Value(const std::string& key) const;
+
+  // Configs as stored (outside the registry): absent or None reads as `fallback`.
+  double Double(const std::string& key, double fallback) const;
+  int64_t Int(const std::string& key, int64_t fallback) const;
   bool Bool(const std::string& key, bool fallback) const;
   std::string String(const std::string& key, const std::string& fallback) const;
 
  private:
+  // The key's value, null for None or absent (a config as stored).
   const ConfigValue* Find(const std::string& key) const;
+  // The key's value, null for None. On a resolved config std::logic_error if the key is
+  // not there (the spec does not declare it); on one that was not resolved, too, when
+  // `need_resolved` (there is no default to use), else as Find.
+  const ConfigValue* Lookup(const std::string& key, bool need_resolved) const;
+  // A number as an integer (a float that is an exact integer is what some writers
+  // produce for ints); BadInput otherwise.
+  int64_t IntOf(const std::string& key, const ConfigValue& v) const;
+  bool BoolOf(const std::string& key, const ConfigValue& v) const;
   [[noreturn]] void Fail(const std::string& key, const std::string& what) const;
+  [[noreturn]] void Required(const std::string& key, const char* what) const;
 
   std::string where_;
   std::map<std::string, ConfigValue> values_;
+  std::string resolved_for_;
 };
 
 struct Case {

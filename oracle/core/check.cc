@@ -473,11 +473,15 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
 CaseReport CheckImplementation(const FunctionSpec& spec, const Case& golden, const RunFn& impl) {
   ValidateCase(spec, golden);
   if (golden.declined) return DeclinedGolden(golden);
+  // The implementation and the judge see the golden's config completed from the spec's
+  // defaults (what verl ran with), resolved once; the caller's golden is not altered.
+  Case storage;
+  const Case& resolved = Resolved(spec, golden, storage);
   try {
-    const Result got = impl(golden);
-    return CompareResult(spec, golden, &got, std::nullopt);
+    const Result got = impl(resolved);
+    return CompareResult(spec, resolved, &got, std::nullopt);
   } catch (const VerlError& e) {
-    return CompareResult(spec, golden, nullptr, std::string(e.what()));
+    return CompareResult(spec, resolved, nullptr, std::string(e.what()));
   } catch (const Unsupported& e) {
     return CaseReport::NotCompared(golden, Outcome::kUnsupported, e.what());
   }

@@ -44,6 +44,18 @@ const InputSpec* FunctionSpec::FindInput(const std::string& n) const {
   return nullptr;
 }
 
+const ConfigKey* FunctionSpec::FindConfigKey(const std::string& n) const {
+  for (const auto& k : config)
+    if (k.name == n) return &k;
+  return nullptr;
+}
+
+const ConfigValue* FunctionSpec::FixedConfig(const std::string& key) const {
+  for (const auto& [k, v] : fixed_config)
+    if (k == key) return &v;
+  return nullptr;
+}
+
 const OutputSpec* FunctionSpec::FindOutput(const std::string& n) const {
   for (const auto& o : outputs)
     if (o.name == n) return &o;
@@ -62,6 +74,22 @@ bool FunctionSpec::VjpIsZero(const std::string& output) const {
   for (const auto& z : vjp_zero_outputs)
     if (z == output) return true;
   return false;
+}
+
+void ResolveConfig(const FunctionSpec& spec, Config& config) {
+  for (const ConfigKey& k : spec.config) {
+    const bool none = !config.Has(k.name);
+    if (!none) continue;
+    config.Set(k.name, k.absent_is_none ? ConfigValue{} : k.verl_default);
+  }
+  config.set_resolved_for(spec.family + "/" + spec.name);
+}
+
+const Case& Resolved(const FunctionSpec& spec, const Case& c, Case& storage) {
+  if (c.config.resolved_for() == spec.family + "/" + spec.name) return c;
+  storage = c;
+  ResolveConfig(spec, storage.config);
+  return storage;
 }
 
 }  // namespace verlconf

@@ -37,6 +37,12 @@ struct ConfigKey {
   // For "str" keys that name something verl defines (a loss_agg_mode, a KL estimator):
   // the names verl accepts. Anything else in a fixture is bad input, not a case.
   std::vector<std::string> choices = {};
+  // A fixture writes None as no attribute, so an absent key is either verl's default or
+  // an explicit None. For most keys None is no value verl can run with and absent means
+  // the default. Where verl gives None a meaning of its own (clip_ratio_low: None =
+  // clip_ratio; rollout_is_threshold: None disables IS), an absent key is None and is not
+  // filled in from verl_default. `conform spec --json`: "absent_is_none".
+  bool absent_is_none = false;
 };
 
 enum class OutputKind { kTensor, kScalar };
@@ -144,16 +150,42 @@ struct FunctionSpec {
   // its default arguments, as the oracle expands it. properties/preset_test.py holds it
   // against what the capture recorded from verl (/_verl_presets in rollout_correction.h5).
   std::vector<std::pair<std::string, ConfigValue>> preset_expansion;
+  // Config keys verl accepts and ignores, with the value it uses in their place (sapo:
+  // loss_agg_mode is always seq-mean-token-mean). Tests and adapters that compute what
+  // the function does take the value from here, never from the case.
+  std::vector<std::pair<std::string, ConfigValue>> fixed_config;
+  // Straight-through estimators (kl "k3+"): the forward value is that of the registry
+  // entry `value_of` (same family) and the gradient that of `gradient_of` (verl adds
+  // gradient_of - gradient_of.detach()). Gradient checks differentiate `gradient_of`.
+  struct StraightThrough {
+    std::string value_of;
+    std::string gradient_of;
+  };
+  std::optional<StraightThrough> straight_through;
   std::string notes;
 
   // The slot for one implementation; null when that implementation lacks this function.
   const RunFn* Implementation(Impl impl) const;
 
   const InputSpec* FindInput(const std::string& n) const;
+  const ConfigKey* FindConfigKey(const std::string& n) const;
+  // The value verl uses for a key it ignores (fixed_config); null when the key counts.
+  const ConfigValue* FixedConfig(const std::string& key) const;
   const OutputSpec* FindOutput(const std::string& n) const;
   // "<output>/<input>" for every tensor output x vjp input, in declaration order.
   std::vector<std::string> VjpFields() const;
   bool VjpIsZero(const std::string& output) const;
 };
+
+// Completes a case's config from the spec's ConfigKey defaults, as verl does with an
+// argument it is not given: every declared key absent or None gets verl_default, except
+// absent_is_none keys, which stay None; the config is then marked resolved against
+// `spec`, and its one-argument getters serve registry entries (oracle/core/case.h).
+// Keys the spec does not declare are kept as they are (schema checks reject them in a
+// file before anything runs).
+void ResolveConfig(const FunctionSpec& spec, Config& config);
+// `c` itself when its config is already resolved against `spec`, else a resolved copy
+// in `storage`.
+const Case& Resolved(const FunctionSpec& spec, const Case& c, Case& storage);
 
 }  // namespace verlconf

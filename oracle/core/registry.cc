@@ -1,5 +1,6 @@
 #include "oracle/core/registry.h"
 
+#include <memory>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -72,6 +73,82 @@ RunFn WithVjps(const FunctionSpec& s) {
   };
 }
 
+// Rules about a spec's config keys: each declared once; a key verl ignores (fixed_config)
+// is a declared key; absent_is_none only where verl's default is not None itself.
+void CheckConfigDeclaration(const FunctionSpec& s) {
+  const std::string key = s.family + "/" + s.name;
+  std::set<std::string> names;
+  for (const auto& k : s.config) {
+    if (!names.insert(k.name).second) throw std::logic_error(key + ": config key '" + k.name + "' declared twice");
+    if (k.absent_is_none && std::holds_alternative<std::monostate>(k.verl_default))
+      throw std::logic_error(key + ": config key '" + k.name + "' is absent_is_none with a None default");
+  }
+  for (const auto& [k, v] : s.fixed_config)
+    if (!names.count(k)) throw std::logic_error(key + ": fixed_config key '" + k + "' is not a config key");
+}
+
+// Every function of the spec that reads a case's config sees it resolved against the
+// spec (ResolveConfig): verl's defaults come from the ConfigKeys alone, and golden,
+// property-test and candidate cases reach every reader the same way. The caller's case
+// is never altered (a candidate's stored config stays as it was written).
+void ResolveBeforeReading(FunctionSpec& s) {
+  auto key = std::make_shared<FunctionSpec>();
+  key->name = s.name;
+  key->family = s.family;
+  key->config = s.config;
+  auto with = [key](const Case& c, Case& storage) -> const Case& { return Resolved(*key, c, storage); };
+  if (s.oracle)
+    s.oracle = [inner = s.oracle, with](const Case& c) {
+      Case storage;
+      return inner(with(c, storage));
+    };
+  if (s.vjp)
+    s.vjp = [inner = s.vjp, with](const Case& c, const Result& r) {
+      Case storage;
+      return inner(with(c, storage), r);
+    };
+  if (s.check_config)
+    s.check_config = [inner = s.check_config, with](const Case& c) {
+      Case storage;
+      inner(with(c, storage));
+    };
+  if (s.variants)
+    s.variants = [inner = s.variants, with](const Case& c) {
+      Case storage;
+      return inner(with(c, storage));
+    };
+  if (s.mistrust)
+    s.mistrust = [inner = s.mistrust, with](const Case& c) {
+      Case storage;
+      return inner(with(c, storage));
+    };
+  if (s.float32_condition)
+    s.float32_condition = [inner = s.float32_condition, with](const Case& c) {
+      Case storage;
+      return inner(with(c, storage));
+    };
+  if (s.case_tolerance)
+    s.case_tolerance = [inner = s.case_tolerance, with](const Case& c, const std::string& field) {
+      Case storage;
+      return inner(with(c, storage), field);
+    };
+  if (s.stop_gradient_objective)
+    s.stop_gradient_objective = [inner = s.stop_gradient_objective, with](const Case& base, const Case& at) {
+      Case b, a;
+      return inner(with(base, b), with(at, a));
+    };
+  // Generated cases carry their registry key, so they find their way back, and come
+  // resolved: property tests read their config as the oracle does.
+  if (s.generate)
+    s.generate = [gen = s.generate, key](const GenParams& p) {
+      Case c = gen(p);
+      c.family = key->family;
+      c.function = key->name;
+      ResolveConfig(*key, c.config);
+      return c;
+    };
+}
+
 }  // namespace
 
 static std::vector<FunctionSpec> Build() {
@@ -97,15 +174,19 @@ static std::vector<FunctionSpec> Build() {
     if (!seen.insert({s.family, s.name}).second) throw std::logic_error("duplicate registry key: " + s.family + "/" + s.name);
     ValidateTolerances(s);
     CheckVjpDeclaration(s);
+    CheckConfigDeclaration(s);
     if (s.oracle && !s.vjp_inputs.empty()) s.oracle = WithVjps(s);
-    // Generated cases carry their registry key, so they find their way back.
-    if (s.generate)
-      s.generate = [gen = s.generate, family = s.family, name = s.name](const GenParams& p) {
-        Case c = gen(p);
-        c.family = family;
-        c.function = name;
-        return c;
-      };
+    ResolveBeforeReading(s);
+  }
+  for (const auto& s : all) {
+    if (!s.straight_through) continue;
+    for (const std::string* n : {&s.straight_through->value_of, &s.straight_through->gradient_of}) {
+      bool found = false;
+      for (const auto& t : all) found |= t.family == s.family && t.name == *n;
+      if (!found)
+        throw std::logic_error(s.family + "/" + s.name + ": straight_through names '" + *n +
+                               "', not an entry of its family");
+    }
   }
   FillImplementationSlots(all, TakeImplementationRegistrations());
   return all;
@@ -169,6 +250,7 @@ std::string RegistryJson() {
         for (const auto& ch : c.choices) j.String(ch);
         j.EndArray();
       }
+      if (c.absent_is_none) j.Key("absent_is_none").Bool(true);
       j.EndObject();
     }
     j.EndArray();
@@ -197,6 +279,20 @@ std::string RegistryJson() {
         j.Key(k);
         WriteConfigValue(j, v);
       }
+      j.EndObject();
+    }
+    if (!s.fixed_config.empty()) {
+      j.Key("fixed_config").BeginObject();
+      for (const auto& [k, v] : s.fixed_config) {
+        j.Key(k);
+        WriteConfigValue(j, v);
+      }
+      j.EndObject();
+    }
+    if (s.straight_through) {
+      j.Key("straight_through").BeginObject();
+      j.Key("value_of").String(s.straight_through->value_of);
+      j.Key("gradient_of").String(s.straight_through->gradient_of);
       j.EndObject();
     }
     j.Key("metrics").BeginArray();

@@ -46,6 +46,10 @@ FunctionSpec KlSpec(const std::string& name) {
   s.grads = {"logprob"};
   s.vjp_inputs = {"logprob"};
   s.vjp = KlVjp;
+  // verl's "<base>+" names are straight-through: the value of <base> with the gradient
+  // of k2 (kl_penalty_forward(base) + k2 - k2.detach()).
+  if (name.size() > 1 && name.back() == '+')
+    s.straight_through = FunctionSpec::StraightThrough{name.substr(0, name.size() - 1), "k2"};
   return s;
 }
 
@@ -58,7 +62,8 @@ void AddKlSpecs(std::vector<FunctionSpec>& out) {
     FunctionSpec s = KlSpec(name);
     s.oracle = RunKl;
     s.generate = GenerateKl;
-    s.notes = s.name.back() == '+' ? "straight-through: forward value, gradient of k2" : "";
+    s.notes = s.straight_through ? "straight-through: forward value, gradient of " + s.straight_through->gradient_of
+                                : "";
     out.push_back(std::move(s));
   }
   // verl accepts the name "full" only to raise NotImplementedError (it would need

@@ -25,15 +25,17 @@
 namespace verlconf::oracle {
 
 // ActorConfig / ActorConfig.policy_loss keys (verl.workers.config.actor.PolicyLossConfig).
+// Filled in by the registry entry's reader from the case's config; verl's defaults are
+// the spec's ConfigKeys, not these (zero) initialisers.
 struct CovLossConfig {
-  double clip_ratio_low = 0.2;   // clip_cov: clip_ratio_low, or clip_ratio when None
-  double clip_ratio_high = 0.2;  // clip_cov: clip_ratio_high, or clip_ratio when None
-  double clip_cov_ratio = 0.0002;
-  double clip_cov_lb = 1.0;
-  double clip_cov_ub = 5.0;
-  double kl_cov_ratio = 0.0002;
-  double ppo_kl_coef = 0.1;  // PolicyLossConfig's default (the function's own 1.0 never applies)
-  std::string loss_agg_mode = "token-mean";
+  double clip_ratio_low = 0;   // clip_cov: clip_ratio_low, or clip_ratio when None
+  double clip_ratio_high = 0;  // clip_cov: clip_ratio_high, or clip_ratio when None
+  double clip_cov_ratio = 0;
+  double clip_cov_lb = 0;
+  double clip_cov_ub = 0;
+  double kl_cov_ratio = 0;
+  double ppo_kl_coef = 0;  // PolicyLossConfig's (the function's own default 1.0 never applies)
+  std::string loss_agg_mode;
   GlobalBatchInfo global;
 };
 

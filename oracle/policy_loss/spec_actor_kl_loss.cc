@@ -39,12 +39,12 @@ void AddActorKlLossSpecs(std::vector<FunctionSpec>& out) {
   s.oracle = [](const Case& c) {
     const Array& lp = c.Input("log_prob");
     const Array& ref = c.Input("ref_log_prob");
-    const std::string type = c.config.String("kl_loss_type", "low_var_kl");
-    const double coef = c.config.Double("kl_loss_coef", 0.001);
+    const std::string type = c.config.String("kl_loss_type");
+    const double coef = c.config.Double("kl_loss_coef");
     const Array kld = oracle::kl_penalty(lp, ref, type);  // throws where verl does ("full")
     oracle::PolicyLossResult agg;
     oracle::Aggregate(kld, oracle::kl_penalty_grad(lp, ref, type), c.Input("response_mask"),
-                      c.config.String("loss_agg_mode", "token-mean"), oracle::ReadGlobalBatchInfo(c.config), agg);
+                      c.config.String("loss_agg_mode"), oracle::ReadGlobalBatchInfo(c.config), agg);
     Result r;
     r.outputs["kl_term"] = Array::Scalar(agg.loss * coef, c.dtype);
     for (double& g : agg.grad_log_prob.data) g *= coef;
@@ -56,7 +56,7 @@ void AddActorKlLossSpecs(std::vector<FunctionSpec>& out) {
   // the gradient is that of k2's term, shifted to the '+' value at base.
   s.stop_gradient_objective = [oracle_fn = s.oracle](const Case& base, const Case& at) {
     auto term = [&oracle_fn](const Case& c) { return oracle_fn(c).outputs.at("kl_term")[0]; };
-    const std::string type = at.config.String("kl_loss_type", "low_var_kl");
+    const std::string type = at.config.String("kl_loss_type");
     if (type.empty() || type.back() != '+') return term(at);
     Case at2 = at, base2 = base;
     at2.config.Set("kl_loss_type", std::string("k2"));

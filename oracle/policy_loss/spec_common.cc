@@ -22,8 +22,9 @@ PolicyLossInputs ReadPolicyLossInputs(const Case& c) {
 }
 
 std::pair<double, double> ReadClipRatios(const Config& c) {
-  const double clip = c.Double("clip_ratio", 0.2);
-  return {c.Double("clip_ratio_low", clip), c.Double("clip_ratio_high", clip)};
+  // verl: clip_ratio_low / clip_ratio_high, each falling back to clip_ratio when None.
+  const double clip = c.Double("clip_ratio");
+  return {c.OptionalDouble("clip_ratio_low").value_or(clip), c.OptionalDouble("clip_ratio_high").value_or(clip)};
 }
 
 Result PackPolicyLoss(PolicyLossResult pl, DType dtype) {
@@ -37,8 +38,10 @@ Result PackPolicyLoss(PolicyLossResult pl, DType dtype) {
 
 void AddVanillaKeys(FunctionSpec& s) {
   s.config.push_back({"clip_ratio", "float", 0.2, "symmetric clip epsilon"});
-  s.config.push_back({"clip_ratio_low", "float", 0.2, "lower clip epsilon; None = clip_ratio"});
-  s.config.push_back({"clip_ratio_high", "float", 0.2, "upper clip epsilon; None = clip_ratio"});
+  s.config.push_back(
+      {"clip_ratio_low", "float", 0.2, "lower clip epsilon; None = clip_ratio", {}, /*absent_is_none=*/true});
+  s.config.push_back(
+      {"clip_ratio_high", "float", 0.2, "upper clip epsilon; None = clip_ratio", {}, /*absent_is_none=*/true});
   s.config.push_back({"clip_ratio_c", "float", 3.0, "dual-clip bound for negative advantages; must be > 1"});
   s.config.push_back({"loss_agg_mode", "str", std::string("token-mean"), "agg_loss mode",
                       AggModeChoices()});
@@ -48,8 +51,8 @@ void AddVanillaKeys(FunctionSpec& s) {
 VanillaConfig ReadVanillaConfig(const Config& c) {
   VanillaConfig v;
   std::tie(v.clip_ratio_low, v.clip_ratio_high) = ReadClipRatios(c);
-  v.clip_ratio_c = c.Double("clip_ratio_c", 3.0);
-  v.loss_agg_mode = c.String("loss_agg_mode", "token-mean");
+  v.clip_ratio_c = c.Double("clip_ratio_c");
+  v.loss_agg_mode = c.String("loss_agg_mode");
   v.global = ReadGlobalBatchInfo(c);
   return v;
 }

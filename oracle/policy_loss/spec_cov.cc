@@ -21,15 +21,19 @@ using oracle::PolicyLossResult;
 using CovFn = PolicyLossResult (*)(const PolicyLossInputs&, const CovLossConfig&, const Array&);
 using PickFn = Array (*)(const PolicyLossInputs&, const CovLossConfig&);
 
-CovLossConfig ReadConfig(const Config& c) {
+// clip_cov's keys, or kl_cov's (each loss reads only its own).
+CovLossConfig ReadConfig(const Config& c, bool clip) {
   CovLossConfig v;
-  std::tie(v.clip_ratio_low, v.clip_ratio_high) = oracle::ReadClipRatios(c);
-  v.clip_cov_ratio = c.Double("clip_cov_ratio", 0.0002);
-  v.clip_cov_lb = c.Double("clip_cov_lb", 1.0);
-  v.clip_cov_ub = c.Double("clip_cov_ub", 5.0);
-  v.kl_cov_ratio = c.Double("kl_cov_ratio", 0.0002);
-  v.ppo_kl_coef = c.Double("ppo_kl_coef", 0.1);
-  v.loss_agg_mode = c.String("loss_agg_mode", "token-mean");
+  if (clip) {
+    std::tie(v.clip_ratio_low, v.clip_ratio_high) = oracle::ReadClipRatios(c);
+    v.clip_cov_ratio = c.Double("clip_cov_ratio");
+    v.clip_cov_lb = c.Double("clip_cov_lb");
+    v.clip_cov_ub = c.Double("clip_cov_ub");
+  } else {
+    v.kl_cov_ratio = c.Double("kl_cov_ratio");
+    v.ppo_kl_coef = c.Double("ppo_kl_coef");
+  }
+  v.loss_agg_mode = c.String("loss_agg_mode");
   v.global = oracle::ReadGlobalBatchInfo(c);
   return v;
 }
@@ -37,12 +41,12 @@ CovLossConfig ReadConfig(const Config& c) {
 // The pick: the case's cov_selected when it has one (verl's, in the goldens), else
 // `pick_from`'s default pick (`pick_from` = the case itself, or the base case whose pick
 // a stop-gradient evaluation holds fixed).
-PolicyLossResult Run(CovFn fn, PickFn pick, const Case& c, const Case& pick_from) {
+PolicyLossResult Run(CovFn fn, PickFn pick, bool clip, const Case& c, const Case& pick_from) {
   const PolicyLossInputs in = oracle::ReadPolicyLossInputs(c);
-  const CovLossConfig cfg = ReadConfig(c.config);
+  const CovLossConfig cfg = ReadConfig(c.config, clip);
   if (const Array* sel = pick_from.OptionalInput("cov_selected")) return fn(in, cfg, *sel);
   const PolicyLossInputs base = oracle::ReadPolicyLossInputs(pick_from);
-  return fn(in, cfg, pick(base, ReadConfig(pick_from.config)));
+  return fn(in, cfg, pick(base, ReadConfig(pick_from.config, clip)));
 }
 
 struct CovDef {
@@ -102,8 +106,10 @@ void AddPolicyLossCovSpecs(std::vector<FunctionSpec>& out) {
                         "deterministic pick)"});
     if (d.clip) {
       s.config.push_back({"clip_ratio", "float", 0.2, "symmetric clip epsilon"});
-      s.config.push_back({"clip_ratio_low", "float", 0.2, "lower epsilon; None = clip_ratio"});
-      s.config.push_back({"clip_ratio_high", "float", 0.2, "upper epsilon; None = clip_ratio"});
+      s.config.push_back(
+          {"clip_ratio_low", "float", 0.2, "lower epsilon; None = clip_ratio", {}, /*absent_is_none=*/true});
+      s.config.push_back(
+          {"clip_ratio_high", "float", 0.2, "upper epsilon; None = clip_ratio", {}, /*absent_is_none=*/true});
       s.config.push_back({"clip_cov_ratio", "float", 0.0002, "policy_loss.clip_cov_ratio; share of tokens zeroed"});
       s.config.push_back({"clip_cov_lb", "float", 1.0, "policy_loss.clip_cov_lb; covariance band, exclusive"});
       s.config.push_back({"clip_cov_ub", "float", 5.0, "policy_loss.clip_cov_ub; covariance band, exclusive"});
@@ -120,11 +126,12 @@ void AddPolicyLossCovSpecs(std::vector<FunctionSpec>& out) {
     s.discrete_metrics = d.discrete;
     const CovFn fn = d.fn;
     const PickFn pick = d.pick;
-    s.oracle = [fn, pick](const Case& c) { return oracle::PackPolicyLoss(Run(fn, pick, c, c), c.dtype); };
+    const bool clip = d.clip;
+    s.oracle = [fn, pick, clip](const Case& c) { return oracle::PackPolicyLoss(Run(fn, pick, clip, c, c), c.dtype); };
     // The pick depends on log_prob (through the covariance) but carries no gradient:
     // hold the base point's pick fixed.
-    s.stop_gradient_objective = [fn, pick](const Case& base, const Case& at) {
-      return Run(fn, pick, at, base).loss;
+    s.stop_gradient_objective = [fn, pick, clip](const Case& base, const Case& at) {
+      return Run(fn, pick, clip, at, base).loss;
     };
     s.generate = Generator(d.clip);
     s.notes = d.notes;

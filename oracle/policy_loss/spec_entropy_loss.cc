@@ -40,7 +40,7 @@ Result RunEntropyLoss(const Case& c) {
     H[k] = lse - mean_z;
     for (int64_t v = 0; v < V; ++v) dH[k * V + v] = -p[static_cast<size_t>(v)] * (row[v] - mean_z);
   }
-  const std::string mode = c.config.String("loss_agg_mode", "token-mean");
+  const std::string mode = c.config.String("loss_agg_mode");
   const oracle::GlobalBatchInfo global;  // verl passes none: agg_loss's defaults
   const Array w = oracle::agg_loss_weights(mask, mode, global);
   for (int64_t k = 0; k < mask.size(); ++k)

@@ -28,7 +28,7 @@ FunctionSpec Reinforce() {
   s.grads = {"log_prob"};
   s.oracle = [](const Case& c) {
     return oracle::PackPolicyLoss(
-        oracle::policy_loss_reinforce(oracle::ReadPolicyLossInputs(c), c.config.String("loss_agg_mode", "seq-mean-token-sum"),
+        oracle::policy_loss_reinforce(oracle::ReadPolicyLossInputs(c), c.config.String("loss_agg_mode"),
                                       oracle::ReadGlobalBatchInfo(c.config)),
         c.dtype);
   };
@@ -59,11 +59,13 @@ FunctionSpec Deprecated() {
   s.discrete_metrics = {"pg_clipfrac", "pg_clipfrac_lower"};
   s.grads = {"log_prob"};
   s.oracle = [](const Case& c) {
-    const double clip = c.config.Double("cliprange", 0.2);
+    // cliprange_low / cliprange_high: None = cliprange (verl's rule).
+    const double clip = c.config.Double("cliprange");
+    const double low = c.config.OptionalDouble("cliprange_low").value_or(clip);
+    const double high = c.config.OptionalDouble("cliprange_high").value_or(clip);
     return oracle::PackPolicyLoss(
-        oracle::policy_loss_deprecated(oracle::ReadPolicyLossInputs(c), c.config.Double("cliprange_low", clip),
-                                       c.config.Double("cliprange_high", clip), c.config.Double("clip_ratio_c", 3.0),
-                                       c.config.String("loss_agg_mode", "token-mean")),
+        oracle::policy_loss_deprecated(oracle::ReadPolicyLossInputs(c), low, high, c.config.Double("clip_ratio_c"),
+                                       c.config.String("loss_agg_mode")),
         c.dtype);
   };
   s.generate = [](const GenParams& p) {

@@ -31,8 +31,8 @@ void AddValueLossSpecs(std::vector<FunctionSpec>& out) {
   s.grads = {"vpreds"};
   s.oracle = [](const Case& c) {
     oracle::ValueLossConfig cfg;
-    cfg.cliprange_value = c.config.Double("cliprange_value", 0.5);
-    cfg.loss_agg_mode = c.config.String("loss_agg_mode", "token-mean");
+    cfg.cliprange_value = c.config.Double("cliprange_value");
+    cfg.loss_agg_mode = c.config.String("loss_agg_mode");
     cfg.global = oracle::ReadGlobalBatchInfo(c.config);
     oracle::ValueLossResult v = oracle::compute_value_loss(c.Input("vpreds"), c.Input("returns"),
                                                            c.Input("values"), c.Input("response_mask"), cfg);

@@ -30,23 +30,28 @@ struct LossDef {
   std::vector<std::string> metrics;
   std::vector<std::string> discrete;
   const char* notes;
+  // Config keys verl accepts and ignores, with the value it uses instead (FunctionSpec::fixed_config).
+  std::vector<std::pair<std::string, ConfigValue>> fixed = {};
 };
 
-PolicyLossFamilyConfig ReadConfig(const Config& c) {
+// The keys the loss takes (LossDef::keys); the others stay unset (the loss does not read them).
+PolicyLossFamilyConfig ReadConfig(const Config& c, unsigned keys) {
   PolicyLossFamilyConfig v;
-  std::tie(v.clip_ratio_low, v.clip_ratio_high) = oracle::ReadClipRatios(c);
-  v.clip_ratio_c = c.Double("clip_ratio_c", 3.0);
-  v.tau_pos = c.Double("tau_pos", 1.0);
-  v.tau_neg = c.Double("tau_neg", 1.05);
-  v.dro_beta = c.OptionalDouble("dro_beta");
-  v.loss_agg_mode = c.String("loss_agg_mode", "token-mean");
+  if (keys & kClip) std::tie(v.clip_ratio_low, v.clip_ratio_high) = oracle::ReadClipRatios(c);
+  if (keys & kClipC) v.clip_ratio_c = c.Double("clip_ratio_c");
+  if (keys & kTau) {
+    v.tau_pos = c.Double("tau_pos");
+    v.tau_neg = c.Double("tau_neg");
+  }
+  if (keys & kDroBeta) v.dro_beta = c.OptionalDouble("dro_beta");
+  v.loss_agg_mode = c.String("loss_agg_mode");
   v.global = oracle::ReadGlobalBatchInfo(c);
   return v;
 }
 
-PolicyLossResult Run(oracle::FamilyLossFn fn, const Case& c, const PolicyLossDetached* frozen,
+PolicyLossResult Run(oracle::FamilyLossFn fn, unsigned keys, const Case& c, const PolicyLossDetached* frozen,
                      PolicyLossDetached* detached) {
-  return fn(oracle::ReadPolicyLossInputs(c), ReadConfig(c.config), frozen, detached);
+  return fn(oracle::ReadPolicyLossInputs(c), ReadConfig(c.config, keys), frozen, detached);
 }
 
 GenFn Generator(unsigned keys) {
@@ -78,7 +83,8 @@ const std::vector<LossDef>& Defs() {
       {"sapo", "verl.trainer.ppo.core_algos.compute_policy_loss_sapo", oracle::policy_loss_sapo, kTau, false,
        {"actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower"}, {},
        "gate sigmoid(tau (r - 1)) * 4 / tau; always aggregated with seq-mean-token-mean (loss_agg_mode "
-       "ignored); both clip fractions are 0."},
+       "ignored); both clip fractions are 0.",
+       {{"loss_agg_mode", std::string("seq-mean-token-mean")}}},
       {"gpg", "verl.trainer.ppo.core_algos.compute_policy_loss_gpg", oracle::policy_loss_gpg, 0, false, {}, {},
        "-log_prob * A, aggregated; verl returns no metrics. (The advantage estimator 'gpg' is a different "
        "function: family advantage.)"},
@@ -121,8 +127,10 @@ void AddPolicyLossVariantSpecs(std::vector<FunctionSpec>& out) {
     s.inputs = oracle::PolicyLossInputSpecs();
     if (d.keys & kClip) {
       s.config.push_back({"clip_ratio", "float", 0.2, "symmetric clip epsilon (dppo: divergence threshold)"});
-      s.config.push_back({"clip_ratio_low", "float", 0.2, "lower epsilon; None = clip_ratio"});
-      s.config.push_back({"clip_ratio_high", "float", 0.2, "upper epsilon; None = clip_ratio"});
+      s.config.push_back(
+          {"clip_ratio_low", "float", 0.2, "lower epsilon; None = clip_ratio", {}, /*absent_is_none=*/true});
+      s.config.push_back(
+          {"clip_ratio_high", "float", 0.2, "upper epsilon; None = clip_ratio", {}, /*absent_is_none=*/true});
     }
     if (d.keys & kClipC)
       s.config.push_back({"clip_ratio_c", "float", 3.0, "truncation bound of the detached ratio (ActorConfig's)"});
@@ -140,15 +148,19 @@ void AddPolicyLossVariantSpecs(std::vector<FunctionSpec>& out) {
     s.grads = {"log_prob"};
     s.discrete_metrics = d.discrete;
     const oracle::FamilyLossFn fn = d.fn;
-    s.oracle = [fn](const Case& c) { return oracle::PackPolicyLoss(Run(fn, c, nullptr, nullptr), c.dtype); };
+    const unsigned keys = d.keys;
+    s.oracle = [fn, keys](const Case& c) {
+      return oracle::PackPolicyLoss(Run(fn, keys, c, nullptr, nullptr), c.dtype);
+    };
     if (d.stop_gradient)
-      s.stop_gradient_objective = [fn](const Case& base, const Case& at) {
+      s.stop_gradient_objective = [fn, keys](const Case& base, const Case& at) {
         PolicyLossDetached frozen;
-        Run(fn, base, nullptr, &frozen);
-        return Run(fn, at, &frozen, nullptr).loss;
+        Run(fn, keys, base, nullptr, &frozen);
+        return Run(fn, keys, at, &frozen, nullptr).loss;
       };
     s.generate = Generator(d.keys);
     s.notes = d.notes;
+    s.fixed_config = d.fixed;
     out.push_back(std::move(s));
   }
 }

@@ -16,9 +16,11 @@ struct ValueLossResult {
   Array boundary;                         // tokens whose clip decision is within float32 rounding
 };
 
+// Filled in by the registry entry's reader from the case's config; verl's defaults are
+// the spec's ConfigKeys, not these (zero) initialisers.
 struct ValueLossConfig {
-  double cliprange_value = 0.5;
-  std::string loss_agg_mode = "token-mean";
+  double cliprange_value = 0;
+  std::string loss_agg_mode;
   GlobalBatchInfo global;
 };
 

@@ -25,11 +25,13 @@ struct PolicyLossResult {
   Array boundary;                         // tokens within float32 rounding of a decision (Result::boundary)
 };
 
+// Filled in by the registry entry's reader from the case's config; verl's defaults are
+// the spec's ConfigKeys, not these (zero) initialisers.
 struct VanillaConfig {
-  double clip_ratio_low = 0.2;
-  double clip_ratio_high = 0.2;
-  double clip_ratio_c = 3.0;  // dual-clip bound on negative advantages; verl asserts > 1
-  std::string loss_agg_mode = "token-mean";
+  double clip_ratio_low = 0;
+  double clip_ratio_high = 0;
+  double clip_ratio_c = 0;  // dual-clip bound on negative advantages; verl asserts > 1
+  std::string loss_agg_mode;
   GlobalBatchInfo global;
 };
 

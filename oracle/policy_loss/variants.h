@@ -22,14 +22,16 @@
 namespace verlconf::oracle {
 
 // What the losses read from verl's ActorConfig. Each loss reads only its own keys.
+// Filled in by the registry entry's reader from the case's config; verl's defaults are
+// the spec's ConfigKeys, not these (zero) initialisers.
 struct PolicyLossFamilyConfig {
-  double clip_ratio_low = 0.2;   // clip_ratio_low, or clip_ratio when None
-  double clip_ratio_high = 0.2;  // clip_ratio_high, or clip_ratio when None
-  double clip_ratio_c = 3.0;     // ActorConfig.clip_ratio_c (dppo: truncation bound)
-  double tau_pos = 1.0;          // ActorConfig.tau_pos (sapo)
-  double tau_neg = 1.05;         // ActorConfig.tau_neg (sapo)
+  double clip_ratio_low = 0;       // clip_ratio_low, or clip_ratio when None
+  double clip_ratio_high = 0;      // clip_ratio_high, or clip_ratio when None
+  double clip_ratio_c = 0;         // ActorConfig.clip_ratio_c (dppo: truncation bound)
+  double tau_pos = 0;              // ActorConfig.tau_pos (sapo)
+  double tau_neg = 0;              // ActorConfig.tau_neg (sapo)
   std::optional<double> dro_beta;  // ActorConfig.policy_loss.dro_beta (dro)
-  std::string loss_agg_mode = "token-mean";
+  std::string loss_agg_mode;
   GlobalBatchInfo global;
 };
 

@@ -11,11 +11,13 @@
 namespace verlconf::oracle {
 
 // algorithm.kl_ctrl: type "fixed" or "adaptive", with verl's KLControlConfig defaults.
+// Filled in by the registry entry's reader from the case's config; verl's defaults are
+// the spec's ConfigKeys, not these (zero) initialisers.
 struct KlControl {
-  std::string type = "fixed";
-  double kl_coef = 0.001;
-  double target_kl = 0.1;
-  double horizon = 10000;
+  std::string type;
+  double kl_coef = 0;
+  double target_kl = 0;
+  double horizon = 0;
 };
 
 // get_kl_controller(kl_ctrl).update(current_kl, n_steps); returns the coefficient after

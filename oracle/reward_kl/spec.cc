@@ -16,9 +16,9 @@ namespace {
 oracle::KlControl ReadControl(const Case& c, const std::string& type) {
   oracle::KlControl k;
   k.type = type;
-  k.kl_coef = c.config.Double("kl_coef", 0.001);
-  k.target_kl = c.config.Double("target_kl", 0.1);
-  k.horizon = static_cast<double>(c.config.Int("horizon", 10000));
+  k.kl_coef = c.config.Double("kl_coef");
+  k.target_kl = c.config.Double("target_kl");
+  k.horizon = static_cast<double>(c.config.Int("horizon"));
   return k;
 }
 
@@ -65,7 +65,7 @@ void AddRewardKlSpecs(std::vector<FunctionSpec>& out) {
     s.oracle = [](const Case& c) {
       const oracle::KlPenaltyResult k = oracle::apply_kl_penalty(
           c.Input("token_level_scores"), c.Input("old_log_probs"), c.Input("ref_log_prob"), c.Input("response_mask"),
-          c.config.String("kl_penalty", "kl"), ReadControl(c, c.config.String("kl_ctrl_type", "fixed")));
+          c.config.String("kl_penalty"), ReadControl(c, c.config.String("kl_ctrl_type")));
       Result r;
       r.outputs["token_level_rewards"] = k.token_level_rewards;
       r.outputs["kl_coef"] = Array::Scalar(k.next_coef, c.dtype);
@@ -100,7 +100,7 @@ void AddRewardKlSpecs(std::vector<FunctionSpec>& out) {
       Result r;
       r.outputs["token_level_rewards"] =
           oracle::compute_rewards(c.Input("token_level_scores"), c.Input("old_log_prob"), c.Input("ref_log_prob"),
-                                  c.config.Double("kl_ratio", 0.0));
+                                  c.config.Double("kl_ratio"));
       return r;
     };
     s.generate = [](const GenParams& p) {
@@ -129,7 +129,7 @@ void AddRewardKlSpecs(std::vector<FunctionSpec>& out) {
     s.oracle = [t](const Case& c) {
       Result r;
       r.outputs["value"] = Array::Scalar(oracle::kl_controller_update(ReadControl(c, t), c.Input("current_kl")[0],
-                                                                      static_cast<double>(c.config.Int("n_steps", 1))),
+                                                                      static_cast<double>(c.config.Int("n_steps"))),
                                          c.dtype);
       return r;
     };

@@ -9,6 +9,7 @@
 // verl_default documents verl's own default, which a case gets by storing it.
 #include <algorithm>
 
+#include "oracle/core/errors.h"
 #include "oracle/core/generate.h"
 #include "oracle/rollout_correction/spec.h"
 #include "oracle/rollout_correction/rollout_correction.h"
@@ -20,16 +21,15 @@ namespace verlconf {
 namespace {
 
 using oracle::IsNone;
-using oracle::RawConfig;
 
 const ConfigValue kNone = std::monostate{};
 
 // A variant label must not throw on a malformed value: it only describes the case.
-bool BoolOr(const Config& c, const std::string& key, bool fallback) {
+bool LabelBool(const Config& c, const std::string& key) {
   try {
-    return c.Bool(key, fallback);
-  } catch (const std::exception&) {
-    return fallback;
+    return c.Bool(key);
+  } catch (const BadInput&) {
+    return false;
   }
 }
 
@@ -70,30 +70,33 @@ Case GenerateWeights(const GenParams& p) {
 
 std::vector<std::string> WeightsVariants(const Case& c) {
   std::vector<std::string> v;
-  const ConfigValue level = RawConfig(c.config, "rollout_is", kNone);
+  const ConfigValue level = c.config.Value("rollout_is");
   if (const auto* s = std::get_if<std::string>(&level))
     if (*s == "token" || *s == "sequence") v.push_back("rollout_is=" + *s);
-  const ConfigValue th = RawConfig(c.config, "rollout_is_threshold", kNone);
+  const ConfigValue th = c.config.Value("rollout_is_threshold");
   const auto* s = std::get_if<std::string>(&th);
   if (!IsNone(th)) v.push_back(s && s->find('_') != std::string::npos ? "icepop" : "tis");
-  if (BoolOr(c.config, "rollout_is_batch_normalize", false)) v.push_back("batch_normalize");
+  if (LabelBool(c.config, "rollout_is_batch_normalize")) v.push_back("batch_normalize");
   return v;
 }
 
 FunctionSpec Weights() {
   FunctionSpec s = HelperSpec("compute_rollout_correction_weights");
   s.inputs = LogRatioInputs();
-  s.config = {{"rollout_is", "str", std::string("token"), "IS level: token or sequence", {"token", "sequence"}},
+  // Absent = None, as the capture passes it (None level or threshold: no weights).
+  s.config = {{"rollout_is", "str", std::string("token"), "IS level: token or sequence", {"token", "sequence"},
+               /*absent_is_none=*/true},
               {"rollout_is_threshold", kThresholdType, 2.0,
-               "a number or float-like string: TIS upper bound; \"lower_upper\": IcePop band"},
+               "a number or float-like string: TIS upper bound; \"lower_upper\": IcePop band", {},
+               /*absent_is_none=*/true},
               {"rollout_is_batch_normalize", "bool", int64_t{0}, "normalise the weights to mean 1 (non-distributed)"}};
   s.outputs = {{"rollout_is_weights"}};
   oracle::DeclareDetachedOutputs(s, "log_ratio");
   oracle::AddCorrectionMetrics(s, "", /*is=*/true, {}, /*offpolicy=*/false);
   s.oracle = [](const Case& c) {
     oracle::IsWeightsResult r = oracle::compute_rollout_correction_weights(
-        c.Input("log_ratio"), c.Input("response_mask"), RawConfig(c.config, "rollout_is", kNone),
-        RawConfig(c.config, "rollout_is_threshold", kNone), c.config.Bool("rollout_is_batch_normalize", false));
+        c.Input("log_ratio"), c.Input("response_mask"), c.config.Value("rollout_is"),
+        c.config.Value("rollout_is_threshold"), c.config.Bool("rollout_is_batch_normalize"));
     Result out;
     out.outputs["rollout_is_weights"] = std::move(r.weights);
     out.metrics = std::move(r.metrics);
@@ -101,8 +104,8 @@ FunctionSpec Weights() {
     return out;
   };
   s.check_config = [](const Case& c) {
-    oracle::ThrowIfRefused(c, oracle::CheckIsConfig(RawConfig(c.config, "rollout_is", kNone),
-                                                    RawConfig(c.config, "rollout_is_threshold", kNone)));
+    oracle::ThrowIfRefused(c, oracle::CheckIsConfig(c.config.Value("rollout_is"),
+                                                    c.config.Value("rollout_is_threshold")));
   };
   s.generate = GenerateWeights;
   s.variants = WeightsVariants;
@@ -160,7 +163,7 @@ Case GenerateRejection(const GenParams& p) {
 
 std::vector<std::string> RejectionVariants(const Case& c) {
   std::vector<std::string> v;
-  const ConfigValue rs = RawConfig(c.config, "rollout_rs", kNone);
+  const ConfigValue rs = c.config.Value("rollout_rs");
   const auto* s = std::get_if<std::string>(&rs);
   if (!s) return v;
   std::vector<std::string> options;
@@ -170,14 +173,14 @@ std::vector<std::string> RejectionVariants(const Case& c) {
     return v;
   }
   if (options.size() >= 2) v.push_back("chain");
-  const int entries = oracle::CountRsThresholdEntries(RawConfig(c.config, "rollout_rs_threshold", kNone));
+  const int entries = oracle::CountRsThresholdEntries(c.config.Value("rollout_rs_threshold"));
   if (options.size() >= 2 && entries == static_cast<int>(options.size())) v.push_back("per_option_thresholds");
   return v;
 }
 
 Result RunRejection(const Case& c, const ConfigValue& rollout_rs) {
   oracle::RejectionResult r = oracle::compute_rollout_rejection_mask(
-      c.Input("log_ratio"), c.Input("response_mask"), rollout_rs, RawConfig(c.config, "rollout_rs_threshold", kNone));
+      c.Input("log_ratio"), c.Input("response_mask"), rollout_rs, c.config.Value("rollout_rs_threshold"));
   Result out;
   out.outputs["modified_response_mask"] = std::move(r.modified_response_mask);
   out.metrics = std::move(r.metrics);
@@ -205,14 +208,15 @@ FunctionSpec RejectionBase(const std::string& name) {
 
 FunctionSpec Rejection() {
   FunctionSpec s = RejectionBase("compute_rollout_rejection_mask");
-  s.config = {{"rollout_rs", "str", std::string("token_k1"), "options, comma separated (chained: all must pass)"},
+  s.config = {{"rollout_rs", "str", std::string("token_k1"), "options, comma separated (chained: all must pass)", {},
+               /*absent_is_none=*/true},
               {"rollout_rs_threshold", kThresholdType, kNone,
                "one entry per option or one shared; k1: \"lower_upper\" or u = [1/u, u]; None: ValueError"}};
   oracle::AddCorrectionMetrics(s, "", /*is=*/false, oracle::AllRsOptions(), /*offpolicy=*/false);
-  s.oracle = [](const Case& c) { return RunRejection(c, RawConfig(c.config, "rollout_rs", kNone)); };
+  s.oracle = [](const Case& c) { return RunRejection(c, c.config.Value("rollout_rs")); };
   s.check_config = [](const Case& c) {
-    oracle::ThrowIfRefused(c, oracle::CheckRsConfig(RawConfig(c.config, "rollout_rs", kNone),
-                                                    RawConfig(c.config, "rollout_rs_threshold", kNone)));
+    oracle::ThrowIfRefused(c, oracle::CheckRsConfig(c.config.Value("rollout_rs"),
+                                                    c.config.Value("rollout_rs_threshold")));
   };
   s.generate = GenerateRejection;
   s.variants = RejectionVariants;
@@ -230,7 +234,7 @@ FunctionSpec RejectionOption(const std::string& option) {
   oracle::AddCorrectionMetrics(s, "", /*is=*/false, {option}, /*offpolicy=*/false);
   s.oracle = [option](const Case& c) { return RunRejection(c, option); };
   s.check_config = [option](const Case& c) {
-    oracle::ThrowIfRefused(c, oracle::CheckRsConfig(option, RawConfig(c.config, "rollout_rs_threshold", kNone)));
+    oracle::ThrowIfRefused(c, oracle::CheckRsConfig(option, c.config.Value("rollout_rs_threshold")));
   };
   s.generate = [option](const GenParams& p) {
     oracle::InputGen g(p.seed);
@@ -328,9 +332,9 @@ FunctionSpec Pipeline() {
     return c;
   };
   s.variants = [](const Case& c) -> std::vector<std::string> {
-    const bool is = !IsNone(RawConfig(c.config, "rollout_is", kNone)) &&
-                    !IsNone(RawConfig(c.config, "rollout_is_threshold", kNone));
-    const bool rs = !IsNone(RawConfig(c.config, "rollout_rs", kNone));
+    const bool is = !IsNone(c.config.Value("rollout_is")) &&
+                    !IsNone(c.config.Value("rollout_is_threshold"));
+    const bool rs = !IsNone(c.config.Value("rollout_rs"));
     return {is && rs ? "is_and_rs" : is ? "is_only" : rs ? "rs_only" : "neither"};
   };
   s.required_variants = {"is_and_rs", "is_only", "rs_only", "neither"};

@@ -11,16 +11,15 @@
 namespace verlconf {
 namespace {
 
-using oracle::RawConfig;
-
-const ConfigValue kNone = std::monostate{};
+// rollout_correction.loss_type as verl prints it ("None" when the case leaves it None).
+std::string LossType(const Config& c) { return c.OptionalString("loss_type").value_or("None"); }
 
 oracle::PolicyLossResult RunBypass(const Case& c, const oracle::CorrectionResult* frozen) {
   // in.rollout_is_weights stays null: verl ignores the argument.
   const oracle::PolicyLossInputs in{c.Input("old_log_prob"), c.Input("log_prob"), c.Input("advantages"),
                                     c.Input("response_mask"), nullptr};
   // loss_type None (absent) is no valid choice either: verl raises "Invalid loss_type: None".
-  return oracle::policy_loss_bypass_mode(in, oracle::ReadVanillaConfig(c.config), c.config.String("loss_type", "None"),
+  return oracle::policy_loss_bypass_mode(in, oracle::ReadVanillaConfig(c.config), LossType(c.config),
                                          oracle::ReadRolloutSettings(c.config), frozen);
 }
 
@@ -56,7 +55,8 @@ void AddBypassModeSpecs(std::vector<FunctionSpec>& out) {
   s.inputs[4].doc = "ignored by verl (recomputed)";
   oracle::AddVanillaKeys(s);
   s.config.push_back({"loss_type", "str", std::string("ppo_clip"),
-                      "rollout_correction.loss_type: ppo_clip or reinforce (anything else: ValueError)"});
+                      "rollout_correction.loss_type: ppo_clip or reinforce (anything else: ValueError)", {},
+                      /*absent_is_none=*/true});
   oracle::AddRolloutSettingsKeys(
       s, std::string("sequence"),
       "rollout_correction.rollout_is (PolicyLossConfig's default RolloutCorrectionConfig)");
@@ -76,14 +76,14 @@ void AddBypassModeSpecs(std::vector<FunctionSpec>& out) {
   };
   s.check_config = [](const Case& c) {
     oracle::ThrowIfRefused(c, oracle::CheckPipelineConfig(oracle::ReadRolloutSettings(c.config)));
-    const std::string loss_type = c.config.String("loss_type", "None");
+    const std::string loss_type = LossType(c.config);
     if (loss_type != "ppo_clip" && loss_type != "reinforce")
       oracle::ThrowIfRefused(c, {"loss_type", "ValueError: Invalid loss_type: " + loss_type +
                                                   ". Must be 'reinforce' or 'ppo_clip'."});
   };
   s.generate = Generate;
   s.variants = [](const Case& c) -> std::vector<std::string> {
-    const ConfigValue t = RawConfig(c.config, "loss_type", kNone);
+    const ConfigValue t = c.config.Value("loss_type");
     if (const auto* s = std::get_if<std::string>(&t))
       if (*s == "ppo_clip" || *s == "reinforce") return {*s};
     return {};

@@ -17,18 +17,21 @@ namespace verlconf::oracle {
 
 RolloutCorrectionSettings ReadRolloutSettings(const Config& c) {
   RolloutCorrectionSettings s;
-  s.rollout_is = RawConfig(c, "rollout_is", None());
-  s.rollout_is_threshold = RawConfig(c, "rollout_is_threshold", None());
-  s.rollout_is_batch_normalize = c.Bool("rollout_is_batch_normalize", false);
-  s.rollout_rs = RawConfig(c, "rollout_rs", None());
-  s.rollout_rs_threshold = RawConfig(c, "rollout_rs_threshold", None());
+  s.rollout_is = c.Value("rollout_is");
+  s.rollout_is_threshold = c.Value("rollout_is_threshold");
+  s.rollout_is_batch_normalize = c.Bool("rollout_is_batch_normalize");
+  s.rollout_rs = c.Value("rollout_rs");
+  s.rollout_rs_threshold = c.Value("rollout_rs_threshold");
   return s;
 }
 
 void AddRolloutSettingsKeys(FunctionSpec& s, const ConfigValue& rollout_is_default, const std::string& rollout_is_doc) {
-  s.config.push_back({"rollout_is", "str", rollout_is_default, rollout_is_doc, {"token", "sequence"}});
-  s.config.push_back(
-      {"rollout_is_threshold", "float|str", 2.0, "TIS number or IcePop \"lower_upper\"; None disables IS"});
+  // An absent rollout-correction key is None (as the capture passes it): None disables
+  // IS, and verl's default then does not apply.
+  s.config.push_back({"rollout_is", "str", rollout_is_default, rollout_is_doc, {"token", "sequence"},
+                      /*absent_is_none=*/!IsNone(rollout_is_default)});
+  s.config.push_back({"rollout_is_threshold", "float|str", 2.0,
+                      "TIS number or IcePop \"lower_upper\"; None disables IS", {}, /*absent_is_none=*/true});
   s.config.push_back({"rollout_is_batch_normalize", "bool", int64_t{0}, "normalise the IS weights to mean 1"});
   s.config.push_back({"rollout_rs", "str", None(), "None (no RS) or RS options, comma separated"});
   s.config.push_back({"rollout_rs_threshold", "float|str", None(), "required when rollout_rs is set (ValueError)"});

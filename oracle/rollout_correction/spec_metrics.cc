@@ -22,7 +22,6 @@
 namespace verlconf {
 namespace {
 
-using oracle::RawConfig;
 
 const ConfigValue kNone = std::monostate{};
 
@@ -49,7 +48,7 @@ FunctionSpec MetricsHelperSpec(const std::string& verl_function) {
 
 // verl's `rollout_is == "sequence"`: None (absent) and anything else are token level.
 bool IsSequenceLevel(const Config& c) {
-  const ConfigValue v = RawConfig(c, "rollout_is", kNone);
+  const ConfigValue v = c.Value("rollout_is");
   const auto* s = std::get_if<std::string>(&v);
   return s && *s == "sequence";
 }
@@ -81,7 +80,7 @@ Result RunIsMetrics(const Case& c) {
     if (!lower) throw VerlError("TypeError", "unsupported operand type(s) for /: 'float' and 'NoneType'");
     throw VerlError("RuntimeError", "Could not infer dtype of NoneType");  // torch.tensor(None)
   }
-  const ConfigValue level = RawConfig(c.config, "rollout_is", kNone);
+  const ConfigValue level = c.config.Value("rollout_is");
   const auto* level_str = std::get_if<std::string>(&level);
   oracle::MetricsResult r = oracle::compute_is_metrics(
       c.Input("rollout_is_weights"), c.Input("raw_rollout_is_weights"),
@@ -180,7 +179,7 @@ Result RunRsMetrics(const Case& c) {
   const Array& mask = c.Input("response_mask");
   const std::optional<double> upper = c.config.OptionalDouble("rollout_rs_threshold");
   const std::optional<double> lower = c.config.OptionalDouble("rollout_rs_threshold_lower");
-  const bool apply_lower = c.config.Bool("apply_lower_threshold", false);  // None is falsy
+  const bool apply_lower = c.config.OptionalBool("apply_lower_threshold").value_or(false);  // None is falsy
   // A None threshold reaches a tensor comparison (the fractions) after the mask check.
   if (!upper || (apply_lower && !lower)) {
     RequireValidToken(mask);
@@ -188,8 +187,8 @@ Result RunRsMetrics(const Case& c) {
                                      "' not supported between instances of 'Tensor' and 'NoneType'");
   }
   // f"rollout_rs_{option_name}": None reads "None"; level None is not "sequence".
-  const ConfigValue option = RawConfig(c.config, "option_name", kNone);
-  const ConfigValue level = RawConfig(c.config, "level", kNone);
+  const ConfigValue option = c.config.Value("option_name");
+  const ConfigValue level = c.config.Value("level");
   const auto* level_str = std::get_if<std::string>(&level);
   oracle::MetricsResult r = oracle::compute_rs_metrics(
       oracle::PyStr(option), c.Input("rs_statistic"), mask, c.Input("seq_valid_mask"),

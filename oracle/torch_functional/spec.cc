@@ -13,7 +13,7 @@ Result RunMaskedMean(const Case& c) {
   const Array& m = c.Input("mask");
   Result r;
   if (c.config.Has("axis")) {
-    const int64_t axis = c.config.Int("axis", -1);
+    const int64_t axis = c.config.Int("axis");
     if (axis != -1 && axis != 1) throw BadInput(c.Where() + ": attribute cfg.axis: only -1 (per row) or None");
     r.outputs["output"] = oracle::masked_mean_rows(v, m);
     r.grads["values"] = oracle::masked_mean_rows_grad(v, m);
@@ -38,13 +38,13 @@ std::map<std::string, Array> MaskedMeanVjp(const Case& c, const Result&) {
 
 std::map<std::string, Array> MaskedWhitenVjp(const Case& c, const Result&) {
   return {{"output/values", oracle::masked_whiten_vjp(c.Input("values"), c.Input("mask"),
-                                                      c.config.Bool("shift_mean", true), c.projections.at("output"))}};
+                                                      c.config.Bool("shift_mean"), c.projections.at("output"))}};
 }
 
 Result RunMaskedVar(const Case& c) {
   const Array& v = c.Input("values");
   const Array& m = c.Input("mask");
-  const bool unbiased = c.config.Bool("unbiased", true);
+  const bool unbiased = c.config.Bool("unbiased");
   Result r;
   r.outputs["output"] = Array::Scalar(oracle::masked_var(v, m, unbiased), c.dtype);
   r.grads["values"] = oracle::masked_var_grad(v, m, unbiased);
@@ -54,7 +54,7 @@ Result RunMaskedVar(const Case& c) {
 Result RunMaskedWhiten(const Case& c) {
   const Array& v = c.Input("values");
   const Array& m = c.Input("mask");
-  const bool shift = c.config.Bool("shift_mean", true);
+  const bool shift = c.config.Bool("shift_mean");
   Result r;
   r.outputs["output"] = oracle::masked_whiten(v, m, shift);
   r.grads["values"] = oracle::masked_whiten_grad(v, m, shift);

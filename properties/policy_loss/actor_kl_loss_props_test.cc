@@ -39,13 +39,19 @@ RC_GTEST_PROP(ActorKlLoss, ZeroOnTheReferencePolicy, ()) {
 // the aggregation (agg_loss is linear and the same weights apply to both).
 RC_GTEST_PROP(ActorKlLoss, StraightThroughIsValueOfBaseGradientOfK2, ()) {
   Case c = Gen();
-  const std::string type = c.config.String("kl_loss_type", "low_var_kl");
-  const std::string base = type.back() == '+' ? type.substr(0, type.size() - 1) : type;
-  c.config.Set("kl_loss_type", base + "+");
+  // The case's estimator and its straight-through form, as the kl registry declares them.
+  const FunctionSpec* kl = FindSpec(c.config.String("kl_loss_type", "low_var_kl"), "kl");
+  RC_ASSERT(kl != nullptr);
+  const std::string base = kl->straight_through ? kl->straight_through->value_of : kl->name;
+  const FunctionSpec* st = nullptr;
+  for (const FunctionSpec& s : Registry())
+    if (s.family == "kl" && s.straight_through && s.straight_through->value_of == base) st = &s;
+  RC_ASSERT(st != nullptr);
+  c.config.Set("kl_loss_type", st->name);
   const Result plus = RunOracle(c);
   c.config.Set("kl_loss_type", base);
   const Result value = RunOracle(c);
-  c.config.Set("kl_loss_type", std::string("k2"));
+  c.config.Set("kl_loss_type", st->straight_through->gradient_of);
   const Result k2 = RunOracle(c);
   RC_ASSERT(Close(plus.outputs.at("kl_term")[0], value.outputs.at("kl_term")[0], kExact, NanPolicy::kNanEqualsNan));
   RC_ASSERT(Close(plus.metrics.at("kl_loss"), value.metrics.at("kl_loss"), kExact, NanPolicy::kNanEqualsNan));

@@ -32,10 +32,11 @@ double IsWeight(const Case& c, int64_t k) {
   return w ? (*w)[k] : 1.0;
 }
 
-// The aggregation weights d loss / d L_{i,t} of the case's mode (sapo: always
-// seq-mean-token-mean).
+// The aggregation weights d loss / d L_{i,t} of the case's mode, or of the mode verl
+// fixes for the loss (the spec's fixed_config: sapo's seq-mean-token-mean).
 Array AggWeights(const Case& c, const std::string& name) {
-  const std::string mode = name == "sapo" ? "seq-mean-token-mean" : c.config.String("loss_agg_mode", "token-mean");
+  const ConfigValue* fixed = FindSpec(name, "policy_loss")->FixedConfig("loss_agg_mode");
+  const std::string mode = fixed ? std::get<std::string>(*fixed) : c.config.String("loss_agg_mode", "token-mean");
   return oracle::agg_loss_weights(c.Input("response_mask"), mode, oracle::ReadGlobalBatchInfo(c.config));
 }
 
