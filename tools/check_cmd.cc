@@ -88,6 +88,9 @@ std::vector<CaseReport> CheckImplementationSet(const CheckOptions& o, const Gold
       r = Unsupported(*g, "no registry entry for '" + g->function + "'");
     } else if (ValidateCase(*spec, *g); !device_unavailable.empty()) {
       r = Skipped(*g, device_unavailable);
+    } else if (const auto dtype = ImplDType(impl); dtype && *dtype != g->dtype) {
+      r = Skipped(*g, std::string(ImplName(impl)) + " computes in " + DTypeName(*dtype) + " only; " +
+                          DTypeName(g->dtype) + " cases are not compared");
     } else if (const RunFn* run = spec->Implementation(impl)) {
       r = CheckImplementation(*spec, *g, *run);
     } else {

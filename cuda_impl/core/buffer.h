@@ -25,6 +25,15 @@ class DeviceBuffer {
   }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), n_(o.n_) { o.ptr_ = nullptr, o.n_ = 0; }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    if (this != &o) {
+      if (ptr_) cudaFree(ptr_);
+      ptr_ = o.ptr_, n_ = o.n_;
+      o.ptr_ = nullptr, o.n_ = 0;
+    }
+    return *this;
+  }
   ~DeviceBuffer() {
     if (ptr_) cudaFree(ptr_);
   }

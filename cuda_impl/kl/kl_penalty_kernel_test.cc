@@ -14,7 +14,7 @@
 
 #include "cuda_impl/core/buffer.h"
 #include "cuda_impl/core/device.h"
-#include "cuda_impl/kl/kl_penalty.h"
+#include "cuda_impl/kl/kl_penalty_kernel.h"
 
 namespace verlconf::cuda {
 namespace {
@@ -41,7 +41,7 @@ Out RunAt(const std::vector<float>& lp, const std::vector<float>& ref, int offse
   const DeviceBuffer<float> dl(hl), dr(hr);
   // Sentinels around the outputs catch writes past n.
   DeviceBuffer<float> dk(std::vector<float>(n + offset + 8, -7.0f)), dg(std::vector<float>(n + offset + 8, -7.0f));
-  kl_penalty(dl.get() + offset, dr.get() + offset, dk.get() + offset, with_grad ? dg.get() + offset : nullptr,
+  kl_penalty_float4(dl.get() + offset, dr.get() + offset, dk.get() + offset, with_grad ? dg.get() + offset : nullptr,
              static_cast<int64_t>(n), kind, st, nullptr);
   Check(cudaGetLastError(), "kl_penalty launch");
   Check(cudaDeviceSynchronize(), "kl_penalty");
@@ -105,7 +105,7 @@ TEST_F(KlKernel, ExactEstimatorsMatchHostFloatMath) {
 }
 
 TEST_F(KlKernel, EmptyInputIsANoOp) {
-  kl_penalty(nullptr, nullptr, nullptr, nullptr, 0, 3, false, nullptr);
+  kl_penalty_float4(nullptr, nullptr, nullptr, nullptr, 0, 3, false, nullptr);
   EXPECT_EQ(cudaSuccess, cudaGetLastError());
 }
 

@@ -19,8 +19,14 @@ const char* ImplName(Impl impl) {
   switch (impl) {
     case Impl::kOracle: return "oracle";
     case Impl::kCuda: return "cuda";
+    case Impl::kCudaHost: return "cuda-host";
   }
   return "?";
+}
+
+std::optional<DType> ImplDType(Impl impl) {
+  if (impl == Impl::kOracle) return std::nullopt;
+  return DType::kFloat32;
 }
 
 std::optional<Impl> ParseImpl(const std::string& text) {
@@ -34,6 +40,7 @@ const RunFn* FunctionSpec::Implementation(Impl impl) const {
   switch (impl) {
     case Impl::kOracle: slot = &oracle; break;
     case Impl::kCuda: slot = &cuda; break;
+    case Impl::kCudaHost: slot = &cuda_host; break;
   }
   return slot && *slot ? slot : nullptr;
 }

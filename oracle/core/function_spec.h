@@ -71,12 +71,16 @@ struct GenParams {
 
 using RunFn = std::function<Result(const Case&)>;
 
-// The implementations the suite runs against the goldens, as `--impl` names them.
-enum class Impl { kOracle, kCuda };
-inline constexpr Impl kImpls[] = {Impl::kOracle, Impl::kCuda};
+// The implementations the suite runs against the goldens, as `--impl` names them:
+// the float64 oracle, and cuda_impl on the device or through Thrust's host system.
+enum class Impl { kOracle, kCuda, kCudaHost };
+inline constexpr Impl kImpls[] = {Impl::kOracle, Impl::kCuda, Impl::kCudaHost};
 const char* ImplName(Impl impl);
 // The implementation `text` names; nullopt for any other text.
 std::optional<Impl> ParseImpl(const std::string& text);
+// The one dtype an implementation computes in (cuda_impl: float32), or nullopt when it
+// follows each case's dtype. Cases of another dtype are SKIPPED for it, never passed.
+std::optional<DType> ImplDType(Impl impl);
 using GenFn = std::function<Case(const GenParams&)>;
 
 struct FunctionSpec {
@@ -105,6 +109,7 @@ struct FunctionSpec {
   // libraries through RegisterImplementation, keyed by (family, name) like the registry.
   RunFn oracle;
   RunFn cuda;
+  RunFn cuda_host;
   GenFn generate;                  // random valid inputs + config for property tests
   std::vector<ToleranceOverride> tolerances;
   // float32 forward error grows with the problem's condition number; where it can be

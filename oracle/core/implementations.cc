@@ -47,9 +47,10 @@ void FillImplementationSlots(std::vector<FunctionSpec>& entries, std::vector<Imp
     for (auto& s : entries)
       if (s.family == r.family && s.name == r.name) spec = &s;
     if (!spec) throw std::logic_error(key + ": no such registry entry");
-    if (r.impl != Impl::kCuda) throw std::logic_error(key + ": only the cuda slot is filled by registration");
-    if (spec->Implementation(r.impl)) throw std::logic_error(key + ": registered twice");
-    spec->cuda = std::move(r.run);
+    RunFn* slot = r.impl == Impl::kCuda ? &spec->cuda : r.impl == Impl::kCudaHost ? &spec->cuda_host : nullptr;
+    if (!slot) throw std::logic_error(key + ": the oracle slot is the family's own");
+    if (*slot) throw std::logic_error(key + ": registered twice");
+    *slot = std::move(r.run);
   }
 }
 

@@ -112,6 +112,8 @@ def cuda_library(name, srcs, hdrs = [], deps = [], copts = [], **kwargs):
         name = name,
         srcs = [":" + name + "_nvcc"] + [s for s in srcs if not s.endswith(_CUDA_ONLY)],
         hdrs = [h for h in hdrs if not h.endswith(_CUDA_ONLY)],
+        # .cuh headers travel with the library for the nvcc compiles of its dependents.
+        textual_hdrs = [h for h in hdrs if h.endswith(".cuh")],
         deps = deps + [
             "@cuda//:cuda_headers",
             "@cuda//:cudart_static",

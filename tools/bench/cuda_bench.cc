@@ -27,7 +27,7 @@
 
 #include "cuda_impl/core/buffer.h"
 #include "cuda_impl/core/device.h"
-#include "cuda_impl/kl/kl_penalty.h"
+#include "cuda_impl/kl/kl_penalty_kernel.h"
 #include "tools/bench/bench_kernels.h"
 
 // ---------------------------------------------------------------------------------
@@ -469,13 +469,13 @@ int Run(const Options& o) {
     float* g = v.with_grad ? grad.get() : nullptr;
     // One call outside the window: with lazy module loading the first launch of each
     // instantiation loads its code onto the device, which is not a temporary.
-    verlconf::cuda::kl_penalty(lp.get(), ref.get(), kl.get(), g, n, v.kind, v.straight_through, s);
+    verlconf::cuda::kl_penalty_float4(lp.get(), ref.get(), kl.get(), g, n, v.kind, v.straight_through, s);
     Check(cudaGetLastError(), "kl_penalty launch");
     Check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     const size_t free_before = FreeBytes();
     Watch().Begin();
     r.t = TimeIt(o.warmup, o.repeats, s, [&] {
-      verlconf::cuda::kl_penalty(lp.get(), ref.get(), kl.get(), g, n, v.kind, v.straight_through, s);
+      verlconf::cuda::kl_penalty_float4(lp.get(), ref.get(), kl.get(), g, n, v.kind, v.straight_through, s);
     });
     Check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     Watch().End();

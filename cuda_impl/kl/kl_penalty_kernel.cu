@@ -1,43 +1,20 @@
-// Mirrors verl 0.9.1 core_algos.kl_penalty (see oracle/kl/kl_penalty.cc for the formulas).
-#include "cuda_impl/kl/kl_penalty.h"
+// A hand-written float4 kernel for kl_penalty, kept beside the CCCL transform of
+// kl_penalty.cuh (its reference, the same per-token formula) only while a GPU
+// benchmark shows it faster; tools/bench times both.
+#include "cuda_impl/kl/kl_penalty_kernel.h"
+
+#include "cuda_impl/kl/kl_penalty.cuh"
 
 #include <cstdint>
 
 namespace verlconf::cuda {
 namespace {
 
-constexpr float kLogRatioClamp = 20.0f;
-constexpr float kK3ValueClamp = 10.0f;
-
-__device__ __forceinline__ float Clamp(float x, float lo, float hi) { return fminf(fmaxf(x, lo), hi); }
-
-// The per-token formula, shared by the vector body and the scalar tail/fallback, so
-// both paths produce bitwise the same value for the same token.
+// The shared formula with the kind fixed at compile time, so each kernel instantiation
+// is branch-free per token.
 template <int Kind, bool StraightThrough>
-__device__ __forceinline__ void KlToken(float lp, float ref, float& value, float& grad) {
-  const float d = lp - ref;
-  float g;
-  if (Kind == 0) {
-    value = d;
-    g = 1.0f;
-  } else if (Kind == 1) {
-    value = fabsf(d);
-    g = d > 0.0f ? 1.0f : (d < 0.0f ? -1.0f : 0.0f);
-  } else if (Kind == 2) {
-    value = 0.5f * d * d;
-    g = d;
-  } else {
-    const float raw = ref - lp;
-    const float x = Clamp(raw, -kLogRatioClamp, kLogRatioClamp);
-    const float ratio = expf(x);
-    const float unclamped = ratio - x - 1.0f;
-    value = Clamp(unclamped, -kK3ValueClamp, kK3ValueClamp);
-    // torch.clamp passes the gradient strictly inside its bounds only.
-    const bool passes =
-        raw > -kLogRatioClamp && raw < kLogRatioClamp && unclamped > -kK3ValueClamp && unclamped < kK3ValueClamp;
-    g = passes ? 1.0f - ratio : 0.0f;
-  }
-  grad = StraightThrough ? d : g;
+__device__ __forceinline__ void KlTokenFixed(float lp, float ref, float& value, float& grad) {
+  KlToken(static_cast<KlKind>(Kind), StraightThrough, lp, ref, value, grad);
 }
 
 // Memory bound: 8 bytes read and 4 or 8 written per token, almost no math. 16-byte
@@ -61,10 +38,10 @@ __global__ void __launch_bounds__(256) KlKernel(const float* __restrict__ lp, co
     for (int64_t k = tid; k < nv; k += stride) {
       const float4 a = lp4[k], b = ref4[k];
       float4 v, g;
-      KlToken<Kind, StraightThrough>(a.x, b.x, v.x, g.x);
-      KlToken<Kind, StraightThrough>(a.y, b.y, v.y, g.y);
-      KlToken<Kind, StraightThrough>(a.z, b.z, v.z, g.z);
-      KlToken<Kind, StraightThrough>(a.w, b.w, v.w, g.w);
+      KlTokenFixed<Kind, StraightThrough>(a.x, b.x, v.x, g.x);
+      KlTokenFixed<Kind, StraightThrough>(a.y, b.y, v.y, g.y);
+      KlTokenFixed<Kind, StraightThrough>(a.z, b.z, v.z, g.z);
+      KlTokenFixed<Kind, StraightThrough>(a.w, b.w, v.w, g.w);
       kl4[k] = v;
       if (grad) grad4[k] = g;
     }
@@ -72,7 +49,7 @@ __global__ void __launch_bounds__(256) KlKernel(const float* __restrict__ lp, co
   }
   for (int64_t k = done + tid; k < n; k += stride) {
     float v, g;
-    KlToken<Kind, StraightThrough>(lp[k], ref[k], v, g);
+    KlTokenFixed<Kind, StraightThrough>(lp[k], ref[k], v, g);
     kl[k] = v;
     if (grad) grad[k] = g;
   }
@@ -118,7 +95,7 @@ void LaunchKind(const float* lp, const float* ref, float* kl, float* grad, int64
 
 }  // namespace
 
-void kl_penalty(const float* logprob, const float* ref_logprob, float* kl, float* grad, int64_t n, int kind,
+void kl_penalty_float4(const float* logprob, const float* ref_logprob, float* kl, float* grad, int64_t n, int kind,
                 bool straight_through, cudaStream_t stream) {
   if (n <= 0) return;
   switch (kind) {

@@ -1,0 +1,13 @@
+#include "cuda_impl/core/system.h"
+
+#include "oracle/core/implementations.h"
+
+namespace verlconf::cuda {
+
+bool RegisterCudaEntry(const std::string& family, const std::string& name, SystemRunFn run) {
+  RegisterImplementation(Impl::kCuda, family, name, [run](const Case& c) { return run(System::kDevice, c); });
+  RegisterImplementation(Impl::kCudaHost, family, name, [run](const Case& c) { return run(System::kHost, c); });
+  return true;
+}
+
+}  // namespace verlconf::cuda

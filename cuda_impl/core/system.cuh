@@ -1,0 +1,138 @@
+// One source, two systems: every CUDA function is a template over a Thrust execution
+// policy. On the GPU it runs with thrust::cuda::par_nosync on the entry's stream; on the
+// CPU the same instantiation runs with thrust::cpp::par, which is how CI checks this
+// code on machines without a GPU (`--impl cuda-host`). The math (__host__ __device__
+// functors), the iterator plumbing, the passes and the workspace are shared; only the
+// memory the pointers live in differs.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <thrust/execution_policy.h>
+#include <thrust/system/cpp/execution_policy.h>
+#include <thrust/system/cuda/execution_policy.h>
+
+#include <cstddef>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cuda_impl/core/buffer.h"
+#include "cuda_impl/core/system.h"
+
+namespace verlconf::cuda {
+
+// The workspace every algorithm of one entry call draws its temporaries from: a caching
+// allocator (a freed block is kept for the next request of its size, so the passes of
+// one call allocate each size once) that records the peak bytes held, which the bench
+// reports. Device memory for System::kDevice, host memory for System::kHost.
+class Workspace {
+ public:
+  using value_type = char;
+
+  explicit Workspace(System system) : system_(system) {}
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+  ~Workspace() {
+    for (auto& [size, blocks] : free_)
+      for (char* p : blocks) Release(p);
+  }
+
+  char* allocate(std::ptrdiff_t n) {
+    const size_t size = static_cast<size_t>(n);
+    auto it = free_.find(size);
+    char* p = nullptr;
+    if (it != free_.end() && !it->second.empty()) {
+      p = it->second.back();
+      it->second.pop_back();
+    } else if (system_ == System::kDevice) {
+      Check(cudaMalloc(reinterpret_cast<void**>(&p), size ? size : 1), "cudaMalloc (workspace)");
+    } else {
+      p = new char[size ? size : 1];
+    }
+    held_ += size;
+    if (held_ > peak_) peak_ = held_;
+    return p;
+  }
+
+  void deallocate(char* p, size_t n) {
+    held_ -= n;
+    free_[n].push_back(p);
+  }
+
+  size_t peak_bytes() const { return peak_; }
+
+ private:
+  void Release(char* p) const {
+    if (system_ == System::kDevice)
+      cudaFree(p);
+    else
+      delete[] p;
+  }
+
+  System system_;
+  std::map<size_t, std::vector<char*>> free_;
+  size_t held_ = 0, peak_ = 0;
+};
+
+// The stream an entry call runs on (device only; the host system has none).
+class StreamScope {
+ public:
+  explicit StreamScope(System system) {
+    if (system == System::kDevice) Check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream create");
+  }
+  StreamScope(const StreamScope&) = delete;
+  StreamScope& operator=(const StreamScope&) = delete;
+  ~StreamScope() {
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+// The execution policy of a system, drawing temporaries from `ws`.
+inline auto DevicePolicy(Workspace& ws, cudaStream_t stream) { return thrust::cuda::par_nosync(ws).on(stream); }
+inline auto HostPolicy(Workspace& ws) { return thrust::cpp::par(ws); }
+
+// Calls f(policy) with the policy of `system`: the one place a function's template is
+// instantiated for both systems.
+template <class F>
+void WithPolicy(System system, Workspace& ws, cudaStream_t stream, F&& f) {
+  if (system == System::kDevice) {
+    f(DevicePolicy(ws, stream));
+    Check(cudaStreamSynchronize(stream), "stream synchronize");
+  } else {
+    f(HostPolicy(ws));
+  }
+}
+
+// An array in the memory of a system: a DeviceBuffer on the device, a vector on the
+// host; data() is what the policy's algorithms take.
+template <typename T>
+class SystemBuffer {
+ public:
+  SystemBuffer(System system, size_t n) : system_(system) {
+    if (system_ == System::kDevice)
+      device_ = DeviceBuffer<T>(n);
+    else
+      host_.assign(n, T{});
+  }
+  SystemBuffer(System system, const std::vector<T>& values) : system_(system) {
+    if (system_ == System::kDevice)
+      device_ = DeviceBuffer<T>(values);
+    else
+      host_ = values;
+  }
+  T* data() { return system_ == System::kDevice ? device_.get() : host_.data(); }
+  const T* data() const { return system_ == System::kDevice ? device_.get() : host_.data(); }
+  std::vector<T> ToHost() const { return system_ == System::kDevice ? device_.ToHost() : host_; }
+
+ private:
+  System system_;
+  DeviceBuffer<T> device_{0};
+  std::vector<T> host_;
+};
+
+}  // namespace verlconf::cuda
