@@ -1,0 +1,121 @@
+// cuda_impl through Thrust's host system (the cuda-host slot): the CUDA code itself,
+// templates and passes included, run on the CPU, so CI checks it without a GPU. Against
+// every float32 golden case of every function it implements, and against the oracle on
+// random shapes and configs (rows not a multiple of 32 or 128, one-token rows, fully
+// masked rows, B up to 512, T up to 4096). float64 cases are not its business: it
+// computes in float32 (check_cmd SKIPs them).
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "oracle/core/check.h"
+#include "oracle/core/errors.h"
+#include "oracle/core/registry.h"
+#include "tools/golden_set.h"
+#include "tools/paths.h"
+
+namespace verlconf {
+namespace {
+
+std::vector<const FunctionSpec*> CudaHostSpecs() {
+  std::vector<const FunctionSpec*> v;
+  for (const auto& s : Registry())
+    if (s.Implementation(Impl::kCudaHost)) v.push_back(&s);
+  return v;
+}
+
+std::string Key(const FunctionSpec& s) { return s.family + "/" + s.name; }
+
+// One registration fills both CUDA slots, so they name the same functions.
+TEST(CudaHostRegistry, SlotsComeInPairs) {
+  ASSERT_FALSE(CudaHostSpecs().empty());
+  for (const auto& s : Registry())
+    EXPECT_EQ(s.Implementation(Impl::kCuda) != nullptr, s.Implementation(Impl::kCudaHost) != nullptr) << Key(s);
+}
+
+// Every float32 golden case of an implemented function conforms, and each function has
+// at least one PASSED case: an entry that only yields MISTRUSTED (or raises only where
+// verl raises) has shown nothing.
+TEST(CudaHostGolden, EveryFloat32CaseConforms) {
+  const tools::GoldenSet goldens = tools::GoldenSet::Load(tools::BundledGoldenDir(nullptr));
+  std::map<std::string, std::map<Outcome, int>> tally;
+  for (const auto& [key, c] : goldens.index) {
+    const FunctionSpec* spec = SpecFor(*c);
+    if (!spec || !spec->Implementation(Impl::kCudaHost) || c->dtype != DType::kFloat32) continue;
+    const CaseReport r = CheckImplementation(*spec, *c, spec->cuda_host);
+    ++tally[Key(*spec)][r.outcome];
+    EXPECT_TRUE(r.outcome == Outcome::kPassed || r.outcome == Outcome::kMistrusted) << r.Describe();
+  }
+  for (const FunctionSpec* s : CudaHostSpecs()) {
+    const auto it = tally.find(Key(*s));
+    ASSERT_NE(it, tally.end()) << Key(*s) << ": no float32 golden case";
+    EXPECT_GT(it->second[Outcome::kPassed], 0) << Key(*s) << ": no PASSED float32 golden case";
+  }
+}
+
+// A batch of `rows` x `cols` from the spec's generator, with some rows fully masked.
+Case RandomCase(const FunctionSpec& spec, uint64_t seed, int64_t rows, int64_t cols, bool mask_rows) {
+  GenParams p;
+  p.seed = seed;
+  p.batch = rows;
+  p.tokens = cols;
+  p.dtype = DType::kFloat32;
+  Case c = spec.generate(p);
+  if (mask_rows)
+    for (const InputSpec& in : spec.inputs) {
+      auto it = c.inputs.find(in.name);
+      if (!in.is_mask || in.role != Role::kTokens || it == c.inputs.end()) continue;
+      for (int64_t i = 0; i < it->second.rows(); i += 3)
+        for (int64_t t = 0; t < it->second.cols(); ++t) it->second.at(i, t) = 0.0;
+    }
+  c.name = "random";
+  return c;
+}
+
+// The oracle's result as the golden; an exception where the oracle raises must be
+// raised by the implementation too, with verl's type. "" when the implementation
+// conforms, otherwise why not.
+std::string CheckAgainstOracle(const FunctionSpec& spec, Case golden) {
+  Result want;
+  try {
+    want = spec.oracle(golden);
+  } catch (const VerlError& e) {
+    try {
+      spec.cuda_host(golden);
+    } catch (const VerlError& got) {
+      return got.kind() == e.kind() ? "" : Key(spec) + ": the oracle raises " + e.what() + ", cuda-host " + got.what();
+    }
+    return Key(spec) + ": the oracle raises " + e.what() + ", cuda-host returns";
+  }
+  golden.outputs = want.outputs;
+  golden.grads = want.grads;
+  golden.metrics = want.metrics;
+  const CaseReport r = CheckImplementation(spec, golden, spec.cuda_host);
+  return r.outcome == Outcome::kPassed || r.outcome == Outcome::kMistrusted ? "" : r.Describe();
+}
+
+RC_GTEST_PROP(CudaHost, MatchesOracleOnRandomShapes, ()) {
+  static const std::vector<const FunctionSpec*> specs = CudaHostSpecs();
+  const FunctionSpec& spec = **rc::gen::elementOf(specs);
+  const int64_t rows = *rc::gen::oneOf(rc::gen::just<int64_t>(1), rc::gen::inRange<int64_t>(1, 513));
+  // Up to 4096 tokens per row, at most 2^18 tokens per case to keep the property cheap
+  // (the largest shape is checked once per function below).
+  const int64_t max_cols = std::min<int64_t>(4096, (int64_t{1} << 18) / rows);
+  const int64_t cols = *rc::gen::oneOf(rc::gen::just<int64_t>(1), rc::gen::inRange<int64_t>(1, max_cols + 1));
+  const uint64_t seed = *rc::gen::inRange<uint64_t>(1, 1u << 30);
+  RC_TAG(spec.family);
+  const std::string why = CheckAgainstOracle(spec, RandomCase(spec, seed, rows, cols, *rc::gen::arbitrary<bool>()));
+  RC_ASSERT(why == "");
+}
+
+// The largest shape the host path is held to, once per function.
+TEST(CudaHost, MatchesOracleAt512x4096) {
+  for (const FunctionSpec* spec : CudaHostSpecs())
+    EXPECT_EQ(CheckAgainstOracle(*spec, RandomCase(*spec, 7, 512, 4096, true)), "") << Key(*spec);
+}
+
+}  // namespace
+}  // namespace verlconf
