@@ -78,9 +78,9 @@ tools=(
 targets=()
 for e in "${tests[@]}" "${tools[@]}"; do targets+=("${e#*:}"); done
 
-say "bazel build -c opt ${targets[*]}"
-bazel build -c opt "${targets[@]}"
-bin_root="$(bazel info -c opt bazel-bin 2>/dev/null)"
+say "bazel build -c opt --define=cuda_fatbin=1 ${targets[*]}"
+bazel build -c opt --define=cuda_fatbin=1 "${targets[@]}"
+bin_root="$(bazel info -c opt --define=cuda_fatbin=1 bazel-bin 2>/dev/null)"
 
 # ----------------------------------------------------------------------------- bundle
 marker=".verlconf-gpu-bundle"
@@ -159,7 +159,7 @@ mkdir -p "$1" || exit 2
 out="$(cd "$1" && pwd)"
 step_timeout="${GPU_CHECK_STEP_TIMEOUT:-100}"
 export GTEST_COLOR=no
-names=(third_party_cuda_test cuda_impl_kl_kernel_test properties_cuda_test conform_cuda bench)
+names=(third_party_cuda_test cuda_impl_kl_kl_penalty_kernel_test properties_cuda_test conform_cuda bench)
 for n in "${names[@]}"; do rm -f "$out/$n.log" "$out/$n.xml" "$out/$n.json"; done
 rm -f "$out/env.log" "$out/summary.txt"
 
@@ -198,7 +198,7 @@ step() {
 
 show_tail() { echo "----- last lines of $1.log"; tail -n 30 "$out/$1.log"; echo "-----"; }
 
-for name in third_party_cuda_test cuda_impl_kl_kernel_test properties_cuda_test; do
+for name in third_party_cuda_test cuda_impl_kl_kl_penalty_kernel_test properties_cuda_test; do
   step "$name" "$here/bin/$name" --gtest_output="xml:$out/$name.xml"
   total=0 skip=0
   if [[ -f "$out/$name.xml" ]]; then

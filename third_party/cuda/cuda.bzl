@@ -3,8 +3,11 @@
 No rules_cuda (it would have to be downloaded). A small rule rather than a
 plain genrule, because nvcc must see the headers of every C++ dependency
 (e.g. oracle/*.h, gtest) and only CcInfo knows that transitive header set
-and its -I/-isystem/-D flags. Each .cu is compiled whole-program (no -rdc),
-for sm_80 and sm_90 SASS plus compute_90 PTX so newer GPUs can JIT.
+and its -I/-isystem/-D flags. Each .cu is compiled whole-program (no -rdc).
+Device code: by default compute_90 PTX only (the CPU-only builds of CI never run it,
+and ptxas per architecture would double their nvcc time); with
+--define=cuda_fatbin=1 (tools/gpu_check.sh) sm_80 and sm_90 SASS plus compute_90 PTX,
+so the GPU runs prebuilt code and newer GPUs can JIT.
 """
 
 load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
@@ -17,6 +20,11 @@ NVCC_FLAGS = [
     "--expt-relaxed-constexpr",
     "-Xcompiler",
     "-fPIC",
+]
+
+GENCODE_PTX = ["-gencode", "arch=compute_90,code=compute_90"]
+
+GENCODE_FATBIN = [
     "-gencode",
     "arch=compute_80,code=sm_80",
     "-gencode",
@@ -103,7 +111,10 @@ def cuda_library(name, srcs, hdrs = [], deps = [], copts = [], **kwargs):
         srcs = srcs,
         hdrs = hdrs,
         deps = deps + ["@cuda//:cuda_headers"],
-        copts = copts,
+        copts = copts + select({
+            "//third_party/cuda:fatbin": GENCODE_FATBIN,
+            "//conditions:default": GENCODE_PTX,
+        }),
         testonly = kwargs.get("testonly", False),
         tags = kwargs.get("tags", []),
         visibility = ["//visibility:private"],
