@@ -16,7 +16,6 @@ namespace {
 
 using oracle::PolicyLossDetached;
 using oracle::PolicyLossFamilyConfig;
-using oracle::PolicyLossInputs;
 using oracle::PolicyLossResult;
 
 enum Keys : unsigned { kClip = 1, kClipC = 2, kTau = 4, kDroBeta = 8 };

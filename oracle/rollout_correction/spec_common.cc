@@ -1,5 +1,6 @@
 #include "oracle/rollout_correction/spec_common.h"
 
+#include <utility>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -139,7 +140,7 @@ std::function<std::string(const Case&)> AllRejected(const std::string& mask_outp
 
 std::function<std::string(const Case&)> LossMaskAllRejected(
     const std::string& rollout_input, std::function<RolloutCorrectionSettings(const Config&)> settings) {
-  return [rollout_input, settings](const Case& golden) -> std::string {
+  return [rollout_input, settings = std::move(settings)](const Case& golden) -> std::string {
     try {
       const CorrectionResult r = RunPipelineOnLossCase(golden, rollout_input, settings(golden.config));
       for (double v : r.modified_response_mask.data)
