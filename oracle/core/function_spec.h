@@ -126,7 +126,7 @@ struct FunctionSpec {
   std::vector<std::string> discrete_metrics;
   // Advantage estimators: the keyword arguments verl's compute_advantage dispatcher
   // (ray_trainer.compute_advantage) hands this estimator when the batch holds every
-  // optional key. properties/dispatch_test.py holds them against what the capture
+  // optional key. properties/advantage/dispatch_test.py holds them against what the capture
   // recorded from verl's own dispatcher (/_verl_dispatch in advantage.h5).
   std::vector<std::string> dispatch_kwargs;
   // Where verl's gradient is not the derivative of the loss's value (a factor under
@@ -152,7 +152,7 @@ struct FunctionSpec {
   // (there, verl's own exception is the expected result).
   std::function<void(const Case&)> check_config;
   // Presets (RolloutCorrectionConfig factories): the config the factory returns with
-  // its default arguments, as the oracle expands it. properties/preset_test.py holds it
+  // its default arguments, as the oracle expands it. properties/rollout_correction/preset_test.py holds it
   // against what the capture recorded from verl (/_verl_presets in rollout_correction.h5).
   std::vector<std::pair<std::string, ConfigValue>> preset_expansion;
   // Config keys verl accepts and ignores, with the value it uses in their place (sapo:
