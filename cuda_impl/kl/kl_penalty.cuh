@@ -61,7 +61,7 @@ struct KlTokenFn {
 // kl[k], grad[k] for k < n: 8 bytes read and 8 written per token, one pass.
 template <class Policy>
 void kl_penalty(Policy&& policy, const float* logprob, const float* ref_logprob, float* kl, float* grad, int64_t n,
-               KlKind kind, bool straight_through) {
+                KlKind kind, bool straight_through) {
   auto in = thrust::make_zip_iterator(thrust::make_tuple(logprob, ref_logprob));
   auto out = thrust::make_zip_iterator(thrust::make_tuple(kl, grad));
   thrust::transform(policy, in, in + n, out, KlTokenFn{kind, straight_through});

@@ -1,9 +1,9 @@
 // The kl family's CUDA entries as the registry sees them: every estimator verl computes
 // ("full", which verl only raises for, has none), Case in and Result out, in the cuda
 // and cuda-host slots under the keys of oracle/kl/spec.cc.
+#include "cuda_impl/core/device.h"
 #include "cuda_impl/core/system.cuh"
 #include "cuda_impl/core/system.h"
-#include "cuda_impl/core/device.h"
 #include "cuda_impl/kl/kl_penalty.cuh"
 #include "oracle/kl/kl_penalty.h"
 

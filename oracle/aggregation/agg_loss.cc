@@ -26,7 +26,7 @@ double RowMaskSum(const Array& m, int64_t i) {
 }
 
 Plan MakePlan(const Array& mask, const std::string& mode, const GlobalBatchInfo& info) {
-  if (!IsAggMode(mode)) throw VerlError("ValueError", "Invalid loss_agg_mode: " + mode);
+  CheckAggArguments(mode, info);
   Plan p;
   p.coef = mask;
   if (mode == "token-sum") return p;
@@ -34,7 +34,6 @@ Plan MakePlan(const Array& mask, const std::string& mode, const GlobalBatchInfo&
     if (info.batch_num_tokens) {
       p.divisor = *info.batch_num_tokens;
     } else {
-      if (info.dp_size > 1) throw VerlError("ValueError", "(global) batch_num_tokens is required when dp_size > 1");
       ExactSum s;
       for (double m : mask.data) s.Add(m);
       p.divisor = s.Value();
@@ -53,18 +52,23 @@ Plan MakePlan(const Array& mask, const std::string& mode, const GlobalBatchInfo&
     if (mode == "seq-mean-token-mean")
       for (int64_t t = 0; t < mask.cols(); ++t) p.coef.at(i, t) = mask.at(i, t) / (row + kMaskedMeanEps);
   }
-  if (info.global_batch_size) {
-    p.divisor = *info.global_batch_size;
-  } else {
-    if (info.dp_size > 1) throw VerlError("ValueError", "global_batch_size is required when dp_size > 1");
-    p.divisor = n_alive;
-  }
+  p.divisor = info.global_batch_size ? *info.global_batch_size : n_alive;
   if (mode == "seq-mean-token-sum-norm")
     p.norm = info.loss_scale_factor ? *info.loss_scale_factor : static_cast<double>(mask.cols());
   return p;
 }
 
 }  // namespace
+
+void CheckAggArguments(const std::string& mode, const GlobalBatchInfo& info) {
+  if (!IsAggMode(mode)) throw VerlError("ValueError", "Invalid loss_agg_mode: " + mode);
+  if (info.dp_size <= 1 || mode == "token-sum") return;
+  if (mode == "token-mean") {
+    if (!info.batch_num_tokens) throw VerlError("ValueError", "(global) batch_num_tokens is required when dp_size > 1");
+  } else if (!info.global_batch_size) {
+    throw VerlError("ValueError", "global_batch_size is required when dp_size > 1");
+  }
+}
 
 bool IsAggMode(const std::string& mode) {
   for (const char* m : kAggModes)

@@ -49,4 +49,8 @@ double agg_loss(const Array& loss_mat, const Array& loss_mask, const std::string
 
 bool IsAggMode(const std::string& mode);
 
+// The arguments agg_loss refuses, as verl does (VerlError ValueError): an unknown mode,
+// or dp_size > 1 without the global count the mode divides by. Shared with cuda_impl.
+void CheckAggArguments(const std::string& mode, const GlobalBatchInfo& info);
+
 }  // namespace verlconf::oracle

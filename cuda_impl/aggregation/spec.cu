@@ -1,0 +1,57 @@
+// The aggregation family's CUDA entries: agg_loss for every loss_agg_mode, the loss and
+// its gradient W, in the cuda and cuda-host slots under the keys of
+// oracle/aggregation/spec.cc.
+#include <string>
+
+#include "cuda_impl/aggregation/agg_loss.cuh"
+#include "cuda_impl/aggregation/agg_loss_entry.h"
+#include "cuda_impl/core/device.h"
+#include "cuda_impl/core/system.cuh"
+#include "cuda_impl/core/system.h"
+#include "oracle/aggregation/agg_loss.h"
+#include "oracle/aggregation/spec_common.h"
+
+namespace verlconf::cuda {
+
+AggMode ToAggMode(const std::string& mode) {
+  for (int k = 0; k < 5; ++k)
+    if (mode == oracle::kAggModes[k]) return static_cast<AggMode>(k);
+  throw std::logic_error("not an agg mode: " + mode);  // CheckAggArguments ran first
+}
+
+AggGlobal ToAggGlobal(const oracle::GlobalBatchInfo& g) {
+  return {g.dp_size, g.batch_num_tokens, g.global_batch_size, g.loss_scale_factor};
+}
+
+namespace {
+
+Result RunAgg(System system, const Case& c) {
+  const Array& loss_mat = c.Input("loss_mat");
+  const Array& mask = c.Input("loss_mask");
+  const oracle::GlobalBatchInfo info = oracle::ReadGlobalBatchInfo(c.config);
+  oracle::CheckAggArguments(c.function, info);
+  const AggMode mode = ToAggMode(c.function);
+  const int64_t rows = mask.rows(), cols = mask.cols();
+  const SystemBuffer<float> d_loss(system, ToFloat(loss_mat)), d_mask(system, ToFloat(mask));
+  SystemBuffer<float> d_w(system, mask.data.size()), row_sums(system, static_cast<size_t>(rows));
+  Workspace ws(system);
+  StreamScope stream(system);
+  float loss = 0.0f;
+  WithPolicy(system, ws, stream.get(), [&](auto&& policy) {
+    const AggPlan plan = MakeAggPlan(policy, system, d_mask.data(), rows, cols, mode, ToAggGlobal(info));
+    loss = agg_loss(policy, plan, d_loss.data(), d_mask.data(), row_sums.data(), rows, cols, mode);
+    agg_loss_weights(policy, plan, d_mask.data(), d_w.data(), rows, cols, mode);
+  });
+  Result r;
+  r.outputs["loss"] = Array::Scalar(static_cast<double>(loss), c.dtype);
+  r.grads["loss_mat"] = FromFloat(d_w.ToHost(), mask.shape, c.dtype);
+  return r;
+}
+
+const bool registered = [] {
+  for (const char* mode : oracle::kAggModes) RegisterCudaEntry("aggregation", mode, RunAgg);
+  return true;
+}();
+
+}  // namespace
+}  // namespace verlconf::cuda
