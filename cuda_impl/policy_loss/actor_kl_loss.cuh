@@ -9,6 +9,7 @@
 #include <thrust/tuple.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda_impl/aggregation/agg_loss.cuh"
 #include "cuda_impl/core/system.cuh"
@@ -36,16 +37,16 @@ ActorKlLoss actor_kl_loss(Policy&& policy, System system, const float* log_prob,
                           const float* mask, int64_t rows, int64_t cols, KlKind kind, bool straight_through, float coef,
                           AggMode mode, const AggGlobal& global, float* grad_log_prob) {
   const int64_t n = rows * cols;
-  const size_t nt = static_cast<size_t>(n);
-  SystemBuffer<float> kl(system, nt), weight(system, nt), row_sums(system, static_cast<size_t>(rows));
+  using Scratch = PolicyScratch<float, std::remove_reference_t<Policy>>;
+  Scratch kl(policy, n), weight(policy, n), row_sums(policy, rows);
   // The kl value per token, and its gradient straight into grad_log_prob (scaled below).
-  kl_penalty(policy, log_prob, ref_log_prob, kl.data(), grad_log_prob, n, kind, straight_through);
+  kl_penalty(policy, log_prob, ref_log_prob, kl.get(), grad_log_prob, n, kind, straight_through);
   const AggPlan plan = MakeAggPlan(policy, system, mask, rows, cols, mode, global);
   ActorKlLoss r;
-  r.kl_loss = agg_loss(policy, plan, kl.data(), mask, row_sums.data(), rows, cols, mode);
+  r.kl_loss = agg_loss(policy, plan, kl.get(), mask, row_sums.get(), rows, cols, mode);
   r.term = r.kl_loss * coef;
-  agg_loss_weights(policy, plan, mask, weight.data(), rows, cols, mode);
-  thrust::transform(policy, weight.data(), weight.data() + n, grad_log_prob, grad_log_prob, ScaledProduct{coef});
+  agg_loss_weights(policy, plan, mask, weight.get(), rows, cols, mode);
+  thrust::transform(policy, weight.get(), weight.get() + n, grad_log_prob, grad_log_prob, ScaledProduct{coef});
   return r;
 }
 

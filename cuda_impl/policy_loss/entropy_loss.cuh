@@ -21,6 +21,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda_impl/aggregation/agg_loss.cuh"
 #include "cuda_impl/core/system.cuh"
@@ -89,23 +90,23 @@ template <class Policy>
 float compute_entropy_loss(Policy&& policy, System system, const float* logits, const float* mask, int64_t rows,
                            int64_t cols, int64_t vocab, AggMode mode, float* grad_logits) {
   const int64_t tokens = rows * cols, n = tokens * vocab;
-  const size_t nt = static_cast<size_t>(tokens);
-  SystemBuffer<float> max(system, nt), sum(system, nt), centered(system, nt), entropy(system, nt), weight(system, nt),
-      row_sums(system, static_cast<size_t>(rows));
+  using Scratch = PolicyScratch<float, std::remove_reference_t<Policy>>;
+  Scratch max(policy, tokens), sum(policy, tokens), centered(policy, tokens), entropy(policy, tokens),
+      weight(policy, tokens), row_sums(policy, rows);
   auto token_of = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), TokenOf{vocab});
   thrust::reduce_by_key(policy, token_of, token_of + n, thrust::make_transform_iterator(logits, SoftmaxLeaf{}),
                         thrust::make_discard_iterator(),
-                        thrust::make_zip_iterator(thrust::make_tuple(max.data(), sum.data(), centered.data())),
+                        thrust::make_zip_iterator(thrust::make_tuple(max.get(), sum.get(), centered.get())),
                         thrust::equal_to<int64_t>(), SoftmaxMerge{});
-  thrust::transform(policy, sum.data(), sum.data() + tokens, centered.data(), entropy.data(), EntropyOf{});
+  thrust::transform(policy, sum.get(), sum.get() + tokens, centered.get(), entropy.get(), EntropyOf{});
 
   const AggPlan plan = MakeAggPlan(policy, system, mask, rows, cols, mode, AggGlobal{});
-  const float loss = agg_loss(policy, plan, entropy.data(), mask, row_sums.data(), rows, cols, mode);
-  agg_loss_weights(policy, plan, mask, weight.data(), rows, cols, mode);
+  const float loss = agg_loss(policy, plan, entropy.get(), mask, row_sums.get(), rows, cols, mode);
+  agg_loss_weights(policy, plan, mask, weight.get(), rows, cols, mode);
 
   auto zk = thrust::make_zip_iterator(thrust::make_tuple(logits, thrust::counting_iterator<int64_t>(0)));
   thrust::transform(policy, zk, zk + n, grad_logits,
-                    EntropyGrad{max.data(), sum.data(), centered.data(), weight.data(), vocab});
+                    EntropyGrad{max.get(), sum.get(), centered.get(), weight.get(), vocab});
   return loss;
 }
 

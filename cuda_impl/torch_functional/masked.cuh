@@ -16,7 +16,6 @@
 #include <thrust/iterator/discard_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 #include <thrust/iterator/zip_iterator.h>
-#include <thrust/memory.h>
 #include <thrust/reduce.h>
 #include <thrust/transform.h>
 #include <thrust/tuple.h>
@@ -27,6 +26,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "cuda_impl/core/system.cuh"
 #include "oracle/torch_functional/masked.h"
 
 namespace verlconf::cuda {
@@ -40,27 +40,6 @@ constexpr int64_t kSumChunk = 1024;
 // verl's masked_sum keeps an element only where the mask is non-zero (a NaN under a
 // zero mask does not poison the sum).
 __host__ __device__ inline float MaskedTermF(float v, float m) { return m != 0.0f ? v * m : 0.0f; }
-
-// Scratch memory of n elements from the policy's allocator (the entry's Workspace, in
-// the policy's system), returned when it goes out of scope.
-template <class T, class Policy>
-class PolicyScratch {
- public:
-  PolicyScratch(Policy& policy, int64_t n) : policy_(policy) {
-    auto r = thrust::get_temporary_buffer<T>(policy_, static_cast<std::ptrdiff_t>(n > 0 ? n : 1));
-    ptr_ = r.first;
-    n_ = r.second;
-  }
-  PolicyScratch(const PolicyScratch&) = delete;
-  PolicyScratch& operator=(const PolicyScratch&) = delete;
-  ~PolicyScratch() { thrust::return_temporary_buffer(policy_, ptr_, n_); }
-  T* get() const { return thrust::raw_pointer_cast(ptr_); }
-
- private:
-  Policy& policy_;
-  decltype(thrust::get_temporary_buffer<T>(std::declval<Policy&>(), std::ptrdiff_t{}).first) ptr_;
-  std::ptrdiff_t n_ = 0;
-};
 
 // Elementwise sum of two tuples of floats.
 struct TuplePlus {
