@@ -8,6 +8,7 @@
 
 #include <cuda_runtime.h>
 #include <thrust/execution_policy.h>
+#include <thrust/memory.h>
 #include <thrust/system/cpp/execution_policy.h>
 #include <thrust/system/cuda/execution_policy.h>
 
@@ -15,6 +16,8 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "cuda_impl/core/buffer.h"
@@ -133,6 +136,30 @@ class SystemBuffer {
   System system_;
   DeviceBuffer<T> device_{0};
   std::vector<T> host_;
+};
+
+// Scratch memory of n elements from the policy's allocator (the entry's Workspace, in
+// the policy's system), handed back to it when it goes out of scope. For a function's
+// temporaries: unlike a SystemBuffer it frees nothing mid-call (cudaFree stalls the
+// queued par_nosync work until the device is idle), and it counts in the workspace's
+// peak, which the bench reports.
+template <class T, class Policy>
+class PolicyScratch {
+ public:
+  PolicyScratch(Policy& policy, int64_t n) : policy_(policy) {
+    auto r = thrust::get_temporary_buffer<T>(policy_, static_cast<std::ptrdiff_t>(n > 0 ? n : 1));
+    ptr_ = r.first;
+    n_ = r.second;
+  }
+  PolicyScratch(const PolicyScratch&) = delete;
+  PolicyScratch& operator=(const PolicyScratch&) = delete;
+  ~PolicyScratch() { thrust::return_temporary_buffer(policy_, ptr_, n_); }
+  T* get() const { return thrust::raw_pointer_cast(ptr_); }
+
+ private:
+  Policy& policy_;
+  decltype(thrust::get_temporary_buffer<T>(std::declval<Policy&>(), std::ptrdiff_t{}).first) ptr_;
+  std::ptrdiff_t n_ = 0;
 };
 
 }  // namespace verlconf::cuda

@@ -1,0 +1,86 @@
+// The torch_functional family's CUDA entries as the registry sees them: masked_mean
+// (whole-array and per-row), masked_var and masked_whiten, Case in and Result out with
+// the outputs and grads of oracle/torch_functional/spec.cc, in the cuda and cuda-host
+// slots.
+#include "cuda_impl/core/device.h"
+#include "cuda_impl/core/system.cuh"
+#include "cuda_impl/core/system.h"
+#include "cuda_impl/torch_functional/masked.cuh"
+#include "oracle/core/errors.h"
+
+namespace verlconf::cuda {
+namespace {
+
+Result RunMaskedMean(System system, const Case& c) {
+  const Array& v = c.Input("values");
+  const Array& m = c.Input("mask");
+  const int64_t n = static_cast<int64_t>(v.data.size());
+  const SystemBuffer<float> d_v(system, ToFloat(v)), d_m(system, ToFloat(m));
+  SystemBuffer<float> d_grad(system, v.data.size());
+  Workspace ws(system);
+  StreamScope stream(system);
+  Result r;
+  if (c.config.Has("axis")) {
+    const int64_t axis = c.config.Int("axis");
+    if (axis != -1 && axis != 1) throw BadInput(c.Where() + ": attribute cfg.axis: only -1 (per row) or None");
+    const int64_t rows = v.rows(), cols = v.cols();
+    SystemBuffer<float> d_out(system, static_cast<size_t>(rows));
+    WithPolicy(system, ws, stream.get(), [&](auto&& policy) {
+      masked_mean_rows(policy, d_v.data(), d_m.data(), rows, cols, d_out.data(), d_grad.data());
+    });
+    r.outputs["output"] = FromFloat(d_out.ToHost(), {rows}, c.dtype);
+  } else {
+    float mean = 0.0f;
+    WithPolicy(system, ws, stream.get(),
+               [&](auto&& policy) { mean = masked_mean(policy, d_v.data(), d_m.data(), n, d_grad.data()); });
+    r.outputs["output"] = Array::Scalar(mean, c.dtype);
+  }
+  r.grads["values"] = FromFloat(d_grad.ToHost(), v.shape, c.dtype);
+  return r;
+}
+
+Result RunMaskedVar(System system, const Case& c) {
+  const Array& v = c.Input("values");
+  const Array& m = c.Input("mask");
+  const bool unbiased = c.config.Bool("unbiased");
+  const int64_t n = static_cast<int64_t>(v.data.size());
+  const SystemBuffer<float> d_v(system, ToFloat(v)), d_m(system, ToFloat(m));
+  SystemBuffer<float> d_grad(system, v.data.size());
+  Workspace ws(system);
+  StreamScope stream(system);
+  float var = 0.0f;
+  WithPolicy(system, ws, stream.get(),
+             [&](auto&& policy) { var = masked_var(policy, d_v.data(), d_m.data(), n, unbiased, d_grad.data()); });
+  Result r;
+  r.outputs["output"] = Array::Scalar(var, c.dtype);
+  r.grads["values"] = FromFloat(d_grad.ToHost(), v.shape, c.dtype);
+  return r;
+}
+
+Result RunMaskedWhiten(System system, const Case& c) {
+  const Array& v = c.Input("values");
+  const Array& m = c.Input("mask");
+  const bool shift = c.config.Bool("shift_mean");
+  const int64_t n = static_cast<int64_t>(v.data.size());
+  const SystemBuffer<float> d_v(system, ToFloat(v)), d_m(system, ToFloat(m));
+  SystemBuffer<float> d_out(system, v.data.size()), d_grad(system, v.data.size());
+  Workspace ws(system);
+  StreamScope stream(system);
+  WithPolicy(system, ws, stream.get(), [&](auto&& policy) {
+    masked_whiten(policy, d_v.data(), d_m.data(), n, shift, d_out.data(), d_grad.data());
+  });
+  Result r;
+  r.outputs["output"] = FromFloat(d_out.ToHost(), v.shape, c.dtype);
+  r.grads["values"] = FromFloat(d_grad.ToHost(), v.shape, c.dtype);
+  return r;
+}
+
+const bool registered = [] {
+  RegisterCudaEntry("torch_functional", "masked_mean", RunMaskedMean);
+  RegisterCudaEntry("torch_functional", "masked_var", RunMaskedVar);
+  RegisterCudaEntry("torch_functional", "masked_whiten", RunMaskedWhiten);
+  return true;
+}();
+
+}  // namespace
+}  // namespace verlconf::cuda
