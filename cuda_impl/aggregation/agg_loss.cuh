@@ -149,14 +149,19 @@ float agg_loss(Policy&& policy, const AggPlan& plan, const float* loss, const fl
                             static_cast<float>(plan.norm));
 }
 
+// The functor giving W_{i,t} at flat index k: for a loss that fuses W into its own pass
+// (the policy losses scale d L / d log_prob by it in place).
+inline AggWeight AggWeightOf(const AggPlan& plan, const float* mask, int64_t cols, AggMode mode) {
+  const float scale = static_cast<float>(plan.dp / plan.divisor / plan.norm);
+  return AggWeight{mask, plan.seq ? plan.row_mask.data() : nullptr, cols, mode == AggMode::kSeqMeanTokenMean, scale};
+}
+
 // W = d agg_loss / d loss, every token.
 template <class Policy>
 void agg_loss_weights(Policy&& policy, const AggPlan& plan, const float* mask, float* weights, int64_t rows,
                       int64_t cols, AggMode mode) {
-  const float scale = static_cast<float>(plan.dp / plan.divisor / plan.norm);
-  thrust::transform(
-      policy, thrust::counting_iterator<int64_t>(0), thrust::counting_iterator<int64_t>(rows * cols), weights,
-      AggWeight{mask, plan.seq ? plan.row_mask.data() : nullptr, cols, mode == AggMode::kSeqMeanTokenMean, scale});
+  thrust::transform(policy, thrust::counting_iterator<int64_t>(0), thrust::counting_iterator<int64_t>(rows * cols),
+                    weights, AggWeightOf(plan, mask, cols, mode));
 }
 
 }  // namespace verlconf::cuda
