@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "cuda_impl/core/sum.cuh"
 #include "cuda_impl/core/system.cuh"
 
 namespace verlconf::cuda {
@@ -111,7 +112,7 @@ AggPlan MakeAggPlan(Policy&& policy, System system, const float* mask, int64_t r
   const int64_t n = rows * cols;
   if (mode == AggMode::kTokenMean) {
     p.divisor = info.batch_num_tokens ? *info.batch_num_tokens
-                                      : static_cast<double>(thrust::reduce(policy, mask, mask + n, 0.0f));
+                                      : static_cast<double>(ChunkedSum(policy, mask, n, 0.0f));
   } else if (IsSeqMode(mode)) {
     p.seq = true;
     auto rows_of = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), RowOf{cols});
@@ -135,14 +136,13 @@ float agg_loss(Policy&& policy, const AggPlan& plan, const float* loss, const fl
   auto lm = thrust::make_zip_iterator(thrust::make_tuple(loss, mask));
   float total;
   if (!plan.seq) {
-    total = thrust::transform_reduce(policy, lm, lm + n, MaskedProduct{}, 0.0f, thrust::plus<float>{});
+    total = ChunkedTransformSum(policy, lm, n, MaskedProduct{}, 0.0f);
   } else {
     auto rows_of = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), RowOf{cols});
     auto products = thrust::make_transform_iterator(lm, Product{});
     thrust::reduce_by_key(policy, rows_of, rows_of + n, products, thrust::make_discard_iterator(), row_sums);
     auto sm = thrust::make_zip_iterator(thrust::make_tuple(static_cast<const float*>(row_sums), plan.row_mask.data()));
-    total = thrust::transform_reduce(policy, sm, sm + rows, RowTerm{mode == AggMode::kSeqMeanTokenMean}, 0.0f,
-                                     thrust::plus<float>{});
+    total = ChunkedTransformSum(policy, sm, rows, RowTerm{mode == AggMode::kSeqMeanTokenMean}, 0.0f);
   }
   // verl: the sum over the divisor, times dp_size, over the norm, in float32.
   return static_cast<float>(total / static_cast<float>(plan.divisor) * static_cast<float>(plan.dp) /

@@ -55,7 +55,7 @@ ReinforceOutputs policy_loss_reinforce(Policy&& policy, System system, const flo
 
   auto mi = thrust::make_zip_iterator(thrust::make_tuple(rollout_log_prob, log_prob, mask));
   const thrust::tuple<float, float> sums =
-      thrust::transform_reduce(policy, mi, mi + n, ReinforceMetricFn{}, thrust::make_tuple(0.0f, 0.0f), TuplePlus2{});
+      ChunkedTransformSum(policy, mi, n, ReinforceMetricFn{}, thrust::make_tuple(0.0f, 0.0f));
 
   const AggPlan plan = MakeAggPlan(policy, system, mask, rows, cols, mode, global);
   ScaleByAggWeight(policy, plan, mask, grad, rows, cols, mode);

@@ -17,6 +17,7 @@
 
 #include "cuda_impl/aggregation/agg_loss.cuh"
 #include "cuda_impl/core/device.h"
+#include "cuda_impl/core/sum.cuh"
 #include "cuda_impl/core/system.cuh"
 #include "oracle/core/case.h"
 #include "oracle/core/errors.h"
@@ -42,22 +43,6 @@ constexpr float kMaskedMeanEps = 1e-8f;  // verl's masked_mean offset
 
 // verl's masked_mean from its two sums, in float32 as verl computes it.
 inline float MaskedMeanOf(float masked_sum, float mask_sum) { return masked_sum / (mask_sum + kMaskedMeanEps); }
-
-// Element-wise sums of the tuples the metric passes reduce.
-struct TuplePlus2 {
-  __host__ __device__ thrust::tuple<float, float> operator()(const thrust::tuple<float, float>& a,
-                                                             const thrust::tuple<float, float>& b) const {
-    return thrust::make_tuple(thrust::get<0>(a) + thrust::get<0>(b), thrust::get<1>(a) + thrust::get<1>(b));
-  }
-};
-
-struct TuplePlus4 {
-  using T4 = thrust::tuple<float, float, float, float>;
-  __host__ __device__ T4 operator()(const T4& a, const T4& b) const {
-    return thrust::make_tuple(thrust::get<0>(a) + thrust::get<0>(b), thrust::get<1>(a) + thrust::get<1>(b),
-                              thrust::get<2>(a) + thrust::get<2>(b), thrust::get<3>(a) + thrust::get<3>(b));
-  }
-};
 
 // (k, d L_k / d x_k) -> factor * W_k * d L_k / d x_k: the gradient of factor * agg_loss(L).
 struct TimesAggWeight {

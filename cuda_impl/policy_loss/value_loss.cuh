@@ -76,8 +76,8 @@ ValueLossOutputs compute_value_loss(Policy&& policy, System system, const float*
   thrust::transform(policy, in, in + n, out, ValueLossFn{cliprange_value});
 
   auto mi = thrust::make_zip_iterator(thrust::make_tuple(vpreds, returns, values, mask));
-  const thrust::tuple<float, float> sums = thrust::transform_reduce(policy, mi, mi + n, ValueMetricFn{cliprange_value},
-                                                                    thrust::make_tuple(0.0f, 0.0f), TuplePlus2{});
+  const thrust::tuple<float, float> sums =
+      ChunkedTransformSum(policy, mi, n, ValueMetricFn{cliprange_value}, thrust::make_tuple(0.0f, 0.0f));
 
   const AggPlan plan = MakeAggPlan(policy, system, mask, rows, cols, mode, global);
   ScaleByAggWeight(policy, plan, mask, grad, rows, cols, mode, 0.5f);

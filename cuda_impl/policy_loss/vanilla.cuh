@@ -107,8 +107,8 @@ VanillaOutputs policy_loss_vanilla(Policy&& policy, System system, const float* 
   // The metrics re-derive each token's decisions (the same VanillaToken) instead of
   // storing clip flags: 16 bytes read per token rather than 8 written and 12 read back.
   auto mi = thrust::make_zip_iterator(thrust::make_tuple(old_log_prob, log_prob, advantages, mask));
-  const thrust::tuple<float, float, float, float> sums = thrust::transform_reduce(
-      policy, mi, mi + n, VanillaMetricFn{p}, thrust::make_tuple(0.0f, 0.0f, 0.0f, 0.0f), TuplePlus4{});
+  const thrust::tuple<float, float, float, float> sums =
+      ChunkedTransformSum(policy, mi, n, VanillaMetricFn{p}, thrust::make_tuple(0.0f, 0.0f, 0.0f, 0.0f));
 
   const AggPlan plan = MakeAggPlan(policy, system, mask, rows, cols, mode, global);
   ScaleByAggWeight(policy, plan, mask, grad, rows, cols, mode);

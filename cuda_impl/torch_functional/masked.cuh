@@ -4,10 +4,8 @@
 // oracle's (oracle/torch_functional/masked.h): a term counts only where mask != 0, means
 // divide by sum(mask) + 1e-8, masked_var(unbiased) raises for mask sums 0 and 1.
 //
-// Every sum is a two-level CCCL reduction: reduce_by_key over segments of consecutive
-// elements (rows, or fixed chunks for the scalar forms), then a reduce over the segment
-// partials. The host system's reductions are sequential loops; summing 2M float32 terms
-// in one loop drifts by ~sqrt(n) eps, which a chunked sum keeps at the row level.
+// Every sum is two-level (cuda_impl/core/sum.cuh): by row, or by fixed chunks for the
+// scalar forms, then over the partials.
 #pragma once
 
 #include <thrust/fill.h>
@@ -26,6 +24,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "cuda_impl/core/sum.cuh"
 #include "cuda_impl/core/system.cuh"
 #include "oracle/torch_functional/masked.h"
 
@@ -34,51 +33,9 @@ namespace verlconf::cuda {
 // verl's float32 offsets: masked_mean's denominator, masked_whiten's rsqrt.
 constexpr float kMaskedMeanEpsF = 1e-8f;
 constexpr float kWhitenVarEpsF = 1e-8f;
-// Segment length of the first level of a whole-array sum.
-constexpr int64_t kSumChunk = 1024;
-
 // verl's masked_sum keeps an element only where the mask is non-zero (a NaN under a
 // zero mask does not poison the sum).
 __host__ __device__ inline float MaskedTermF(float v, float m) { return m != 0.0f ? v * m : 0.0f; }
-
-// Elementwise sum of two tuples of floats.
-struct TuplePlus {
-  template <class... T>
-  __host__ __device__ thrust::tuple<T...> operator()(const thrust::tuple<T...>& a, const thrust::tuple<T...>& b) const {
-    return Add(a, b, std::index_sequence_for<T...>{});
-  }
-
- private:
-  template <class Tuple, size_t... I>
-  __host__ __device__ static Tuple Add(const Tuple& a, const Tuple& b, std::index_sequence<I...>) {
-    return Tuple((thrust::get<I>(a) + thrust::get<I>(b))...);
-  }
-};
-
-// The segment of flat index k.
-struct SegmentOf {
-  int64_t length;
-  __host__ __device__ int64_t operator()(int64_t k) const { return k / length; }
-};
-
-// out[s] = sum of terms[k] over the segment s = k / length, for every segment of the
-// n terms (the last may be short). `terms` yields tuples; `out` takes them.
-template <class Policy, class TermIt, class OutIt>
-void SegmentSums(Policy&& policy, TermIt terms, int64_t n, int64_t length, OutIt out) {
-  auto keys = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), SegmentOf{length});
-  thrust::reduce_by_key(policy, keys, keys + n, terms, thrust::make_discard_iterator(), out,
-                        thrust::equal_to<int64_t>(), TuplePlus());
-}
-
-// The sum of n tuple terms (zero: the tuple of zeros), chunked as above; on the host.
-template <class Tuple, class Policy, class TermIt>
-Tuple ChunkedSum(Policy&& policy, TermIt terms, int64_t n, Tuple zero) {
-  if (n <= 0) return zero;
-  const int64_t chunks = (n + kSumChunk - 1) / kSumChunk;
-  PolicyScratch<Tuple, std::remove_reference_t<Policy>> partial(policy, chunks);
-  SegmentSums(policy, terms, n, kSumChunk, partial.get());
-  return thrust::reduce(policy, partial.get(), partial.get() + chunks, zero, TuplePlus());
-}
 
 // (masked term of v, m): the two sums of every masked mean.
 struct MeanTerms {
