@@ -70,8 +70,7 @@ TEST(Comparator, AllZeroReferenceIsMistrusted) {
 
 TEST(Comparator, MissingFieldIsUnsupportedAndShapeMismatchFails) {
   const Array want = Ramp(2, 3);
-  EXPECT_EQ(CompareField("f", nullptr, want, DefaultTolerance(DType::kFloat64), false).outcome,
-            Outcome::kUnsupported);
+  EXPECT_EQ(CompareField("f", nullptr, want, DefaultTolerance(DType::kFloat64), false).outcome, Outcome::kUnsupported);
   const Array other = Ramp(3, 2);
   const FieldReport r = CompareField("f", &other, want, DefaultTolerance(DType::kFloat64), false);
   EXPECT_EQ(r.outcome, Outcome::kFailed);

@@ -87,7 +87,7 @@ TEST_F(CudaDevice, EveryFloat32GoldenCaseConforms) {
 // Generated inputs against the float64 oracle, from one-token rows to the large shapes
 // verl trains at (B up to 4096, T up to 16384).
 TEST_F(CudaDevice, MatchesOracleOnGeneratedCases) {
-  const std::vector<std::pair<int64_t, int64_t>> shapes = {{1, 1},      {1, 16384}, {4096, 1}, {37, 129},
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{1, 1},      {1, 16384},  {4096, 1},   {37, 129},
                                                            {512, 4096}, {4096, 256}, {256, 16384}};
   int compared = 0;
   for (const FunctionSpec* spec : CudaSpecs())

@@ -145,7 +145,8 @@ TEST(Golden, EveryDifferentiableTensorOutputHasVjps) {
           continue;
         }
         ++fields[spec->family + "/" + spec->name];
-        const bool all_zero = std::all_of(v->second.data.begin(), v->second.data.end(), [](double x) { return x == 0; });
+        const bool all_zero =
+            std::all_of(v->second.data.begin(), v->second.data.end(), [](double x) { return x == 0; });
         // verl's own autograd said it: a detached output's VJP is exactly zero.
         if (spec->VjpIsZero(o.name)) {
           EXPECT_TRUE(all_zero) << c->Where() << ": verl passes gradient through " << o.name;
@@ -246,8 +247,10 @@ TEST(Golden, CovPicksFollowVerlsRule) {
       double min_in = INFINITY, max_out = -INFINITY;
       for (int64_t k = 0; k < cov.size(); ++k) {
         if (!(in.response_mask[k] > 0)) continue;
-        if ((*sel)[k] != 0.0) min_in = std::min(min_in, cov[k]);
-        else max_out = std::max(max_out, cov[k]);
+        if ((*sel)[k] != 0.0)
+          min_in = std::min(min_in, cov[k]);
+        else
+          max_out = std::max(max_out, cov[k]);
       }
       EXPECT_GE(min_in, max_out) << c->Where() << ": recorded pick is not a top-k set";
     }
@@ -283,8 +286,10 @@ TEST(Golden, VerlRegistryIsCoveredOrListedAsAGap) {
       const FunctionSpec* s = FindSpec(n, tools::FamilyOfVerlRegistry(kind));
       const bool covered = s && s->oracle;
       const bool listed = KnownGaps().count(kind + "/" + n) > 0;
-      if (!covered) EXPECT_TRUE(listed) << kind << " '" << n << "' is in verl but has no oracle entry";
-      else EXPECT_FALSE(listed) << kind << "/" << n << " has an oracle entry: remove it from KnownGaps";
+      if (!covered)
+        EXPECT_TRUE(listed) << kind << " '" << n << "' is in verl but has no oracle entry";
+      else
+        EXPECT_FALSE(listed) << kind << "/" << n << " has an oracle entry: remove it from KnownGaps";
     }
   // Every advantage estimator verl registers has an oracle entry: the advantage family
   // is held to full coverage whatever KnownGaps lists, so none may be listed as a gap.
@@ -296,9 +301,9 @@ TEST(Golden, VerlRegistryIsCoveredOrListedAsAGap) {
   // The names the suite is built around (GRPO, vanilla PPO, every agg mode, every KL
   // name) are in verl's recorded registries: a capture that lost them would leave the
   // coverage check above nothing to hold them to.
-  for (const char* n : {"grpo", "grpo_vectorized", "vanilla", "token-mean", "token-sum", "seq-mean-token-sum",
-                        "seq-mean-token-mean", "seq-mean-token-sum-norm", "kl", "k1", "abs", "mse", "k2",
-                        "low_var_kl", "k3", "k3+", "low_var_kl+"})
+  for (const char* n :
+       {"grpo", "grpo_vectorized", "vanilla", "token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean",
+        "seq-mean-token-sum-norm", "kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3", "k3+", "low_var_kl+"})
     EXPECT_TRUE(verl_names.count(n)) << n << " not in verl's recorded registry";
 }
 

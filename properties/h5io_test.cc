@@ -1,7 +1,8 @@
 // Round trip through the fixture writer and reader, and the reader's errors: each
 // names the file, case and field, and none crashes.
+#include "fixtures/h5io.h"
+
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 
 #include <cmath>
 #include <cstdio>
@@ -9,8 +10,8 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <sys/stat.h>
 
-#include "fixtures/h5io.h"
 #include "fixtures/h5limits.h"
 #include "fixtures/h5names.h"
 #include "oracle/core/errors.h"
@@ -169,7 +170,9 @@ TEST(H5Limits, BudgetCapsEachCaseAndTheWholeFile) {
 
 // Every byte value, in every position, against the documented set of each kind.
 TEST(H5Names, EachKindAcceptsExactlyItsCharacterSet) {
-  auto in = [](const char* set, unsigned char c) { return std::string(set).find(static_cast<char>(c)) != std::string::npos; };
+  auto in = [](const char* set, unsigned char c) {
+    return std::string(set).find(static_cast<char>(c)) != std::string::npos;
+  };
   const std::string lower = "abcdefghijklmnopqrstuvwxyz0123456789", upper = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
   const std::string alnum = lower + upper;
   for (int b = 1; b < 256; ++b) {
@@ -187,7 +190,8 @@ TEST(H5Names, EachKindAcceptsExactlyItsCharacterSet) {
     const std::string escaped = Escaped("x" + ch + "y");
     for (char e : escaped) EXPECT_TRUE(e >= 0x20 && e < 0x7F) << b;
   }
-  for (NameKind k : {NameKind::kCase, NameKind::kFunction, NameKind::kMember, NameKind::kAttribute, NameKind::kFileName})
+  for (NameKind k :
+       {NameKind::kCase, NameKind::kFunction, NameKind::kMember, NameKind::kAttribute, NameKind::kFileName})
     EXPECT_FALSE(IsValidName(k, ""));
 }
 

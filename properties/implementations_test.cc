@@ -1,13 +1,14 @@
 // Implementation slots: a registration reaches the entry with its (family, name) and no
 // other, and every way a registration can go wrong stops with its key instead of
 // leaving a slot silently empty.
+#include "oracle/core/implementations.h"
+
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "oracle/core/implementations.h"
 #include "oracle/core/registry.h"
 
 namespace verlconf {
@@ -48,7 +49,8 @@ TEST(ImplementationSlots, KeyedByFamilyAndName) {
 
 TEST(ImplementationSlots, UnknownEntryNamesTheKey) {
   std::vector<FunctionSpec> v = TwoGpgs();
-  EXPECT_EQ(LogicError(v, {{Impl::kCuda, "kl", "gpg", Marker(1)}}), "cuda implementation of kl/gpg: no such registry entry");
+  EXPECT_EQ(LogicError(v, {{Impl::kCuda, "kl", "gpg", Marker(1)}}),
+            "cuda implementation of kl/gpg: no such registry entry");
 }
 
 TEST(ImplementationSlots, SecondRegistrationIsRefused) {

@@ -197,8 +197,7 @@ FunctionSpec SpecWith(std::vector<ToleranceOverride> t) {
 
 TEST(Judge, AnOverrideTighterThanTheDefaultIsRefused) {
   const Tolerance d = DefaultTolerance(DType::kFloat64);
-  EXPECT_THROW(ValidateTolerances(SpecWith({{"*", DType::kFloat64, d.rtol / 2, d.atol, "tighter"}})),
-               std::logic_error);
+  EXPECT_THROW(ValidateTolerances(SpecWith({{"*", DType::kFloat64, d.rtol / 2, d.atol, "tighter"}})), std::logic_error);
   EXPECT_THROW(ValidateTolerances(SpecWith({{"outputs/x", DType::kFloat64, d.rtol, d.atol / 2, "tighter"}})),
                std::logic_error);
   EXPECT_THROW(ValidateTolerances(SpecWith({{"*", DType::kFloat64, d.rtol * 2, d.atol, ""}})), std::logic_error);
@@ -210,8 +209,8 @@ TEST(Judge, AnOverrideTighterThanTheDefaultIsRefused) {
 TEST(Judge, TheMostSpecificOverrideWins) {
   const Tolerance d = DefaultTolerance(DType::kFloat64);
   // "*" listed first must not shadow the field's own entry.
-  const FunctionSpec s = SpecWith({{"*", DType::kFloat64, d.rtol * 8, d.atol, "wide"},
-                                   {"outputs/x", DType::kFloat64, d.rtol * 2, d.atol, "own"}});
+  const FunctionSpec s = SpecWith(
+      {{"*", DType::kFloat64, d.rtol * 8, d.atol, "wide"}, {"outputs/x", DType::kFloat64, d.rtol * 2, d.atol, "own"}});
   EXPECT_EQ(ToleranceFor(s, "outputs/x", DType::kFloat64).reason, "own");
   EXPECT_EQ(ToleranceFor(s, "outputs/y", DType::kFloat64).reason, "wide");
   EXPECT_EQ(ToleranceFor(s, "outputs/x", DType::kFloat32).rtol, DefaultTolerance(DType::kFloat32).rtol);

@@ -69,7 +69,8 @@ void CheckFunction(const FunctionSpec& spec) {
   Case projected = c;
   for (const OutputSpec& o : spec.outputs) {
     auto it = plain.outputs.find(o.name);
-    if (o.kind == OutputKind::kTensor && it != plain.outputs.end()) projected.projections[o.name] = RandomProjection(it->second);
+    if (o.kind == OutputKind::kTensor && it != plain.outputs.end())
+      projected.projections[o.name] = RandomProjection(it->second);
   }
   const Result r = RunOracle(projected);
   Case surrogate = c;
@@ -133,7 +134,8 @@ TEST(Vjp, EveryDeclaredFunction) {
   // The IS weights move with the log-ratio: their zero VJP is verl's .detach(), which the
   // check would catch being dropped.
   int moved_weights = 0;
-  for (const auto& [key, n] : MovedDetached()) moved_weights += key.find("rollout_is_weights") != std::string::npos ? n : 0;
+  for (const auto& [key, n] : MovedDetached())
+    moved_weights += key.find("rollout_is_weights") != std::string::npos ? n : 0;
   EXPECT_GT(moved_weights, 0);
 }
 

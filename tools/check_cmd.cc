@@ -67,8 +67,8 @@ std::vector<CaseReport> CheckCandidateSet(const CheckOptions& o, const GoldenSet
     if (cand.index.count(key) || !only.Selects(*g) || (only.All() && !families.count(g->family))) continue;
     if (const FunctionSpec* spec = SpecFor(*g)) ValidateCase(*spec, *g);
     const bool any = provided.count({g->family, g->function}) > 0;
-    reports.push_back(NotProvided(*g, any ? "missing from the candidate set"
-                                          : "the candidate set has no cases of '" + g->function + "'"));
+    reports.push_back(NotProvided(
+        *g, any ? "missing from the candidate set" : "the candidate set has no cases of '" + g->function + "'"));
     reports.back().repro = Repro(o, *g);
   }
   return reports;
@@ -134,9 +134,10 @@ int RunCheck(const CheckOptions& o, std::ostream& out) {
   out.flush();
   if (!out) throw BadInput("cannot write the results to standard output");
   if (!o.report.empty())
-    WriteFileAtomically(o.report, MarkdownReport("conform check: " + what + " against verl " + golden.VerlVersion(),
-                                                 reports));
-  if (!o.junit.empty()) WriteJunit(o.junit, "conform." + (o.candidate.empty() ? o.impl : std::string("candidate")), reports);
+    WriteFileAtomically(o.report,
+                        MarkdownReport("conform check: " + what + " against verl " + golden.VerlVersion(), reports));
+  if (!o.junit.empty())
+    WriteJunit(o.junit, "conform." + (o.candidate.empty() ? o.impl : std::string("candidate")), reports);
   if (o.require_all) {
     const Coverage c = CountCoverage(reports);
     if (c.unsupported_cases || c.unsupported_fields) {

@@ -131,7 +131,8 @@ void PrintTable(const std::vector<CaseReport>& reports, std::ostream& out) {
 std::string MarkdownReport(const std::string& title, const std::vector<CaseReport>& reports) {
   std::ostringstream o;
   o << "# " << title << "\n\n" << Totals(reports) << "\n\n";
-  o << "| function | family | cases | passed | failed | mistrusted | unsupported/skipped | worst rel f64 | worst rel f32 | "
+  o << "| function | family | cases | passed | failed | mistrusted | unsupported/skipped | worst rel f64 | worst rel "
+       "f32 | "
        "flips | partial | fields not provided |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& [key, row] : Tabulate(reports))
     o << "| `" << key.first << "` | " << row.family << " | " << row.cases << " | " << row.n(Outcome::kPassed) << " | "

@@ -132,8 +132,7 @@ Drift Compute(const GoldenSet& a, const GoldenSet& b, const Selection& only) {
       }
   }
   for (const auto& [key, nc] : b.index)
-    if (only.Selects(*nc) && !a.index.count(key))
-      d.only_new.push_back(std::get<1>(key) + "/" + std::get<2>(key));
+    if (only.Selects(*nc) && !a.index.count(key)) d.only_new.push_back(std::get<1>(key) + "/" + std::get<2>(key));
   // What verl itself defines, whether or not the catalogue has cases for it.
   const auto ra = a.VerlRegistry(), rb = b.VerlRegistry();
   auto diff = [](const std::map<std::string, std::vector<std::string>>& x,
@@ -159,8 +158,8 @@ void RenderText(const Drift& d, std::ostream& out) {
   out << line;
   for (const auto& [fn, fields] : d.fields)
     for (const auto& [field, f] : fields) {
-      std::snprintf(line, sizeof line, "%-24s %-32s %5d %5d %5d %5d %5d %11.3e %11.3e  %s\n", fn.c_str(),
-                    field.c_str(), f.compared, f.identical, f.rounding, f.changed, f.missing(), f.max_abs, f.max_rel,
+      std::snprintf(line, sizeof line, "%-24s %-32s %5d %5d %5d %5d %5d %11.3e %11.3e  %s\n", fn.c_str(), field.c_str(),
+                    f.compared, f.identical, f.rounding, f.changed, f.missing(), f.max_abs, f.max_rel,
                     f.changed ? f.worst_case.c_str() : "");
       out << line;
     }
@@ -192,7 +191,9 @@ std::string RenderMarkdown(const Drift& d) {
   for (const auto& [fn, fields] : d.fields)
     for (const auto& [field, f] : fields) {
       if (!f.changed) continue;
-      if (!any) o << "| function | field | cases | changed | max abs | max rel | largest change in |\n|---|---|---|---|---|---|---|\n";
+      if (!any)
+        o << "| function | field | cases | changed | max abs | max rel | largest change in "
+             "|\n|---|---|---|---|---|---|---|\n";
       any = true;
       char buf[320];
       std::snprintf(buf, sizeof buf, "| `%s` | `%s` | %d | %d | %.3e | %.3e | `%s` |\n", fn.c_str(), field.c_str(),
@@ -227,8 +228,8 @@ std::string RenderMarkdown(const Drift& d) {
 
 }  // namespace
 
-int RunDrift(const std::string& old_dir, const std::string& new_dir, const std::string& only,
-             const std::string& report, std::ostream& out) {
+int RunDrift(const std::string& old_dir, const std::string& new_dir, const std::string& only, const std::string& report,
+             std::ostream& out) {
   const Selection selection(only);
   const GoldenSet a = GoldenSet::Load(old_dir);
   const GoldenSet b = GoldenSet::Load(new_dir);

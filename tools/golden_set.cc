@@ -27,8 +27,8 @@ GoldenSet GoldenSet::Load(const std::string& dir) {
   g.files = fixtures::ReadFixtureDir(dir);
   for (const auto& f : g.files)
     if (f.family + ".h5" != Basename(f.path))
-      throw BadInput(f.path + ":/: attribute 'family' is '" + f.family + "' but the file is named " +
-                     Basename(f.path) + " (expected " + f.family + ".h5)");
+      throw BadInput(f.path + ":/: attribute 'family' is '" + f.family + "' but the file is named " + Basename(f.path) +
+                     " (expected " + f.family + ".h5)");
   g.Index();
   return g;
 }
@@ -53,7 +53,8 @@ std::string GoldenSet::VerlVersion() const {
   for (const auto& f : files) {
     const std::string fv = f.Provenance("verl_version");
     if (fv.empty()) throw BadInput(f.path + ":/: missing attribute 'verl_version'");
-    if (!v.empty() && v != fv) throw BadInput(f.path + ":/: verl_version " + fv + " differs from " + v + " in the same set");
+    if (!v.empty() && v != fv)
+      throw BadInput(f.path + ":/: verl_version " + fv + " differs from " + v + " in the same set");
     v = fv;
   }
   return v;
@@ -83,8 +84,8 @@ void RequireCandidateRoots(const GoldenSet& candidate, const GoldenSet& golden) 
   for (const auto& f : candidate.files) {
     const std::string where = f.path + ":/";
     const std::string name = Basename(f.path);
-    const std::string stem = name.size() > 3 && name.compare(name.size() - 3, 3, ".h5") == 0
-                                 ? name.substr(0, name.size() - 3) : name;
+    const std::string stem =
+        name.size() > 3 && name.compare(name.size() - 3, 3, ".h5") == 0 ? name.substr(0, name.size() - 3) : name;
     if ((IsRegistryFamily(stem) || families.count(stem)) && stem != f.family)
       throw BadInput(where + ": attribute 'family' is '" + f.family + "' but the file is named " + name +
                      " (the golden file of family '" + stem + "')");

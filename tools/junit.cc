@@ -17,8 +17,10 @@ std::string Xml(const std::string& s) {
       case '"': o += "&quot;"; break;
       default:
         // XML 1.0 has no way to carry other control characters, not even escaped.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') o += "?";
-        else o += c;
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r')
+          o += "?";
+        else
+          o += c;
     }
   }
   return o;
@@ -36,8 +38,8 @@ void WriteJunit(const std::string& path, const std::string& prefix, const std::v
       failures += r->outcome == Outcome::kFailed;
       skipped += r->outcome != Outcome::kFailed && r->outcome != Outcome::kPassed;
     }
-    x << "  <testsuite name=\"" << Xml(prefix + "." + fn) << "\" tests=\"" << rs.size() << "\" failures=\""
-      << failures << "\" skipped=\"" << skipped << "\">\n";
+    x << "  <testsuite name=\"" << Xml(prefix + "." + fn) << "\" tests=\"" << rs.size() << "\" failures=\"" << failures
+      << "\" skipped=\"" << skipped << "\">\n";
     for (const auto* r : rs) {
       x << "    <testcase classname=\"" << Xml(prefix + "." + fn) << "\" name=\"" << Xml(r->case_name) << "\">";
       if (r->outcome == Outcome::kFailed) {

@@ -16,7 +16,7 @@ for a in "$@"; do
 done
 
 command -v clang-format > /dev/null || { echo "tools/lint.sh: clang-format is not installed (tools/setup.sh)" >&2; exit 2; }
-mapfile -t sources < <(git ls-files '*.cc' '*.h' '*.cu' ':!:third_party/**')
+mapfile -t sources < <(git ls-files '*.cc' '*.h' '*.cu' '*.cuh' ':!:third_party/**')
 [[ ${#sources[@]} -gt 0 ]] || { echo "tools/lint.sh: no sources found (not a git checkout?)" >&2; exit 2; }
 
 if [[ $fix -eq 1 ]]; then

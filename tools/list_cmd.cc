@@ -45,7 +45,8 @@ int RunList(const std::string& against, bool json, std::ostream& out) {
   std::set<std::pair<std::string, std::string>> listed;
   for (const auto& s : Registry()) {
     const auto n = counts[{s.family, s.name}];
-    items.push_back({s.name, s.family, s.Implementation(Impl::kOracle) != nullptr, s.Implementation(Impl::kCuda) != nullptr, n.first, n.second});
+    items.push_back({s.name, s.family, s.Implementation(Impl::kOracle) != nullptr,
+                     s.Implementation(Impl::kCuda) != nullptr, n.first, n.second});
     listed.insert({s.family, s.name});
   }
   for (const auto& [key, n] : counts)  // goldens of functions the registry lacks
@@ -107,8 +108,8 @@ int RunList(const std::string& against, bool json, std::ostream& out) {
   }
   out << "verl " << golden.VerlVersion() << " goldens in " << against << "\n";
   char line[160];
-  std::snprintf(line, sizeof line, "%-46s %-18s %-6s %-5s %7s %7s\n", "function", "family", "oracle", "cuda",
-                "f64", "f32");
+  std::snprintf(line, sizeof line, "%-46s %-18s %-6s %-5s %7s %7s\n", "function", "family", "oracle", "cuda", "f64",
+                "f32");
   out << line;
   for (const auto& it : items) {
     std::snprintf(line, sizeof line, "%-46s %-18s %-6s %-5s %7d %7d\n", it.name.c_str(), it.family.c_str(),

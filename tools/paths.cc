@@ -1,8 +1,7 @@
 #include "tools/paths.h"
 
-#include <sys/stat.h>
-
 #include <cstdlib>
+#include <sys/stat.h>
 #include <vector>
 
 namespace verlconf::tools {

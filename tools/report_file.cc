@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <sys/stat.h>
 
 #include "oracle/core/errors.h"
 
@@ -133,7 +133,8 @@ void ClaimOutput(const std::string& option, const std::string& path, const std::
   if (!realpath(dir.c_str(), real)) throw BadInput(who + ": cannot resolve the directory " + dir + ": " + Errno());
   const std::string canonical = std::string(real) + "/" + BaseOf(path);
   for (const Claim& c : Claims())
-    if (c.canonical == canonical) throw BadInput(who + ": the same file as another output of this run (" + c.path + ")");
+    if (c.canonical == canonical)
+      throw BadInput(who + ": the same file as another output of this run (" + c.path + ")");
 
   struct stat lst, st;
   const bool exists = lstat(path.c_str(), &lst) == 0;
@@ -149,8 +150,7 @@ void ClaimOutput(const std::string& option, const std::string& path, const std::
       if (stat(in.c_str(), &ist) == 0 && ist.st_dev == st.st_dev && ist.st_ino == st.st_ino)
         throw BadInput(who + ": the same file as the input " + in + "; refusing to overwrite an input");
     }
-    if (unlink(path.c_str()) != 0)
-      throw BadInput(who + ": cannot remove the previous file (" + Errno() + ")");
+    if (unlink(path.c_str()) != 0) throw BadInput(who + ": cannot remove the previous file (" + Errno() + ")");
   }
   Claims().push_back({path, canonical});
 }

@@ -49,7 +49,8 @@ Selection::Selection(const std::string& only) {
       e.function = parts[1];
       e.case_name = parts[2];
     } else {
-      throw BadInput("--only: '" + text + "': expected FUNCTION, FAMILY/FUNCTION, FUNCTION/CASE or "
+      throw BadInput("--only: '" + text +
+                     "': expected FUNCTION, FAMILY/FUNCTION, FUNCTION/CASE or "
                      "FAMILY/FUNCTION/CASE");
     }
     entries_.push_back(std::move(e));

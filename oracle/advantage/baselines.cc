@@ -7,8 +7,8 @@
 #include <algorithm>
 
 #include "oracle/advantage/groups.h"
-#include "oracle/torch_functional/masked.h"
 #include "oracle/core/sum.h"
+#include "oracle/torch_functional/masked.h"
 
 namespace verlconf::oracle {
 

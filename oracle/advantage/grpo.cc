@@ -13,9 +13,7 @@ namespace {
 
 // float32(1) + eps evaluated in float32, which is what torch does for a float32
 // tensor plus a Python float.
-double Float32OnePlus(double eps) {
-  return static_cast<double>(1.0f + static_cast<float>(eps));
-}
+double Float32OnePlus(double eps) { return static_cast<double>(1.0f + static_cast<float>(eps)); }
 
 Array Broadcast(const std::vector<double>& per_seq, const Array& mask) {
   Array out(mask.shape, mask.dtype);
@@ -26,8 +24,7 @@ Array Broadcast(const std::vector<double>& per_seq, const Array& mask) {
 
 }  // namespace
 
-Array grpo_outcome_advantage(const Array& rewards, const Array& mask, const Array& index,
-                             const GrpoConfig& cfg) {
+Array grpo_outcome_advantage(const Array& rewards, const Array& mask, const Array& index, const GrpoConfig& cfg) {
   const std::vector<double> s = RowSums(rewards);
   const Groups groups = GroupBy(index);
   std::vector<double> adv(s.size());

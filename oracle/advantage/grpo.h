@@ -23,8 +23,8 @@ struct GrpoConfig {
 //
 // Singleton groups use mean 0 and std 1, and verl builds those as float32 tensors:
 // for float64 inputs the singleton denominator is float32(1 + eps), not 1 + eps.
-Array grpo_outcome_advantage(const Array& token_level_rewards, const Array& response_mask,
-                             const Array& index, const GrpoConfig& cfg);
+Array grpo_outcome_advantage(const Array& token_level_rewards, const Array& response_mask, const Array& index,
+                             const GrpoConfig& cfg);
 
 // verl: compute_grpo_vectorized_outcome_advantage ("grpo_vectorized").
 //

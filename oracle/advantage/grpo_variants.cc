@@ -4,10 +4,10 @@
 
 #include <cmath>
 
-#include "oracle/core/errors.h"
 #include "oracle/advantage/groups.h"
-#include "oracle/torch_functional/masked.h"
+#include "oracle/core/errors.h"
 #include "oracle/core/sum.h"
+#include "oracle/torch_functional/masked.h"
 
 namespace verlconf::oracle {
 

@@ -1,9 +1,9 @@
 #include "oracle/advantage/spec_common.h"
-#include "oracle/advantage/groups.h"
 
 #include <algorithm>
 #include <cmath>
 
+#include "oracle/advantage/groups.h"
 #include "oracle/core/generate.h"
 #include "oracle/core/spec_util.h"
 
@@ -168,8 +168,8 @@ double ScoreScaleCondition(const Case& c) { return std::max(1.0, ScoreScale(c));
 double GpgScoreScaleCondition(const Case& c) {
   int64_t nonzero = 0;
   for (double s : RowSums(c.Input("token_level_rewards"))) nonzero += s != 0.0;
-  const double alpha = static_cast<double>(c.Input("token_level_rewards").rows()) /
-                       static_cast<double>(std::max<int64_t>(nonzero, 1));
+  const double alpha =
+      static_cast<double>(c.Input("token_level_rewards").rows()) / static_cast<double>(std::max<int64_t>(nonzero, 1));
   return std::max(1.0, ScoreScale(c) * alpha / std::fabs(c.config.Double("f_norm")));
 }
 

@@ -91,7 +91,6 @@ std::vector<ConfigKey> OtbConfigKeys() {
           {"epsilon", "float", 1e-8, "added to sum(W); the dispatcher never passes it"}};
 }
 
-
 }  // namespace
 
 void AddAdvantageEstimatorSpecs(std::vector<FunctionSpec>& out) {

@@ -2,11 +2,11 @@
 #include <algorithm>
 #include <cmath>
 
-#include "oracle/advantage/grpo.h"
 #include "oracle/advantage/groups.h"
-#include "oracle/core/generate.h"
+#include "oracle/advantage/grpo.h"
 #include "oracle/advantage/spec.h"
 #include "oracle/advantage/spec_common.h"
+#include "oracle/core/generate.h"
 #include "oracle/core/spec_util.h"
 
 namespace verlconf {

@@ -4,10 +4,10 @@
 #include <map>
 
 #include "oracle/advantage/multi_trajectory.h"
-#include "oracle/core/errors.h"
-#include "oracle/core/generate.h"
 #include "oracle/advantage/spec.h"
 #include "oracle/advantage/spec_common.h"
+#include "oracle/core/errors.h"
+#include "oracle/core/generate.h"
 #include "oracle/core/spec_util.h"
 
 namespace verlconf::oracle {

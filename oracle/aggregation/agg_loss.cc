@@ -2,8 +2,8 @@
 #include "oracle/aggregation/agg_loss.h"
 
 #include "oracle/core/errors.h"
-#include "oracle/torch_functional/masked.h"
 #include "oracle/core/sum.h"
+#include "oracle/torch_functional/masked.h"
 
 namespace verlconf::oracle {
 namespace {
@@ -76,8 +76,7 @@ bool IsAggMode(const std::string& mode) {
   return false;
 }
 
-double agg_loss(const Array& loss_mat, const Array& mask, const std::string& mode,
-                const GlobalBatchInfo& info) {
+double agg_loss(const Array& loss_mat, const Array& mask, const std::string& mode, const GlobalBatchInfo& info) {
   const Plan p = MakePlan(mask, mode, info);
   ExactSum total;
   if (!p.seq) {

@@ -10,8 +10,8 @@
 namespace verlconf::oracle {
 
 // verl's loss_agg_mode strings, in the order verl documents them.
-inline constexpr const char* kAggModes[] = {"token-mean", "token-sum", "seq-mean-token-sum",
-                                            "seq-mean-token-mean", "seq-mean-token-sum-norm"};
+inline constexpr const char* kAggModes[] = {"token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean",
+                                            "seq-mean-token-sum-norm"};
 
 // The global-batch arguments verl threads through config.global_batch_info. None means
 // "derive it from this micro-batch", which verl refuses when dp_size > 1. The
@@ -44,8 +44,7 @@ Array agg_loss_weights(const Array& loss_mask, const std::string& mode, const Gl
 // The aggregated loss. token-* modes drop masked-out entries (NaN-safe); the seq-*
 // modes sum loss * mask per live row, so a NaN under a zero mask propagates there, as
 // it does in verl.
-double agg_loss(const Array& loss_mat, const Array& loss_mask, const std::string& mode,
-                const GlobalBatchInfo& info);
+double agg_loss(const Array& loss_mat, const Array& loss_mask, const std::string& mode, const GlobalBatchInfo& info);
 
 bool IsAggMode(const std::string& mode);
 

@@ -1,9 +1,10 @@
 // Registry entries for agg_loss, one per loss_agg_mode (family "aggregation").
-#include "oracle/aggregation/agg_loss.h"
-#include "oracle/core/generate.h"
 #include "oracle/aggregation/spec.h"
-#include "oracle/core/spec_util.h"
+
+#include "oracle/aggregation/agg_loss.h"
 #include "oracle/aggregation/spec_common.h"
+#include "oracle/core/generate.h"
+#include "oracle/core/spec_util.h"
 
 namespace verlconf {
 namespace {

@@ -81,8 +81,9 @@ void CheckSchema(const FunctionSpec& spec, const Case& golden, const Case& cand)
            spec.FindInput(name) ? "not an input of the golden case (a candidate carries the golden's inputs unchanged)"
                                 : "not an input of '" + spec.name + "'");
   if (cand.config.values() != golden.config.values())
-    Fail(cand, "cfg", "the config attributes differ from the golden case's (was the candidate produced from these "
-                      "goldens?)");
+    Fail(cand, "cfg",
+         "the config attributes differ from the golden case's (was the candidate produced from these "
+         "goldens?)");
   std::vector<std::string> outputs;
   for (const auto& o : spec.outputs) outputs.push_back(o.name);
   RequireKnownNames(cand, "outputs", outputs, KeySet(golden.outputs), Keys(cand.outputs), spec.name);
@@ -90,8 +91,10 @@ void CheckSchema(const FunctionSpec& spec, const Case& golden, const Case& cand)
   RequireKnownNames(cand, "metrics", spec.metrics, KeySet(golden.metrics), Keys(cand.metrics), spec.name);
   auto floating = [&](const std::string& field, DType d) {
     if (d != DType::kFloat32 && d != DType::kFloat64)
-      Fail(cand, field, std::string("dtype ") + DTypeName(d) + "; a candidate's outputs, gradients and metrics are "
-                        "float32 or float64");
+      Fail(cand, field,
+           std::string("dtype ") + DTypeName(d) +
+               "; a candidate's outputs, gradients and metrics are "
+               "float32 or float64");
   };
   for (const auto& [n, a] : cand.outputs) floating("outputs/" + n, a.dtype);
   for (const auto& [n, a] : cand.grads) floating("grads/" + n, a.dtype);
@@ -147,16 +150,18 @@ CaseReport CheckCandidate(const FunctionSpec& spec, const Case& golden, const Ca
   };
   if (cand.declined) {
     if (cand.expect_error || HasResult(cand))
-      Fail(cand, "attribute 'declined'", std::string("the case also carries ") +
-                                             (cand.expect_error ? "expect_error" : "outputs, gradients or metrics") +
-                                             "; a declined case has neither");
-    return at_candidate(NotProvided(golden, "declined by the candidate: " +
-                                                (cand.declined->empty() ? "(no reason given)" : *cand.declined)));
+      Fail(cand, "attribute 'declined'",
+           std::string("the case also carries ") +
+               (cand.expect_error ? "expect_error" : "outputs, gradients or metrics") +
+               "; a declined case has neither");
+    return at_candidate(NotProvided(
+        golden, "declined by the candidate: " + (cand.declined->empty() ? "(no reason given)" : *cand.declined)));
   }
   if (cand.expect_error) {
     if (HasResult(cand))
-      Fail(cand, "attribute 'expect_error'", "the case also carries outputs, gradients or metrics; a case that "
-                                             "raised has none");
+      Fail(cand, "attribute 'expect_error'",
+           "the case also carries outputs, gradients or metrics; a case that "
+           "raised has none");
     return at_candidate(CompareResult(spec, golden, nullptr, cand.expect_error));
   }
   if (!HasResult(cand)) return at_candidate(NotProvided(golden, "the candidate file has no outputs for this case"));

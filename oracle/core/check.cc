@@ -64,7 +64,8 @@ void Fold(CaseReport& r) {
     r.detail = "no expected field was produced";
   } else if (!passed) {
     r.outcome = Outcome::kMistrusted;
-    r.detail = r.fields.empty() ? "nothing to compare" : "no compared field proves anything (all zero or no finite number)";
+    r.detail =
+        r.fields.empty() ? "nothing to compare" : "no compared field proves anything (all zero or no finite number)";
   }
   if (!partial.empty()) r.detail = r.detail.empty() ? partial : r.detail + "; " + partial;
 }
@@ -90,8 +91,8 @@ Tolerance ToleranceFor(const FunctionSpec& spec, const std::string& field, DType
 void ValidateTolerances(const FunctionSpec& spec) {
   for (const auto& o : spec.tolerances) {
     const Tolerance d = DefaultTolerance(o.dtype);
-    const std::string where = spec.family + "/" + spec.name + " tolerance for " + o.field + " [" +
-                              DTypeName(o.dtype) + "]";
+    const std::string where =
+        spec.family + "/" + spec.name + " tolerance for " + o.field + " [" + DTypeName(o.dtype) + "]";
     if (o.reason.empty()) throw std::logic_error(where + ": an override must say why");
     if (!(o.rtol >= d.rtol) || !(o.atol >= d.atol))
       throw std::logic_error(where + ": rtol=" + std::to_string(o.rtol) + " atol=" + std::to_string(o.atol) +
@@ -169,8 +170,8 @@ bool AnyNonZero(const Array& a) {
 struct ReferenceDecisions {
   bool have = false;
   Result result;
-  Array boundary;                 // empty when no decision is close
-  std::vector<Result> branches;   // the other decision's values, one per push direction
+  Array boundary;                // empty when no decision is close
+  std::vector<Result> branches;  // the other decision's values, one per push direction
   // An exact tie between the two sides (a ratio rounded onto the bound itself): torch's
   // max/min then split the gradient evenly, so the midpoint of the two decisions' values is
   // what a correct implementation whose rounding lands on the bound returns.
@@ -179,8 +180,8 @@ struct ReferenceDecisions {
   // needs no push, so it holds where the decided quantity hardly moves with the log-ratio
   // (k3 near a log-ratio of 0).
   std::map<std::string, Array> flipped_discrete;
-  std::set<int64_t> unobservable; // boundary positions where no field tells the decisions apart
-  const Array* mask = nullptr;    // the response mask fractions are taken over
+  std::set<int64_t> unobservable;  // boundary positions where no field tells the decisions apart
+  const Array* mask = nullptr;     // the response mask fractions are taken over
 
   DecisionView View(const std::map<std::string, Array>& ref_fields, const std::string& name, bool grads) const {
     DecisionView v;
@@ -356,11 +357,12 @@ void RefuseNonFiniteReference(const Case& golden, const ReferenceDecisions& ref)
 
 CaseReport DeclinedGolden(const Case& golden) {
   if (golden.expect_error || !golden.outputs.empty() || !golden.grads.empty() || !golden.metrics.empty())
-    throw BadInput(golden.Where() + ": attribute 'declined': the case also carries a result or expect_error; a "
+    throw BadInput(golden.Where() +
+                   ": attribute 'declined': the case also carries a result or expect_error; a "
                    "declined case has neither");
-  return CaseReport::NotCompared(golden, Outcome::kUnsupported,
-                                 "the verl that produced this golden set could not run it (declined at capture: " +
-                                     *golden.declined + ")");
+  return CaseReport::NotCompared(
+      golden, Outcome::kUnsupported,
+      "the verl that produced this golden set could not run it (declined at capture: " + *golden.declined + ")");
 }
 
 CaseReport CaseReport::NotCompared(const Case& c, Outcome outcome, const std::string& detail) {
@@ -401,15 +403,15 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
     for (const auto& [name, w] : want) {
       const std::string field = std::string(group) + "/" + name;
       auto it = have.find(name);
-      FieldReport f = CompareField(field, it == have.end() ? nullptr : &it->second, w,
-                                   ToleranceFor(spec, field, golden), IsDiscrete(spec, field),
-                                   ref.View(ref_fields, name, std::string(group) == "grads"));
+      FieldReport f =
+          CompareField(field, it == have.end() ? nullptr : &it->second, w, ToleranceFor(spec, field, golden),
+                       IsDiscrete(spec, field), ref.View(ref_fields, name, std::string(group) == "grads"));
       if (it != have.end() && it->second.dtype != w.dtype && it->second.dtype != DType::kInt64 &&
           w.dtype != DType::kInt64 && f.outcome != Outcome::kUnsupported) {
         // Precision is semantics: a float32 answer to a float64 case is reported as such.
         f.outcome = Outcome::kFailed;
-        f.note = std::string("candidate returned ") + DTypeName(it->second.dtype) + " for a " +
-                 DTypeName(w.dtype) + " case" + (f.note.empty() ? "" : "; " + f.note);
+        f.note = std::string("candidate returned ") + DTypeName(it->second.dtype) + " for a " + DTypeName(w.dtype) +
+                 " case" + (f.note.empty() ? "" : "; " + f.note);
       }
       if (ref.boundary.shape == w.shape)
         for (int64_t k : f.flipped) flipped.insert(k);
@@ -427,8 +429,8 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
   for (const auto& [name, w] : golden.vjps) {
     const std::string field = "vjps/" + name;
     auto it = got->vjps.find(name);
-    FieldReport f = CompareField(field, it == got->vjps.end() ? nullptr : &it->second, w,
-                                 ToleranceFor(spec, field, golden), false);
+    FieldReport f =
+        CompareField(field, it == got->vjps.end() ? nullptr : &it->second, w, ToleranceFor(spec, field, golden), false);
     if (f.outcome == Outcome::kMistrusted && f.total > 0 && f.compared_finite) {
       f.outcome = Outcome::kPassed;
       f.note = "zero, as in verl: no gradient flows through this output";

@@ -21,7 +21,7 @@ struct CaseReport {
   Outcome outcome = Outcome::kPassed;
   std::string detail;  // one line: why FAILED / MISTRUSTED / UNSUPPORTED
   std::vector<FieldReport> fields;
-  std::string repro;   // a command line that reproduces this check
+  std::string repro;  // a command line that reproduces this check
   double worst_rel = 0.0;
   // Elements that differ only where rounding can flip a threshold decision (the fields
   // still pass; the count is shown so that a decision difference is never invisible).

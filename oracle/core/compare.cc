@@ -92,7 +92,7 @@ FieldReport CompareField(const std::string& field, const Array* got, const Array
     if (std::isfinite(w)) r.compared_finite = true;
     const bool ok = close(g, w);
     const double diff = ok && !std::isfinite(w) ? 0.0 : std::fabs(g - w);  // NaN when g is NaN
-    if (!(diff <= r.worst_abs)) r.worst_abs = diff;                         // keeps a NaN
+    if (!(diff <= r.worst_abs)) r.worst_abs = diff;                        // keeps a NaN
     if (w != 0.0 && std::isfinite(w) && !(diff / std::fabs(w) <= r.worst_rel)) r.worst_rel = diff / std::fabs(w);
     const double allowed = tol.atol + tol.rtol * (std::isfinite(w) ? std::fabs(w) : 0.0);
     const double excess = ok ? (allowed > 0 ? diff / allowed : 0.0) : std::numeric_limits<double>::infinity();
@@ -127,7 +127,8 @@ FieldReport CompareField(const std::string& field, const Array* got, const Array
     r.outcome = Outcome::kPassed;
   }
   if (r.flips > 0 && r.outcome != Outcome::kFailed)
-    r.note = std::to_string(r.flips) + " element(s) took the other decision's value where rounding can flip a "
+    r.note = std::to_string(r.flips) +
+             " element(s) took the other decision's value where rounding can flip a "
              "threshold decision";
   return r;
 }

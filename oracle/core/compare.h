@@ -40,18 +40,18 @@ Tolerance ExactTolerance();
 struct FieldReport {
   std::string field;  // "outputs/advantages", "grads/log_prob", "metrics/actor/ppo_kl"
   Outcome outcome = Outcome::kPassed;
-  std::string note;   // why MISTRUSTED / UNSUPPORTED, or a shape/dtype problem
+  std::string note;  // why MISTRUSTED / UNSUPPORTED, or a shape/dtype problem
   Tolerance tol;
   bool discrete = false;
   int64_t total = 0;
   int64_t mismatched = 0;
   double worst_abs = 0.0;
-  double worst_rel = 0.0;       // over elements whose reference is non-zero
-  int64_t worst_index = -1;     // element with the largest error relative to tolerance
-  int64_t flips = 0;            // elements that took the other decision's value at a boundary
+  double worst_rel = 0.0;        // over elements whose reference is non-zero
+  int64_t worst_index = -1;      // element with the largest error relative to tolerance
+  int64_t flips = 0;             // elements that took the other decision's value at a boundary
   std::vector<int64_t> flipped;  // their flat indices (token-shaped fields: which decisions differ)
   bool compared_finite = false;  // some reference element was finite (NaN == NaN alone proves nothing)
-  std::vector<int64_t> shape;   // of the reference, to print the worst index
+  std::vector<int64_t> shape;    // of the reference, to print the worst index
   struct Pair {
     int64_t index;
     double got, want;
@@ -66,8 +66,8 @@ struct FieldReport {
 // values each decision gives there. Both come from the reference side (the oracle run on
 // the golden's inputs), never from the implementation under test.
 struct DecisionView {
-  const Array* boundary = nullptr;             // 1 where the decision may flip; want's shape
-  std::vector<const Array*> branch_values;     // each want's shape: a value one decision gives
+  const Array* boundary = nullptr;          // 1 where the decision may flip; want's shape
+  std::vector<const Array*> branch_values;  // each want's shape: a value one decision gives
 };
 
 // Compares one field. `got` may be null: the implementation did not produce it.

@@ -64,8 +64,8 @@ struct ToleranceOverride {
 
 struct GenParams {
   uint64_t seed = 0;
-  int64_t batch = 8;     // B
-  int64_t tokens = 16;   // T
+  int64_t batch = 8;    // B
+  int64_t tokens = 16;  // T
   DType dtype = DType::kFloat64;
 };
 
@@ -110,7 +110,7 @@ struct FunctionSpec {
   RunFn oracle;
   RunFn cuda;
   RunFn cuda_host;
-  GenFn generate;                  // random valid inputs + config for property tests
+  GenFn generate;  // random valid inputs + config for property tests
   std::vector<ToleranceOverride> tolerances;
   // float32 forward error grows with the problem's condition number; where it can be
   // large (GRPO's division by a small group std) the spec computes it from the case's

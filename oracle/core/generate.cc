@@ -10,9 +10,7 @@ void RoundToDType(Array& a) {
   for (double& v : a.data) v = static_cast<double>(static_cast<float>(v));
 }
 
-double InputGen::UniformScalar(double lo, double hi) {
-  return std::uniform_real_distribution<double>(lo, hi)(rng_);
-}
+double InputGen::UniformScalar(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng_); }
 
 int64_t InputGen::Int(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng_); }
 

@@ -45,10 +45,26 @@ JsonWriter& JsonWriter::Key(const std::string& k) {
   return *this;
 }
 
-JsonWriter& JsonWriter::String(const std::string& s) { Sep(); out_ += JsonEscape(s); return *this; }
-JsonWriter& JsonWriter::Int(int64_t i) { Sep(); out_ += std::to_string(i); return *this; }
-JsonWriter& JsonWriter::Bool(bool b) { Sep(); out_ += b ? "true" : "false"; return *this; }
-JsonWriter& JsonWriter::Null() { Sep(); out_ += "null"; return *this; }
+JsonWriter& JsonWriter::String(const std::string& s) {
+  Sep();
+  out_ += JsonEscape(s);
+  return *this;
+}
+JsonWriter& JsonWriter::Int(int64_t i) {
+  Sep();
+  out_ += std::to_string(i);
+  return *this;
+}
+JsonWriter& JsonWriter::Bool(bool b) {
+  Sep();
+  out_ += b ? "true" : "false";
+  return *this;
+}
+JsonWriter& JsonWriter::Null() {
+  Sep();
+  out_ += "null";
+  return *this;
+}
 
 JsonWriter& JsonWriter::Number(double d) {
   Sep();

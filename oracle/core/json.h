@@ -11,10 +11,28 @@ namespace verlconf {
 
 class JsonWriter {
  public:
-  JsonWriter& BeginObject() { Sep(); out_ += '{'; first_.push_back(true); return *this; }
-  JsonWriter& EndObject() { out_ += '}'; first_.pop_back(); return *this; }
-  JsonWriter& BeginArray() { Sep(); out_ += '['; first_.push_back(true); return *this; }
-  JsonWriter& EndArray() { out_ += ']'; first_.pop_back(); return *this; }
+  JsonWriter& BeginObject() {
+    Sep();
+    out_ += '{';
+    first_.push_back(true);
+    return *this;
+  }
+  JsonWriter& EndObject() {
+    out_ += '}';
+    first_.pop_back();
+    return *this;
+  }
+  JsonWriter& BeginArray() {
+    Sep();
+    out_ += '[';
+    first_.push_back(true);
+    return *this;
+  }
+  JsonWriter& EndArray() {
+    out_ += ']';
+    first_.pop_back();
+    return *this;
+  }
   JsonWriter& Key(const std::string& k);
   JsonWriter& String(const std::string& s);
   JsonWriter& Number(double d);  // non-finite values become null (JSON has no NaN)

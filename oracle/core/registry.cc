@@ -33,7 +33,8 @@ void CheckVjpDeclaration(const FunctionSpec& s) {
     if (!s.FindInput(in)) throw std::logic_error(key + ": vjp input '" + in + "' is not an input");
   for (const auto& z : s.vjp_zero_outputs) {
     const OutputSpec* o = s.FindOutput(z);
-    if (!o || o->kind != OutputKind::kTensor) throw std::logic_error(key + ": zero-VJP '" + z + "' is not a tensor output");
+    if (!o || o->kind != OutputKind::kTensor)
+      throw std::logic_error(key + ": zero-VJP '" + z + "' is not a tensor output");
   }
   bool any_tensor = false;
   for (const auto& o : s.outputs) {
@@ -171,7 +172,8 @@ static std::vector<FunctionSpec> Build() {
   AddRolloutPresetSpecs(all);
   std::set<std::pair<std::string, std::string>> seen;
   for (auto& s : all) {
-    if (!seen.insert({s.family, s.name}).second) throw std::logic_error("duplicate registry key: " + s.family + "/" + s.name);
+    if (!seen.insert({s.family, s.name}).second)
+      throw std::logic_error("duplicate registry key: " + s.family + "/" + s.name);
     ValidateTolerances(s);
     CheckVjpDeclaration(s);
     CheckConfigDeclaration(s);
@@ -210,10 +212,14 @@ const FunctionSpec* FindSpec(const std::string& name, const std::string& family)
 const FunctionSpec* SpecFor(const Case& c) { return FindSpec(c.function, c.family); }
 
 static void WriteConfigValue(JsonWriter& j, const ConfigValue& v) {
-  if (std::holds_alternative<std::monostate>(v)) j.Null();
-  else if (auto* i = std::get_if<int64_t>(&v)) j.Int(*i);
-  else if (auto* d = std::get_if<double>(&v)) j.Number(*d);
-  else j.String(std::get<std::string>(v));
+  if (std::holds_alternative<std::monostate>(v))
+    j.Null();
+  else if (auto* i = std::get_if<int64_t>(&v))
+    j.Int(*i);
+  else if (auto* d = std::get_if<double>(&v))
+    j.Number(*d);
+  else
+    j.String(std::get<std::string>(v));
 }
 
 std::string RegistryJson() {

@@ -12,9 +12,18 @@ const char* DTypeName(DType d) {
 }
 
 bool ParseDType(const std::string& s, DType* out) {
-  if (s == "float64") { *out = DType::kFloat64; return true; }
-  if (s == "float32") { *out = DType::kFloat32; return true; }
-  if (s == "int64") { *out = DType::kInt64; return true; }
+  if (s == "float64") {
+    *out = DType::kFloat64;
+    return true;
+  }
+  if (s == "float32") {
+    *out = DType::kFloat32;
+    return true;
+  }
+  if (s == "int64") {
+    *out = DType::kInt64;
+    return true;
+  }
   return false;
 }
 

@@ -37,9 +37,7 @@ struct Array {
     a.data = {v};
     return a;
   }
-  static Array Matrix(int64_t rows, int64_t cols, DType d = DType::kFloat64) {
-    return Array({rows, cols}, d);
-  }
+  static Array Matrix(int64_t rows, int64_t cols, DType d = DType::kFloat64) { return Array({rows, cols}, d); }
 
   static int64_t NumElements(const std::vector<int64_t>& s) {
     int64_t n = 1;

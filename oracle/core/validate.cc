@@ -32,9 +32,11 @@ void ValidateStructure(const FunctionSpec& spec, const Case& c) {
   }
   int64_t batch = -1, tokens = -1, components = -1;
   auto expect = [&](int64_t& slot, int64_t got, const std::string& field, const char* what) {
-    if (slot < 0) slot = got;
+    if (slot < 0)
+      slot = got;
     else if (slot != got)
-      Fail(c, field, std::string(what) + " is " + std::to_string(got) + " but other inputs have " + std::to_string(slot));
+      Fail(c, field,
+           std::string(what) + " is " + std::to_string(got) + " but other inputs have " + std::to_string(slot));
   };
   for (const InputSpec& in : spec.inputs) {
     const std::string field = "inputs/" + in.name;
@@ -75,7 +77,8 @@ void ValidateStructure(const FunctionSpec& spec, const Case& c) {
         break;
     }
     if (in.role == Role::kGroupIndex) {
-      if (a->dtype != DType::kInt64) Fail(c, field, std::string("expected int64 group codes, got ") + DTypeName(a->dtype));
+      if (a->dtype != DType::kInt64)
+        Fail(c, field, std::string("expected int64 group codes, got ") + DTypeName(a->dtype));
       for (int64_t k = 0; k < a->size(); ++k)
         if ((*a)[k] < 0) Fail(c, field, "negative group code at " + std::to_string(k));
       continue;
@@ -84,7 +87,8 @@ void ValidateStructure(const FunctionSpec& spec, const Case& c) {
       Fail(c, field, std::string("dtype ") + DTypeName(a->dtype) + " but the case dtype is " + DTypeName(c.dtype));
     for (int64_t k = 0; k < a->size(); ++k) {
       const double v = (*a)[k];
-      if (!std::isfinite(v)) Fail(c, field, "non-finite value " + std::to_string(v) + " at flat index " + std::to_string(k));
+      if (!std::isfinite(v))
+        Fail(c, field, "non-finite value " + std::to_string(v) + " at flat index " + std::to_string(k));
       if (in.is_mask && v != 0.0 && v != 1.0)
         Fail(c, field, "mask value " + std::to_string(v) + " at flat index " + std::to_string(k) + " is not 0 or 1");
     }
@@ -99,8 +103,8 @@ void ValidateStructure(const FunctionSpec& spec, const Case& c) {
     if (!o || o->kind != OutputKind::kTensor || spec.vjp_inputs.empty())
       Fail(c, "projections/" + name, "'" + spec.name + "' has no differentiable tensor output of that name");
     if (p.dtype != c.dtype)
-      Fail(c, "projections/" + name, std::string("dtype ") + DTypeName(p.dtype) + " but the case dtype is " +
-                                         DTypeName(c.dtype));
+      Fail(c, "projections/" + name,
+           std::string("dtype ") + DTypeName(p.dtype) + " but the case dtype is " + DTypeName(c.dtype));
     for (int64_t k = 0; k < p.size(); ++k)
       if (!std::isfinite(p[k])) Fail(c, "projections/" + name, "non-finite value at flat index " + std::to_string(k));
   }

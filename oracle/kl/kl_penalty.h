@@ -20,8 +20,8 @@ namespace verlconf::oracle {
 
 // Every name verl 0.9.1's kl_penalty accepts, aliases and straight-through variants
 // included, then the two it accepts only to raise NotImplementedError.
-inline const std::vector<std::string> kKlPenaltyNames = {
-    "kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3", "kl+", "k1+", "abs+", "mse+", "k2+", "low_var_kl+", "k3+"};
+inline const std::vector<std::string> kKlPenaltyNames = {"kl",  "k1",  "abs",  "mse",  "k2",  "low_var_kl",  "k3",
+                                                         "kl+", "k1+", "abs+", "mse+", "k2+", "low_var_kl+", "k3+"};
 inline const std::vector<std::string> kKlPenaltyNotImplemented = {"full", "full+"};
 
 struct KlEstimator {

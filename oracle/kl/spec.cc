@@ -1,12 +1,12 @@
 // Registry entries for kl_penalty, one per name verl accepts (family "kl").
-#include "oracle/core/generate.h"
-#include "oracle/kl/kl_penalty.h"
 #include "oracle/kl/spec.h"
+
+#include "oracle/core/generate.h"
 #include "oracle/core/spec_util.h"
+#include "oracle/kl/kl_penalty.h"
 
 namespace verlconf {
 namespace {
-
 
 Result RunKl(const Case& c) {
   const Array& lp = c.Input("logprob");
@@ -62,8 +62,8 @@ void AddKlSpecs(std::vector<FunctionSpec>& out) {
     FunctionSpec s = KlSpec(name);
     s.oracle = RunKl;
     s.generate = GenerateKl;
-    s.notes = s.straight_through ? "straight-through: forward value, gradient of " + s.straight_through->gradient_of
-                                : "";
+    s.notes =
+        s.straight_through ? "straight-through: forward value, gradient of " + s.straight_through->gradient_of : "";
     out.push_back(std::move(s));
   }
   // verl accepts the name "full" only to raise NotImplementedError (it would need

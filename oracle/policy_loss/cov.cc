@@ -10,13 +10,12 @@
 #include <vector>
 
 #include "oracle/core/errors.h"
-#include "oracle/torch_functional/masked.h"
-#include "oracle/core/torch_rules.h"
 #include "oracle/core/sum.h"
+#include "oracle/core/torch_rules.h"
+#include "oracle/torch_functional/masked.h"
 
 namespace verlconf::oracle {
 namespace {
-
 
 double Weight(const PolicyLossInputs& in, int64_t k) {
   return in.rollout_is_weights ? (*in.rollout_is_weights)[k] : 1.0;

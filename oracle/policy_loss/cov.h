@@ -19,8 +19,8 @@
 #include <string>
 
 #include "oracle/aggregation/agg_loss.h"
-#include "oracle/policy_loss/vanilla.h"
 #include "oracle/core/tensor.h"
+#include "oracle/policy_loss/vanilla.h"
 
 namespace verlconf::oracle {
 

@@ -9,11 +9,11 @@
 #include <iterator>
 
 #include "oracle/core/generate.h"
-#include "oracle/kl/kl_penalty.h"
-#include "oracle/policy_loss/vanilla.h"
-#include "oracle/policy_loss/spec.h"
 #include "oracle/core/spec_util.h"
+#include "oracle/kl/kl_penalty.h"
+#include "oracle/policy_loss/spec.h"
 #include "oracle/policy_loss/spec_common.h"
+#include "oracle/policy_loss/vanilla.h"
 
 namespace verlconf {
 
@@ -27,11 +27,10 @@ void AddActorKlLossSpecs(std::vector<FunctionSpec>& out) {
               {"response_mask", Role::kTokens, /*is_mask=*/true}};
   std::vector<std::string> names = oracle::kKlPenaltyNames;
   names.insert(names.end(), oracle::kKlPenaltyNotImplemented.begin(), oracle::kKlPenaltyNotImplemented.end());
-  s.config = {{"kl_loss_type", "str", std::string("low_var_kl"), "ActorConfig.kl_loss_type (a kl_penalty name)",
-               names},
-              {"kl_loss_coef", "float", 0.001, "ActorConfig.kl_loss_coef"},
-              {"loss_agg_mode", "str", std::string("token-mean"), "ActorConfig.loss_agg_mode",
-               oracle::AggModeChoices()}};
+  s.config = {
+      {"kl_loss_type", "str", std::string("low_var_kl"), "ActorConfig.kl_loss_type (a kl_penalty name)", names},
+      {"kl_loss_coef", "float", 0.001, "ActorConfig.kl_loss_coef"},
+      {"loss_agg_mode", "str", std::string("token-mean"), "ActorConfig.loss_agg_mode", oracle::AggModeChoices()}};
   oracle::AddGlobalBatchKeys(s);
   s.outputs = {{"kl_term", OutputKind::kScalar}};
   s.metrics = {"kl_loss"};
@@ -76,8 +75,9 @@ void AddActorKlLossSpecs(std::vector<FunctionSpec>& out) {
     c.config.Set("loss_agg_mode", oracle::RandomAggMode(g));
     return c;
   };
-  s.notes = "kl_loss_coef * agg_loss(kl_penalty(log_prob, ref_log_prob, kl_loss_type)); not a verl registry name "
-            "(verl forms it inline in workers/utils/losses.ppo_loss); 'full' raises NotImplementedError.";
+  s.notes =
+      "kl_loss_coef * agg_loss(kl_penalty(log_prob, ref_log_prob, kl_loss_type)); not a verl registry name "
+      "(verl forms it inline in workers/utils/losses.ppo_loss); 'full' raises NotImplementedError.";
   out.push_back(std::move(s));
 }
 

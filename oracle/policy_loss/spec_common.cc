@@ -43,8 +43,7 @@ void AddVanillaKeys(FunctionSpec& s) {
   s.config.push_back(
       {"clip_ratio_high", "float", 0.2, "upper clip epsilon; None = clip_ratio", {}, /*absent_is_none=*/true});
   s.config.push_back({"clip_ratio_c", "float", 3.0, "dual-clip bound for negative advantages; must be > 1"});
-  s.config.push_back({"loss_agg_mode", "str", std::string("token-mean"), "agg_loss mode",
-                      AggModeChoices()});
+  s.config.push_back({"loss_agg_mode", "str", std::string("token-mean"), "agg_loss mode", AggModeChoices()});
   AddGlobalBatchKeys(s);
 }
 

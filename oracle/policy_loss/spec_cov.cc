@@ -1,14 +1,13 @@
 // Registry entries for clip_cov and kl_cov (family "policy_loss"). The math is in
 // oracle/policy_loss/cov.cc. verl's pick of tokens (clip_cov: torch.randperm; kl_cov:
 // torch.topk) is the optional input `cov_selected`; the goldens carry verl's own.
+#include <iterator>
 #include <tuple>
 
-#include <iterator>
-
 #include "oracle/core/generate.h"
+#include "oracle/core/spec_util.h"
 #include "oracle/policy_loss/cov.h"
 #include "oracle/policy_loss/spec.h"
-#include "oracle/core/spec_util.h"
 #include "oracle/policy_loss/spec_common.h"
 
 namespace verlconf {
@@ -84,13 +83,23 @@ GenFn Generator(bool clip) {
 
 void AddPolicyLossCovSpecs(std::vector<FunctionSpec>& out) {
   static const std::vector<CovDef> defs = {
-      {"clip_cov", "verl.trainer.ppo.core_algos.compute_policy_loss_clip_cov", oracle::policy_loss_clip_cov,
-       oracle::clip_cov_default_selection, true, {"actor/pg_clipfrac", "actor/ppo_kl"}, {"actor/pg_clipfrac"},
+      {"clip_cov",
+       "verl.trainer.ppo.core_algos.compute_policy_loss_clip_cov",
+       oracle::policy_loss_clip_cov,
+       oracle::clip_cov_default_selection,
+       true,
+       {"actor/pg_clipfrac", "actor/ppo_kl"},
+       {"actor/pg_clipfrac"},
        "PPO clip (no dual clip, no +-20 clamp) with the loss of a random subset of covariance-band tokens "
        "zeroed; the subset is the input cov_selected (goldens: verl's torch.randperm draw under "
        "torch.manual_seed(0)); pg_clipfrac is the zeroed share, not the clipped one."},
-      {"kl_cov", "verl.trainer.ppo.core_algos.compute_policy_loss_kl_cov", oracle::policy_loss_kl_cov,
-       oracle::kl_cov_default_selection, false, {"actor/ppo_kl"}, {},
+      {"kl_cov",
+       "verl.trainer.ppo.core_algos.compute_policy_loss_kl_cov",
+       oracle::policy_loss_kl_cov,
+       oracle::kl_cov_default_selection,
+       false,
+       {"actor/ppo_kl"},
+       {},
        "-A r, plus ppo_kl_coef |log-ratio| on the top-k covariance tokens (the input cov_selected; goldens: "
        "verl's torch.topk pick; default pick breaks ties towards the lower index); ppo_kl is the mean "
        "|log-ratio|; ppo_kl_coef defaults to PolicyLossConfig's 0.1."},
@@ -117,8 +126,7 @@ void AddPolicyLossCovSpecs(std::vector<FunctionSpec>& out) {
       s.config.push_back({"kl_cov_ratio", "float", 0.0002, "policy_loss.kl_cov_ratio; share of tokens penalised"});
       s.config.push_back({"ppo_kl_coef", "float", 0.1, "policy_loss.ppo_kl_coef; |log-ratio| penalty weight"});
     }
-    s.config.push_back({"loss_agg_mode", "str", std::string("token-mean"), "agg_loss mode",
-                        oracle::AggModeChoices()});
+    s.config.push_back({"loss_agg_mode", "str", std::string("token-mean"), "agg_loss mode", oracle::AggModeChoices()});
     oracle::AddGlobalBatchKeys(s);
     s.outputs = {{"pg_loss", OutputKind::kScalar}};
     s.metrics = d.metrics;

@@ -11,8 +11,8 @@
 
 #include "oracle/aggregation/agg_loss.h"
 #include "oracle/core/generate.h"
-#include "oracle/policy_loss/spec.h"
 #include "oracle/core/spec_util.h"
+#include "oracle/policy_loss/spec.h"
 #include "oracle/policy_loss/spec_common.h"
 
 namespace verlconf {
@@ -72,8 +72,7 @@ void AddEntropyLossSpecs(std::vector<FunctionSpec>& out) {
   s.verl_symbol = "verl.trainer.ppo.core_algos.compute_entropy_loss";
   s.inputs = {{"logits", Role::kVocabLogits, false, false, "B x T x V logits"},
               {"response_mask", Role::kTokens, /*is_mask=*/true}};
-  s.config = {{"loss_agg_mode", "str", std::string("token-mean"), "agg_loss mode",
-               oracle::AggModeChoices()}};
+  s.config = {{"loss_agg_mode", "str", std::string("token-mean"), "agg_loss mode", oracle::AggModeChoices()}};
   s.outputs = {{"entropy_loss", OutputKind::kScalar}};
   s.grads = {"logits"};
   s.oracle = RunEntropyLoss;

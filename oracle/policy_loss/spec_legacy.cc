@@ -5,9 +5,9 @@
 #include <iterator>
 
 #include "oracle/core/generate.h"
+#include "oracle/core/spec_util.h"
 #include "oracle/policy_loss/legacy.h"
 #include "oracle/policy_loss/spec.h"
-#include "oracle/core/spec_util.h"
 #include "oracle/policy_loss/spec_common.h"
 
 namespace verlconf {
@@ -38,8 +38,9 @@ FunctionSpec Reinforce() {
     c.config.Set("loss_agg_mode", oracle::RandomAggMode(g));
     return c;
   };
-  s.notes = "-A * log_prob * w aggregated (w: rollout IS weights, constants); no clip; only metric actor/ppo_kl "
-            "(unclamped); needs an ActorConfig (global_batch_info). Not in POLICY_LOSS_REGISTRY: bypass_mode calls it.";
+  s.notes =
+      "-A * log_prob * w aggregated (w: rollout IS weights, constants); no clip; only metric actor/ppo_kl "
+      "(unclamped); needs an ActorConfig (global_batch_info). Not in POLICY_LOSS_REGISTRY: bypass_mode calls it.";
   return s;
 }
 
@@ -78,8 +79,9 @@ FunctionSpec Deprecated() {
     c.config.Set("loss_agg_mode", oracle::RandomAggMode(g));
     return c;
   };
-  s.notes = "deprecated: vanilla's dual-clip PPO without IS weights or global_batch_info; returns the tuple "
-            "(pg_loss, pg_clipfrac, ppo_kl, pg_clipfrac_lower), mapped to output pg_loss and metrics of those names.";
+  s.notes =
+      "deprecated: vanilla's dual-clip PPO without IS weights or global_batch_info; returns the tuple "
+      "(pg_loss, pg_clipfrac, ppo_kl, pg_clipfrac_lower), mapped to output pg_loss and metrics of those names.";
   return s;
 }
 

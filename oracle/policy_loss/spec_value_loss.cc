@@ -4,8 +4,8 @@
 #include <iterator>
 
 #include "oracle/core/generate.h"
-#include "oracle/policy_loss/spec.h"
 #include "oracle/core/spec_util.h"
+#include "oracle/policy_loss/spec.h"
 #include "oracle/policy_loss/spec_common.h"
 #include "oracle/policy_loss/value_loss.h"
 
@@ -22,8 +22,7 @@ void AddValueLossSpecs(std::vector<FunctionSpec>& out) {
               {"response_mask", Role::kTokens, /*is_mask=*/true}};
   s.config.push_back({"cliprange_value", "float", oracle::None(),
                       "clip range around the old values (CriticConfig.cliprange_value, 0.5 there); required"});
-  s.config.push_back({"loss_agg_mode", "str", std::string("token-mean"), "agg_loss mode",
-                      oracle::AggModeChoices()});
+  s.config.push_back({"loss_agg_mode", "str", std::string("token-mean"), "agg_loss mode", oracle::AggModeChoices()});
   oracle::AddGlobalBatchKeys(s);
   s.outputs = {{"vf_loss", OutputKind::kScalar}};
   s.metrics = {"vf_clipfrac"};
@@ -34,8 +33,8 @@ void AddValueLossSpecs(std::vector<FunctionSpec>& out) {
     cfg.cliprange_value = c.config.Double("cliprange_value");
     cfg.loss_agg_mode = c.config.String("loss_agg_mode");
     cfg.global = oracle::ReadGlobalBatchInfo(c.config);
-    oracle::ValueLossResult v = oracle::compute_value_loss(c.Input("vpreds"), c.Input("returns"),
-                                                           c.Input("values"), c.Input("response_mask"), cfg);
+    oracle::ValueLossResult v = oracle::compute_value_loss(c.Input("vpreds"), c.Input("returns"), c.Input("values"),
+                                                           c.Input("response_mask"), cfg);
     Result r;
     r.outputs["vf_loss"] = Array::Scalar(v.loss, c.dtype);
     r.grads["vpreds"] = std::move(v.grad_vpreds);

@@ -1,9 +1,9 @@
 // Registry entries for the policy losses (family "policy_loss").
 #include "oracle/core/generate.h"
-#include "oracle/policy_loss/vanilla.h"
-#include "oracle/policy_loss/spec.h"
 #include "oracle/core/spec_util.h"
+#include "oracle/policy_loss/spec.h"
 #include "oracle/policy_loss/spec_common.h"
+#include "oracle/policy_loss/vanilla.h"
 
 namespace verlconf {
 namespace {

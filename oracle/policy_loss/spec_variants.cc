@@ -1,15 +1,14 @@
 // Registry entries for the policy losses beyond vanilla (family "policy_loss"): gspo,
 // sapo, gpg, cispo, dro, geo_mean, dppo_tv, dppo_kl. The math is in
 // oracle/policy_loss/variants.cc.
+#include <iterator>
 #include <tuple>
 
-#include <iterator>
-
 #include "oracle/core/generate.h"
-#include "oracle/policy_loss/variants.h"
-#include "oracle/policy_loss/spec.h"
 #include "oracle/core/spec_util.h"
+#include "oracle/policy_loss/spec.h"
 #include "oracle/policy_loss/spec_common.h"
+#include "oracle/policy_loss/variants.h"
 
 namespace verlconf {
 namespace {
@@ -75,39 +74,77 @@ GenFn Generator(unsigned keys) {
 
 const std::vector<LossDef>& Defs() {
   static const std::vector<LossDef> defs = {
-      {"gspo", "verl.trainer.ppo.core_algos.compute_policy_loss_gspo", oracle::policy_loss_gspo, kClip, true,
-       {"actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower"}, {"actor/pg_clipfrac"},
+      {"gspo",
+       "verl.trainer.ppo.core_algos.compute_policy_loss_gspo",
+       oracle::policy_loss_gspo,
+       kClip,
+       true,
+       {"actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower"},
+       {"actor/pg_clipfrac"},
        "sequence ratio exp(sg[masked mean log-ratio]) with gradient through log_prob - sg[log_prob] only; "
        "log-ratio clamped above at 10 (no +-20 clamp); pg_clipfrac_lower is always 0."},
-      {"sapo", "verl.trainer.ppo.core_algos.compute_policy_loss_sapo", oracle::policy_loss_sapo, kTau, false,
-       {"actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower"}, {},
+      {"sapo",
+       "verl.trainer.ppo.core_algos.compute_policy_loss_sapo",
+       oracle::policy_loss_sapo,
+       kTau,
+       false,
+       {"actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower"},
+       {},
        "gate sigmoid(tau (r - 1)) * 4 / tau; always aggregated with seq-mean-token-mean (loss_agg_mode "
        "ignored); both clip fractions are 0.",
        {{"loss_agg_mode", std::string("seq-mean-token-mean")}}},
-      {"gpg", "verl.trainer.ppo.core_algos.compute_policy_loss_gpg", oracle::policy_loss_gpg, 0, false, {}, {},
+      {"gpg",
+       "verl.trainer.ppo.core_algos.compute_policy_loss_gpg",
+       oracle::policy_loss_gpg,
+       0,
+       false,
+       {},
+       {},
        "-log_prob * A, aggregated; verl returns no metrics. (The advantage estimator 'gpg' is a different "
        "function: family advantage.)"},
-      {"cispo", "verl.trainer.ppo.core_algos.compute_policy_loss_cispo", oracle::policy_loss_cispo, kClip, true,
-       {"actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower"}, {"actor/pg_clipfrac"},
+      {"cispo",
+       "verl.trainer.ppo.core_algos.compute_policy_loss_cispo",
+       oracle::policy_loss_cispo,
+       kClip,
+       true,
+       {"actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower"},
+       {"actor/pg_clipfrac"},
        "-sg[clip(r)] * A * log_prob: the gradient is -clip(r) * A (times the aggregation weight); "
        "pg_clipfrac counts r != clip(r); pg_clipfrac_lower is always 0."},
-      {"dro", "verl.trainer.ppo.core_algos.compute_policy_loss_dro", oracle::policy_loss_dro, kDroBeta, false,
-       {"actor/ppo_kl"}, {},
+      {"dro",
+       "verl.trainer.ppo.core_algos.compute_policy_loss_dro",
+       oracle::policy_loss_dro,
+       kDroBeta,
+       false,
+       {"actor/ppo_kl"},
+       {},
        "-(log_prob * A - beta/2 (log_prob - old_log_prob)^2); ValueError unless policy_loss.dro_beta > 0; "
        "only metric ppo_kl (absent from verl 0.8.0)."},
-      {"geo_mean", "verl.trainer.ppo.core_algos.compute_policy_loss_geo_mean", oracle::policy_loss_geo_mean, kClip,
-       false, {"actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower"},
+      {"geo_mean",
+       "verl.trainer.ppo.core_algos.compute_policy_loss_geo_mean",
+       oracle::policy_loss_geo_mean,
+       kClip,
+       false,
+       {"actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower"},
        {"actor/pg_clipfrac", "actor/pg_clipfrac_lower"},
        "GMPO: per-row geometric mean of sign-clipped ratios times the row's mean advantage; torch.mean over "
        "all B rows (loss_agg_mode and global_batch_info ignored); IS weights enter as their per-row "
        "geometric mean."},
-      {"dppo_tv", "verl.trainer.ppo.core_algos.compute_policy_loss_dppo_tv", oracle::policy_loss_dppo_tv,
-       kClip | kClipC, true, {"actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower"},
+      {"dppo_tv",
+       "verl.trainer.ppo.core_algos.compute_policy_loss_dppo_tv",
+       oracle::policy_loss_dppo_tv,
+       kClip | kClipC,
+       true,
+       {"actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower"},
        {"actor/pg_clipfrac", "actor/pg_clipfrac_lower"},
        "-A * sg[min(r, clip_ratio_c)] * log_prob * sg[TV mask on p - p_old]; clip_ratio_c is ActorConfig's "
        "(default 3.0: the function's own fallback 20.0 never applies)."},
-      {"dppo_kl", "verl.trainer.ppo.core_algos.compute_policy_loss_dppo_kl", oracle::policy_loss_dppo_kl,
-       kClip | kClipC, true, {"actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower"},
+      {"dppo_kl",
+       "verl.trainer.ppo.core_algos.compute_policy_loss_dppo_kl",
+       oracle::policy_loss_dppo_kl,
+       kClip | kClipC,
+       true,
+       {"actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower"},
        {"actor/pg_clipfrac", "actor/pg_clipfrac_lower"},
        "-A * sg[min(r, clip_ratio_c)] * log_prob * sg[binary-KL mask]; a log_prob > 0 makes the binary KL "
        "NaN, which fails every comparison."},
@@ -139,8 +176,7 @@ void AddPolicyLossVariantSpecs(std::vector<FunctionSpec>& out) {
     }
     if (d.keys & kDroBeta)
       s.config.push_back({"dro_beta", "float", oracle::None(), "ActorConfig.policy_loss.dro_beta; must be > 0"});
-    s.config.push_back({"loss_agg_mode", "str", std::string("token-mean"), "agg_loss mode",
-                        oracle::AggModeChoices()});
+    s.config.push_back({"loss_agg_mode", "str", std::string("token-mean"), "agg_loss mode", oracle::AggModeChoices()});
     oracle::AddGlobalBatchKeys(s);
     s.outputs = {{"pg_loss", OutputKind::kScalar}};
     s.metrics = d.metrics;

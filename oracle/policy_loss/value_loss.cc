@@ -2,13 +2,13 @@
 
 #include <cmath>
 
-#include "oracle/torch_functional/masked.h"
 #include "oracle/core/torch_rules.h"
+#include "oracle/torch_functional/masked.h"
 
 namespace verlconf::oracle {
 
-ValueLossResult compute_value_loss(const Array& vpreds, const Array& returns, const Array& values,
-                                   const Array& mask, const ValueLossConfig& cfg) {
+ValueLossResult compute_value_loss(const Array& vpreds, const Array& returns, const Array& values, const Array& mask,
+                                   const ValueLossConfig& cfg) {
   const double c = cfg.cliprange_value;
   Array losses(mask.shape, mask.dtype), dloss(mask.shape, mask.dtype), clipped(mask.shape, mask.dtype);
   Array boundary(mask.shape, mask.dtype);

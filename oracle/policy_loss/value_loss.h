@@ -33,7 +33,7 @@ struct ValueLossConfig {
 // Gradient with respect to vpreds by torch's rules: min/max split a tie 0.5/0.5 (so
 // vpreds exactly on values +- c gets half the clipped branch's gradient), and l1 == l2
 // splits between the two squared errors.
-ValueLossResult compute_value_loss(const Array& vpreds, const Array& returns, const Array& values,
-                                   const Array& mask, const ValueLossConfig& cfg);
+ValueLossResult compute_value_loss(const Array& vpreds, const Array& returns, const Array& values, const Array& mask,
+                                   const ValueLossConfig& cfg);
 
 }  // namespace verlconf::oracle

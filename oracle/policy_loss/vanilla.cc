@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "oracle/core/errors.h"
-#include "oracle/torch_functional/masked.h"
 #include "oracle/core/torch_rules.h"
+#include "oracle/torch_functional/masked.h"
 
 namespace verlconf::oracle {
 
@@ -22,7 +22,8 @@ PolicyLossResult policy_loss_vanilla(const PolicyLossInputs& in, const VanillaCo
   if (!(cfg.clip_ratio_c > 1.0))
     throw VerlError("AssertionError",
                     "The lower bound of the clip_ratio_c for dual-clip PPO should be greater than 1.0, but get "
-                    "the value: " + std::to_string(cfg.clip_ratio_c) + ".");
+                    "the value: " +
+                        std::to_string(cfg.clip_ratio_c) + ".");
   const Array& mask = in.response_mask;
   const double lo = 1.0 - cfg.clip_ratio_low;
   const double hi = 1.0 + cfg.clip_ratio_high;
@@ -54,7 +55,9 @@ PolicyLossResult policy_loss_vanilla(const PolicyLossInputs& in, const VanillaCo
     const double margin = kDecisionUlps * eps * (1.0 + std::fabs(in.log_prob[k]) + std::fabs(in.old_log_prob[k]));
     const auto near = [&](double x, double bound) { return std::fabs(x - bound) <= margin * std::fabs(bound); };
     boundary[k] = (near(r, lo) || near(r, hi) || near(r, c) || near(raw, kPolicyLogRatioClamp) ||
-                   near(raw, -kPolicyLogRatioClamp)) ? 1.0 : 0.0;
+                   near(raw, -kPolicyLogRatioClamp))
+                      ? 1.0
+                      : 0.0;
     clipped[k] = l2 > l1 ? 1.0 : 0.0;
     clipped_lower[k] = (c1 > l3 && negative) ? 1.0 : 0.0;
 

@@ -9,9 +9,9 @@
 #include <cmath>
 
 #include "oracle/core/errors.h"
-#include "oracle/torch_functional/masked.h"
-#include "oracle/core/torch_rules.h"
 #include "oracle/core/sum.h"
+#include "oracle/core/torch_rules.h"
+#include "oracle/torch_functional/masked.h"
 
 namespace verlconf::oracle {
 namespace {
@@ -20,7 +20,9 @@ constexpr double kGspoLogRatioMax = 10.0;   // gspo's one-sided clamp of the log
 constexpr double kGeoMeanIsLogEps = 1e-10;  // geo_mean: log(w + 1e-10)
 constexpr double kDppoKlEps = 1e-8;         // dppo_kl: (1 - p_old + 1e-8) / (1 - p + 1e-8)
 
-double Weight(const PolicyLossInputs& in, int64_t k) { return in.rollout_is_weights ? (*in.rollout_is_weights)[k] : 1.0; }
+double Weight(const PolicyLossInputs& in, int64_t k) {
+  return in.rollout_is_weights ? (*in.rollout_is_weights)[k] : 1.0;
+}
 
 // How far from a decision threshold a correct implementation may still decide either
 // way: the rounding of the log-probabilities (relative to their size) and the libm's

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "oracle/aggregation/agg_loss.h"
-#include "oracle/policy_loss/vanilla.h"
 #include "oracle/core/tensor.h"
+#include "oracle/policy_loss/vanilla.h"
 
 namespace verlconf::oracle {
 

@@ -6,9 +6,9 @@
 #include <cmath>
 
 #include "oracle/core/errors.h"
+#include "oracle/core/sum.h"
 #include "oracle/kl/kl_penalty.h"
 #include "oracle/torch_functional/masked.h"
-#include "oracle/core/sum.h"
 
 namespace verlconf::oracle {
 

@@ -2,13 +2,14 @@
 // verl's trainer, compute_rewards, and the KL coefficient controllers, keyed by verl's
 // names (apply_kl_penalty, compute_rewards, and algorithm.kl_ctrl.type "fixed" /
 // "adaptive").
+#include "oracle/reward_kl/spec.h"
+
 #include <cmath>
 
 #include "oracle/core/generate.h"
-#include "oracle/kl/kl_penalty.h"
-#include "oracle/reward_kl/spec.h"
-#include "oracle/reward_kl/reward_kl.h"
 #include "oracle/core/spec_util.h"
+#include "oracle/kl/kl_penalty.h"
+#include "oracle/reward_kl/reward_kl.h"
 
 namespace verlconf {
 namespace {
@@ -25,7 +26,10 @@ oracle::KlControl ReadControl(const Case& c, const std::string& type) {
 std::vector<ConfigKey> ControlKeys(bool with_type) {
   std::vector<ConfigKey> keys;
   if (with_type)
-    keys.push_back({"kl_ctrl_type", "str", std::string("fixed"), "algorithm.kl_ctrl.type: fixed or adaptive",
+    keys.push_back({"kl_ctrl_type",
+                    "str",
+                    std::string("fixed"),
+                    "algorithm.kl_ctrl.type: fixed or adaptive",
                     {"fixed", "adaptive"}});
   keys.push_back({"kl_coef", "float", 0.001, "algorithm.kl_ctrl.kl_coef: the coefficient before this step"});
   keys.push_back({"target_kl", "float", 0.1, "algorithm.kl_ctrl.target_kl (adaptive)"});
@@ -57,9 +61,8 @@ void AddRewardKlSpecs(std::vector<FunctionSpec>& out) {
                 {"ref_log_prob", Role::kTokens, false, false, "data.batch['ref_log_prob']"},
                 {"response_mask", Role::kTokens, true, false, "data.batch['response_mask']"}};
     s.config = ControlKeys(/*with_type=*/true);
-    s.config.insert(s.config.begin(),
-                    {"kl_penalty", "str", std::string("kl"), "algorithm.kl_penalty: the kl_penalty estimator",
-                     oracle::kKlPenaltyNames});
+    s.config.insert(s.config.begin(), {"kl_penalty", "str", std::string("kl"),
+                                       "algorithm.kl_penalty: the kl_penalty estimator", oracle::kKlPenaltyNames});
     s.outputs = {{"token_level_rewards"}, {"kl_coef", OutputKind::kScalar}};
     s.metrics = {"actor/reward_kl_penalty", "actor/reward_kl_penalty_coeff"};
     s.oracle = [](const Case& c) {
@@ -98,9 +101,8 @@ void AddRewardKlSpecs(std::vector<FunctionSpec>& out) {
     s.outputs = {{"token_level_rewards"}};
     s.oracle = [](const Case& c) {
       Result r;
-      r.outputs["token_level_rewards"] =
-          oracle::compute_rewards(c.Input("token_level_scores"), c.Input("old_log_prob"), c.Input("ref_log_prob"),
-                                  c.config.Double("kl_ratio"));
+      r.outputs["token_level_rewards"] = oracle::compute_rewards(c.Input("token_level_scores"), c.Input("old_log_prob"),
+                                                                 c.Input("ref_log_prob"), c.config.Double("kl_ratio"));
       return r;
     };
     s.generate = [](const GenParams& p) {

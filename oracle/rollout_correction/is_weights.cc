@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "oracle/torch_functional/masked.h"
-#include "oracle/rollout_correction/rollout_correction.h"
-#include "oracle/rollout_correction/internal.h"
 #include "oracle/core/sum.h"
+#include "oracle/rollout_correction/internal.h"
+#include "oracle/rollout_correction/rollout_correction.h"
+#include "oracle/torch_functional/masked.h"
 
 namespace verlconf::oracle {
 using namespace rollout_internal;
@@ -27,7 +27,8 @@ double ClampMax(double x, double hi) { return (std::isnan(x) || std::isnan(hi)) 
 // verl: compute_is_metrics (the metrics of the applied weights `w`, the raw masked
 // weights `raw`, and the unclamped log-ratios: per token, or per row for "sequence").
 std::map<std::string, double> IsMetrics(const Array& w, const Array& raw, const std::vector<double>& log_for_metrics,
-                                        const Array& mask, bool sequence, double upper_py, std::optional<double> lower_in) {
+                                        const Array& mask, bool sequence, double upper_py,
+                                        std::optional<double> lower_in) {
   if (!AnyValid(mask)) NoValidToken();
   std::map<std::string, double> m;
   const double lower_py = lower_in ? *lower_in : 1.0 / upper_py;
@@ -165,8 +166,8 @@ RawWeights SequenceWeights(const Array& log_ratio, const Array& mask, LogRatioEr
     }
     if (n == 0) continue;
     const double err_w = w * (err_s + 3.0);
-    if (boundary.Near(w, upper, err_w) || boundary.Near(w, metric_lower, err_w) ||
-        boundary.Near(s, log_upper, err_s) || boundary.Near(s, log_lower, err_s))
+    if (boundary.Near(w, upper, err_w) || boundary.Near(w, metric_lower, err_w) || boundary.Near(s, log_upper, err_s) ||
+        boundary.Near(s, log_lower, err_s))
       boundary.MarkRow(i);
   }
   return out;

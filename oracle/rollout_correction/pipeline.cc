@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "oracle/torch_functional/masked.h"
 #include "oracle/policy_loss/legacy.h"
-#include "oracle/rollout_correction/rollout_correction.h"
 #include "oracle/rollout_correction/internal.h"
+#include "oracle/rollout_correction/rollout_correction.h"
+#include "oracle/torch_functional/masked.h"
 
 namespace verlconf::oracle {
 using namespace rollout_internal;
@@ -44,7 +44,8 @@ std::map<std::string, double> compute_offpolicy_metrics(const Array& old_log_pro
   if (!rollout_log_prob) return m;
   const Array& rollout = *rollout_log_prob;
 
-  Array diff(mask.shape, mask.dtype), k3(mask.shape, mask.dtype), rho2(mask.shape, mask.dtype), lr(mask.shape, mask.dtype);
+  Array diff(mask.shape, mask.dtype), k3(mask.shape, mask.dtype), rho2(mask.shape, mask.dtype),
+      lr(mask.shape, mask.dtype);
   for (int64_t k = 0; k < mask.size(); ++k) {
     diff[k] = rollout[k] - old_log_prob[k];
     lr[k] = old_log_prob[k] - rollout[k];
@@ -92,9 +93,8 @@ std::vector<std::string> OffpolicyMetricNames(bool with_rollout) {
 // ------------------------------------------------------------------ pipeline
 
 // verl: compute_rollout_correction_and_rejection_mask.
-CorrectionResult compute_rollout_correction_and_rejection_mask(const Array& old_log_prob,
-                                                               const Array& rollout_log_prob, const Array& mask,
-                                                               const RolloutCorrectionSettings& s) {
+CorrectionResult compute_rollout_correction_and_rejection_mask(const Array& old_log_prob, const Array& rollout_log_prob,
+                                                               const Array& mask, const RolloutCorrectionSettings& s) {
   if (!AnyValid(mask)) NoValidToken();
   if (old_log_prob.shape != rollout_log_prob.shape || old_log_prob.shape != mask.shape)
     throw VerlError("ValueError", "old_log_prob, rollout_log_prob and response_mask shapes differ.");
@@ -142,7 +142,8 @@ PolicyLossResult policy_loss_bypass_mode(const PolicyLossInputs& in, const Vanil
                                          const CorrectionResult* frozen) {
   // The pipeline sees the current policy as "old" and the rollout as "rollout".
   CorrectionResult local;
-  if (!frozen) local = compute_rollout_correction_and_rejection_mask(in.log_prob, in.old_log_prob, in.response_mask, settings);
+  if (!frozen)
+    local = compute_rollout_correction_and_rejection_mask(in.log_prob, in.old_log_prob, in.response_mask, settings);
   const CorrectionResult& pipe = frozen ? *frozen : local;
   const Array* weights = pipe.rollout_is_weights ? &*pipe.rollout_is_weights : nullptr;
   PolicyLossResult out;

@@ -7,10 +7,10 @@
 #include <cmath>
 #include <limits>
 
-#include "oracle/torch_functional/masked.h"
-#include "oracle/rollout_correction/rollout_correction.h"
-#include "oracle/rollout_correction/internal.h"
 #include "oracle/core/sum.h"
+#include "oracle/rollout_correction/internal.h"
+#include "oracle/rollout_correction/rollout_correction.h"
+#include "oracle/torch_functional/masked.h"
 
 namespace verlconf::oracle {
 namespace {
@@ -79,7 +79,8 @@ namespace rollout_internal {
 double ToFloat32(double x) {
   if (!std::isfinite(x)) return x;
   const double max32 = static_cast<double>(std::numeric_limits<float>::max());
-  if (std::fabs(x) > max32) return std::fabs(x) < 3.4028235677973366e38 ? std::copysign(max32, x) : std::copysign(kInf, x);
+  if (std::fabs(x) > max32)
+    return std::fabs(x) < 3.4028235677973366e38 ? std::copysign(max32, x) : std::copysign(kInf, x);
   return static_cast<double>(static_cast<float>(x));
 }
 

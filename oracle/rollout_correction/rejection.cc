@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "oracle/torch_functional/masked.h"
-#include "oracle/rollout_correction/rollout_correction.h"
-#include "oracle/rollout_correction/internal.h"
 #include "oracle/core/sum.h"
+#include "oracle/rollout_correction/internal.h"
+#include "oracle/rollout_correction/rollout_correction.h"
+#include "oracle/torch_functional/masked.h"
 
 namespace verlconf::oracle {
 using namespace rollout_internal;
@@ -84,8 +84,8 @@ void RsMetrics(const std::string& option, const RsOptionStats& st, const Array& 
     if (apply_lower)
       m[p + "_seq_fraction_low"] = Float32Fraction(count(valid_seq, [&](double x) { return x < thr_lower; }), nvalid);
   } else {
-    for (const char* k : {"_seq_mean", "_seq_std", "_seq_max", "_seq_min", "_seq_max_deviation",
-                          "_seq_fraction_high", "_seq_fraction_low"})
+    for (const char* k : {"_seq_mean", "_seq_std", "_seq_max", "_seq_min", "_seq_max_deviation", "_seq_fraction_high",
+                          "_seq_fraction_low"})
       m[p + k] = 0.0;
   }
 }
@@ -239,7 +239,8 @@ void OptionRejectedFractions(const std::string& option, const Array& keep, const
 RejectionResult compute_rollout_rejection_mask(const Array& log_ratio, const Array& mask, const ConfigValue& rollout_rs,
                                                const ConfigValue& threshold, LogRatioError lr_err) {
   const auto* rs = std::get_if<std::string>(&rollout_rs);
-  if (!rs) throw VerlError("ValueError", "rollout_rs must be a non-empty string (comma separated for multiple options).");
+  if (!rs)
+    throw VerlError("ValueError", "rollout_rs must be a non-empty string (comma separated for multiple options).");
   if (std::holds_alternative<std::monostate>(threshold))
     throw VerlError("ValueError", "rollout_rs_threshold must be provided for rejection sampling.");
   const std::vector<std::string> options = ParseRolloutRsOptions(*rs);

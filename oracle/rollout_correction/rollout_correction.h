@@ -27,8 +27,8 @@
 
 #include "oracle/core/case.h"
 #include "oracle/core/generate.h"
-#include "oracle/policy_loss/vanilla.h"
 #include "oracle/core/tensor.h"
+#include "oracle/policy_loss/vanilla.h"
 
 namespace verlconf::oracle {
 
@@ -37,9 +37,9 @@ namespace verlconf::oracle {
 inline constexpr double kRolloutSafetyBound = 20.0;
 
 // rollout_corr_helper.SUPPORTED_ROLLOUT_RS_OPTIONS, in a fixed order.
-inline constexpr const char* kRolloutRsOptions[] = {
-    "token_k1",    "token_k2",    "token_k3",    "seq_sum_k1", "seq_sum_k2", "seq_sum_k3",
-    "seq_mean_k1", "seq_mean_k2", "seq_mean_k3", "seq_max_k2", "seq_max_k3"};
+inline constexpr const char* kRolloutRsOptions[] = {"token_k1",    "token_k2",   "token_k3",    "seq_sum_k1",
+                                                    "seq_sum_k2",  "seq_sum_k3", "seq_mean_k1", "seq_mean_k2",
+                                                    "seq_mean_k3", "seq_max_k2", "seq_max_k3"};
 bool IsRolloutRsOption(const std::string& name);
 
 // torch's CPU float64 sum of a contiguous tensor, single-threaded, in its own order
@@ -177,25 +177,24 @@ std::map<std::string, double> compute_offpolicy_metrics(const Array& old_log_pro
 // The rollout-correction part of a RolloutCorrectionConfig, as the pipeline reads it.
 // monostate = None.
 struct RolloutCorrectionSettings {
-  ConfigValue rollout_is;                            // None, "token", "sequence"
-  ConfigValue rollout_is_threshold = 2.0;            // None disables IS
+  ConfigValue rollout_is;                  // None, "token", "sequence"
+  ConfigValue rollout_is_threshold = 2.0;  // None disables IS
   bool rollout_is_batch_normalize = false;
-  ConfigValue rollout_rs;                            // None disables RS
-  ConfigValue rollout_rs_threshold;                  // required when rollout_rs is set
+  ConfigValue rollout_rs;            // None disables RS
+  ConfigValue rollout_rs_threshold;  // required when rollout_rs is set
 };
 
 struct CorrectionResult {
   std::optional<Array> rollout_is_weights;  // when IS is on
   Array modified_response_mask;
-  std::map<std::string, double> metrics;    // "rollout_corr/..."
+  std::map<std::string, double> metrics;  // "rollout_corr/..."
   Array boundary;
 };
 // verl: compute_rollout_correction_and_rejection_mask. log_ratio = old - rollout; IS
 // when rollout_is and its threshold are both set; RS when rollout_rs is set (ValueError
 // if its threshold is None); off-policy metrics always; every key prefixed
 // "rollout_corr/". ValueError on a mask without a valid token.
-CorrectionResult compute_rollout_correction_and_rejection_mask(const Array& old_log_prob,
-                                                               const Array& rollout_log_prob,
+CorrectionResult compute_rollout_correction_and_rejection_mask(const Array& old_log_prob, const Array& rollout_log_prob,
                                                                const Array& response_mask,
                                                                const RolloutCorrectionSettings& settings);
 

@@ -7,15 +7,16 @@
 // Config: an absent attribute is None, as the capture passes it (fixtures/adapters/
 // verl_adapter.py: "a config key absent from a case was passed as None"); ConfigKey's
 // verl_default documents verl's own default, which a case gets by storing it.
+#include "oracle/rollout_correction/spec.h"
+
 #include <algorithm>
 
 #include "oracle/core/errors.h"
 #include "oracle/core/generate.h"
-#include "oracle/rollout_correction/spec.h"
-#include "oracle/rollout_correction/rollout_correction.h"
-#include "oracle/rollout_correction/spec_common.h"
 #include "oracle/core/spec_util.h"
 #include "oracle/policy_loss/spec_common.h"
+#include "oracle/rollout_correction/rollout_correction.h"
+#include "oracle/rollout_correction/spec_common.h"
 
 namespace verlconf {
 namespace {
@@ -84,10 +85,17 @@ FunctionSpec Weights() {
   FunctionSpec s = HelperSpec("compute_rollout_correction_weights");
   s.inputs = LogRatioInputs();
   // Absent = None, as the capture passes it (None level or threshold: no weights).
-  s.config = {{"rollout_is", "str", std::string("token"), "IS level: token or sequence", {"token", "sequence"},
+  s.config = {{"rollout_is",
+               "str",
+               std::string("token"),
+               "IS level: token or sequence",
+               {"token", "sequence"},
                /*absent_is_none=*/true},
-              {"rollout_is_threshold", kThresholdType, 2.0,
-               "a number or float-like string: TIS upper bound; \"lower_upper\": IcePop band", {},
+              {"rollout_is_threshold",
+               kThresholdType,
+               2.0,
+               "a number or float-like string: TIS upper bound; \"lower_upper\": IcePop band",
+               {},
                /*absent_is_none=*/true},
               {"rollout_is_batch_normalize", "bool", int64_t{0}, "normalise the weights to mean 1 (non-distributed)"}};
   s.outputs = {{"rollout_is_weights"}};
@@ -104,8 +112,8 @@ FunctionSpec Weights() {
     return out;
   };
   s.check_config = [](const Case& c) {
-    oracle::ThrowIfRefused(c, oracle::CheckIsConfig(c.config.Value("rollout_is"),
-                                                    c.config.Value("rollout_is_threshold")));
+    oracle::ThrowIfRefused(c,
+                           oracle::CheckIsConfig(c.config.Value("rollout_is"), c.config.Value("rollout_is_threshold")));
   };
   s.generate = GenerateWeights;
   s.variants = WeightsVariants;
@@ -149,8 +157,10 @@ void SetRandomRs(oracle::InputGen& g, Config& cfg, const std::string& rs_key, co
   } else {
     static const double shared[] = {1.5, 2.0, 3.0};
     const double v = shared[g.Int(0, 2)];
-    if (g.Coin(0.5)) cfg.Set(threshold_key, v);
-    else cfg.Set(threshold_key, oracle::PyFloatRepr(v));
+    if (g.Coin(0.5))
+      cfg.Set(threshold_key, v);
+    else
+      cfg.Set(threshold_key, oracle::PyFloatRepr(v));
   }
 }
 
@@ -208,15 +218,19 @@ FunctionSpec RejectionBase(const std::string& name) {
 
 FunctionSpec Rejection() {
   FunctionSpec s = RejectionBase("compute_rollout_rejection_mask");
-  s.config = {{"rollout_rs", "str", std::string("token_k1"), "options, comma separated (chained: all must pass)", {},
+  s.config = {{"rollout_rs",
+               "str",
+               std::string("token_k1"),
+               "options, comma separated (chained: all must pass)",
+               {},
                /*absent_is_none=*/true},
               {"rollout_rs_threshold", kThresholdType, kNone,
                "one entry per option or one shared; k1: \"lower_upper\" or u = [1/u, u]; None: ValueError"}};
   oracle::AddCorrectionMetrics(s, "", /*is=*/false, oracle::AllRsOptions(), /*offpolicy=*/false);
   s.oracle = [](const Case& c) { return RunRejection(c, c.config.Value("rollout_rs")); };
   s.check_config = [](const Case& c) {
-    oracle::ThrowIfRefused(c, oracle::CheckRsConfig(c.config.Value("rollout_rs"),
-                                                    c.config.Value("rollout_rs_threshold")));
+    oracle::ThrowIfRefused(c,
+                           oracle::CheckRsConfig(c.config.Value("rollout_rs"), c.config.Value("rollout_rs_threshold")));
   };
   s.generate = GenerateRejection;
   s.variants = RejectionVariants;
@@ -240,8 +254,10 @@ FunctionSpec RejectionOption(const std::string& option) {
     oracle::InputGen g(p.seed);
     Case c = NewLogRatioCase(p, g);
     const std::string entry = oracle::RandomRsThresholdEntry(g, option);
-    if (g.Coin(0.3) && entry.find('_') == std::string::npos) c.config.Set("rollout_rs_threshold", std::stod(entry));
-    else c.config.Set("rollout_rs_threshold", entry);
+    if (g.Coin(0.3) && entry.find('_') == std::string::npos)
+      c.config.Set("rollout_rs_threshold", std::stod(entry));
+    else
+      c.config.Set("rollout_rs_threshold", entry);
     return c;
   };
   s.notes = std::string("compute_rollout_rejection_mask(rollout_rs=\"") + option + "\"). " + kRsNotes;
@@ -274,9 +290,10 @@ FunctionSpec Offpolicy() {
     return out;
   };
   s.generate = [](const GenParams& p) { return GenerateLogProbPair(p, "old_log_prob", true); };
-  s.notes = "PPLs: per-row masked means (padding-only rows: 0, so ppl 1) averaged over every row; kl = "
-            "masked_mean(rollout - old); k3_kl uses the unclamped exp; chi2_token / chi2_seq clamp the log-ratio "
-            "(row sum) to +-20. AssertionError when the mask has no valid token.";
+  s.notes =
+      "PPLs: per-row masked means (padding-only rows: 0, so ppl 1) averaged over every row; kl = "
+      "masked_mean(rollout - old); k3_kl uses the unclamped exp; chi2_token / chi2_seq clamp the log-ratio "
+      "(row sum) to +-20. AssertionError when the mask has no valid token.";
   return s;
 }
 
@@ -310,11 +327,10 @@ FunctionSpec Pipeline() {
   oracle::DeclareDetachedOutputs(s, "old_log_prob");
   oracle::AddCorrectionMetrics(s, "rollout_corr/", /*is=*/true, oracle::AllRsOptions(), /*offpolicy=*/true);
   s.oracle = [](const Case& c) {
-    return oracle::PackCorrection(
-        oracle::compute_rollout_correction_and_rejection_mask(c.Input("old_log_prob"), c.Input("rollout_log_prob"),
-                                                              c.Input("response_mask"),
-                                                              oracle::ReadRolloutSettings(c.config)),
-        "modified_response_mask");
+    return oracle::PackCorrection(oracle::compute_rollout_correction_and_rejection_mask(
+                                      c.Input("old_log_prob"), c.Input("rollout_log_prob"), c.Input("response_mask"),
+                                      oracle::ReadRolloutSettings(c.config)),
+                                  "modified_response_mask");
   };
   s.check_config = [](const Case& c) {
     oracle::ThrowIfRefused(c, oracle::CheckPipelineConfig(oracle::ReadRolloutSettings(c.config)));
@@ -332,17 +348,17 @@ FunctionSpec Pipeline() {
     return c;
   };
   s.variants = [](const Case& c) -> std::vector<std::string> {
-    const bool is = !IsNone(c.config.Value("rollout_is")) &&
-                    !IsNone(c.config.Value("rollout_is_threshold"));
+    const bool is = !IsNone(c.config.Value("rollout_is")) && !IsNone(c.config.Value("rollout_is_threshold"));
     const bool rs = !IsNone(c.config.Value("rollout_rs"));
     return {is && rs ? "is_and_rs" : is ? "is_only" : rs ? "rs_only" : "neither"};
   };
   s.required_variants = {"is_and_rs", "is_only", "rs_only", "neither"};
   s.mistrust = oracle::AllRejected("modified_response_mask");
-  s.notes = "log_ratio = old - rollout; IS (compute_rollout_correction_weights) when rollout_is and its threshold are "
-            "set, RS (compute_rollout_rejection_mask) when rollout_rs is set, off-policy metrics always, keys "
-            "prefixed rollout_corr/. rollout_is_weights is returned only with IS. ValueError on a mask without a "
-            "valid token.";
+  s.notes =
+      "log_ratio = old - rollout; IS (compute_rollout_correction_weights) when rollout_is and its threshold are "
+      "set, RS (compute_rollout_rejection_mask) when rollout_rs is set, off-policy metrics always, keys "
+      "prefixed rollout_corr/. rollout_is_weights is returned only with IS. ValueError on a mask without a "
+      "valid token.";
   return s;
 }
 

@@ -2,11 +2,11 @@
 // "policy_loss"): core_algos.compute_policy_loss_bypass_mode, configured through
 // ActorConfig.policy_loss.rollout_correction. Math: oracle/rollout_correction/rollout_correction.h.
 #include "oracle/core/generate.h"
-#include "oracle/rollout_correction/spec.h"
-#include "oracle/rollout_correction/rollout_correction.h"
-#include "oracle/rollout_correction/spec_common.h"
 #include "oracle/core/spec_util.h"
 #include "oracle/policy_loss/spec_common.h"
+#include "oracle/rollout_correction/rollout_correction.h"
+#include "oracle/rollout_correction/spec.h"
+#include "oracle/rollout_correction/spec_common.h"
 
 namespace verlconf {
 namespace {
@@ -54,12 +54,14 @@ void AddBypassModeSpecs(std::vector<FunctionSpec>& out) {
   s.inputs[0].doc = "the rollout log-probs (bypass: old = rollout)";
   s.inputs[4].doc = "ignored by verl (recomputed)";
   oracle::AddVanillaKeys(s);
-  s.config.push_back({"loss_type", "str", std::string("ppo_clip"),
-                      "rollout_correction.loss_type: ppo_clip or reinforce (anything else: ValueError)", {},
+  s.config.push_back({"loss_type",
+                      "str",
+                      std::string("ppo_clip"),
+                      "rollout_correction.loss_type: ppo_clip or reinforce (anything else: ValueError)",
+                      {},
                       /*absent_is_none=*/true});
-  oracle::AddRolloutSettingsKeys(
-      s, std::string("sequence"),
-      "rollout_correction.rollout_is (PolicyLossConfig's default RolloutCorrectionConfig)");
+  oracle::AddRolloutSettingsKeys(s, std::string("sequence"),
+                                 "rollout_correction.rollout_is (PolicyLossConfig's default RolloutCorrectionConfig)");
   s.outputs = {{"pg_loss", OutputKind::kScalar}};
   s.grads = {"log_prob"};
   s.metrics = {"actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower"};
@@ -78,8 +80,8 @@ void AddBypassModeSpecs(std::vector<FunctionSpec>& out) {
     oracle::ThrowIfRefused(c, oracle::CheckPipelineConfig(oracle::ReadRolloutSettings(c.config)));
     const std::string loss_type = LossType(c.config);
     if (loss_type != "ppo_clip" && loss_type != "reinforce")
-      oracle::ThrowIfRefused(c, {"loss_type", "ValueError: Invalid loss_type: " + loss_type +
-                                                  ". Must be 'reinforce' or 'ppo_clip'."});
+      oracle::ThrowIfRefused(
+          c, {"loss_type", "ValueError: Invalid loss_type: " + loss_type + ". Must be 'reinforce' or 'ppo_clip'."});
   };
   s.generate = Generate;
   s.variants = [](const Case& c) -> std::vector<std::string> {
@@ -93,11 +95,12 @@ void AddBypassModeSpecs(std::vector<FunctionSpec>& out) {
   // ran on (the pipeline's, recomputed from the case) rejects every valid token, so the
   // loss is a trivial zero that any implementation rejecting everything matches.
   s.mistrust = oracle::LossMaskAllRejected("old_log_prob", oracle::ReadRolloutSettings);
-  s.notes = "The pipeline (compute_rollout_correction_and_rejection_mask) runs under no_grad with log_prob as the "
-            "current policy and old_log_prob as the rollout; ppo_clip: compute_policy_loss_vanilla on the rejected "
-            "mask without IS weights; reinforce: compute_policy_loss_reinforce with the pipeline's IS weights on it. "
-            "Metrics: the loss's actor/... plus rollout_corr/.... The rollout_is_weights argument is ignored. An "
-            "absent rollout-correction key is None (as the capture passes it), not the dataclass default.";
+  s.notes =
+      "The pipeline (compute_rollout_correction_and_rejection_mask) runs under no_grad with log_prob as the "
+      "current policy and old_log_prob as the rollout; ppo_clip: compute_policy_loss_vanilla on the rejected "
+      "mask without IS weights; reinforce: compute_policy_loss_reinforce with the pipeline's IS weights on it. "
+      "Metrics: the loss's actor/... plus rollout_corr/.... The rollout_is_weights argument is ignored. An "
+      "absent rollout-correction key is None (as the capture passes it), not the dataclass default.";
   out.push_back(std::move(s));
 }
 

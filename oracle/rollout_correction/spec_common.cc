@@ -1,13 +1,13 @@
 #include "oracle/rollout_correction/spec_common.h"
 
-#include <utility>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <optional>
 #include <set>
-#include <iterator>
 #include <tuple>
+#include <utility>
 
 #include "oracle/core/spec_util.h"
 #include "oracle/policy_loss/spec_common.h"
@@ -29,10 +29,18 @@ RolloutCorrectionSettings ReadRolloutSettings(const Config& c) {
 void AddRolloutSettingsKeys(FunctionSpec& s, const ConfigValue& rollout_is_default, const std::string& rollout_is_doc) {
   // An absent rollout-correction key is None (as the capture passes it): None disables
   // IS, and verl's default then does not apply.
-  s.config.push_back({"rollout_is", "str", rollout_is_default, rollout_is_doc, {"token", "sequence"},
+  s.config.push_back({"rollout_is",
+                      "str",
+                      rollout_is_default,
+                      rollout_is_doc,
+                      {"token", "sequence"},
                       /*absent_is_none=*/!IsNone(rollout_is_default)});
-  s.config.push_back({"rollout_is_threshold", "float|str", 2.0,
-                      "TIS number or IcePop \"lower_upper\"; None disables IS", {}, /*absent_is_none=*/true});
+  s.config.push_back({"rollout_is_threshold",
+                      "float|str",
+                      2.0,
+                      "TIS number or IcePop \"lower_upper\"; None disables IS",
+                      {},
+                      /*absent_is_none=*/true});
   s.config.push_back({"rollout_is_batch_normalize", "bool", int64_t{0}, "normalise the IS weights to mean 1"});
   s.config.push_back({"rollout_rs", "str", None(), "None (no RS) or RS options, comma separated"});
   s.config.push_back({"rollout_rs_threshold", "float|str", None(), "required when rollout_rs is set (ValueError)"});
@@ -65,8 +73,7 @@ void AddStdMetricTolerances(FunctionSpec& s, const std::vector<std::string>& std
     const std::string name = field.substr(std::string("metrics/").size());
     const auto sd = c.metrics.find(name);
     const auto mean = c.metrics.find(name.substr(0, name.size() - 3) + "mean");  // X_std -> X_mean
-    if (sd == c.metrics.end() || mean == c.metrics.end() || !std::isfinite(sd->second) ||
-        !std::isfinite(mean->second))
+    if (sd == c.metrics.end() || mean == c.metrics.end() || !std::isfinite(sd->second) || !std::isfinite(mean->second))
       return std::nullopt;
     const Tolerance d = DefaultTolerance(DType::kFloat64);
     const double dvar = d.rtol * (sd->second * sd->second + mean->second * mean->second);
@@ -133,7 +140,8 @@ std::function<std::string(const Case&)> AllRejected(const std::string& mask_outp
     for (double v : out->second.data)
       if (v != 0.0) return "";
     for (double v : in->data)
-      if (v != 0.0) return "every valid token was rejected: the output mask is all zero, so agreeing on it proves little";
+      if (v != 0.0)
+        return "every valid token was rejected: the output mask is all zero, so agreeing on it proves little";
     return "";
   };
 }

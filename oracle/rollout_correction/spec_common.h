@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "oracle/core/case.h"
+#include "oracle/core/function_spec.h"
 #include "oracle/core/generate.h"
 #include "oracle/policy_loss/vanilla.h"
-#include "oracle/core/function_spec.h"
 #include "oracle/rollout_correction/rollout_correction.h"
 
 namespace verlconf::oracle {

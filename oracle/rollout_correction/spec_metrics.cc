@@ -12,16 +12,15 @@
 
 #include "oracle/core/errors.h"
 #include "oracle/core/generate.h"
-#include "oracle/rollout_correction/spec.h"
-#include "oracle/rollout_correction/rollout_correction.h"
-#include "oracle/rollout_correction/spec_common.h"
 #include "oracle/core/spec_util.h"
-#include "oracle/policy_loss/spec_common.h"
 #include "oracle/core/sum.h"
+#include "oracle/policy_loss/spec_common.h"
+#include "oracle/rollout_correction/rollout_correction.h"
+#include "oracle/rollout_correction/spec.h"
+#include "oracle/rollout_correction/spec_common.h"
 
 namespace verlconf {
 namespace {
-
 
 const ConfigValue kNone = std::monostate{};
 
@@ -82,10 +81,9 @@ Result RunIsMetrics(const Case& c) {
   }
   const ConfigValue level = c.config.Value("rollout_is");
   const auto* level_str = std::get_if<std::string>(&level);
-  oracle::MetricsResult r = oracle::compute_is_metrics(
-      c.Input("rollout_is_weights"), c.Input("raw_rollout_is_weights"),
-      c.Input(sequence ? "log_ratio_sum" : "log_ratio_for_metrics"), mask, level_str ? *level_str : "None", *upper,
-      lower);
+  oracle::MetricsResult r = oracle::compute_is_metrics(c.Input("rollout_is_weights"), c.Input("raw_rollout_is_weights"),
+                                                       c.Input(sequence ? "log_ratio_sum" : "log_ratio_for_metrics"),
+                                                       mask, level_str ? *level_str : "None", *upper, lower);
   Result out;
   out.metrics = std::move(r.metrics);
   out.boundary = std::move(r.boundary);
@@ -113,8 +111,8 @@ Case GenerateIsMetrics(const GenParams& p) {
   for (int64_t i = 0; i < p.batch; ++i)
     for (int64_t t = 0; t < p.tokens; ++t) {
       const double l = sequence ? sums[i] : lr.at(i, t);
-      raw.at(i, t) = std::exp(std::min(std::max(l, -oracle::kRolloutSafetyBound), oracle::kRolloutSafetyBound)) *
-                     mask.at(i, t);
+      raw.at(i, t) =
+          std::exp(std::min(std::max(l, -oracle::kRolloutSafetyBound), oracle::kRolloutSafetyBound)) * mask.at(i, t);
     }
   oracle::RoundToDType(raw);
   const bool icepop = g.Coin(0.4);
@@ -124,8 +122,10 @@ Case GenerateIsMetrics(const GenParams& p) {
   const double lower = lowers[g.Int(0, 2)];
   Array w = raw;
   for (int64_t k = 0; k < w.size(); ++k) {
-    if (icepop) w[k] = (raw[k] >= lower && raw[k] <= upper) ? raw[k] : 0.0;
-    else w[k] = std::min(raw[k], upper);
+    if (icepop)
+      w[k] = (raw[k] >= lower && raw[k] <= upper) ? raw[k] : 0.0;
+    else
+      w[k] = std::min(raw[k], upper);
   }
   if (g.Coin(0.25))
     for (double& x : w.data) x *= g.UniformScalar(0.5, 1.5);
@@ -133,8 +133,10 @@ Case GenerateIsMetrics(const GenParams& p) {
   c.inputs["rollout_is_weights"] = w;
   c.inputs["raw_rollout_is_weights"] = raw;
   c.inputs["response_mask"] = mask;
-  if (sequence) c.inputs["log_ratio_sum"] = sums;
-  else c.inputs["log_ratio_for_metrics"] = lr;
+  if (sequence)
+    c.inputs["log_ratio_sum"] = sums;
+  else
+    c.inputs["log_ratio_for_metrics"] = lr;
   c.config.Set("rollout_is", std::string(sequence ? "sequence" : "token"));
   c.config.Set("rollout_is_threshold", upper);
   if (icepop || g.Coin(0.3)) c.config.Set("rollout_is_threshold_lower", icepop ? lower : 1.0 / upper);
@@ -191,9 +193,8 @@ Result RunRsMetrics(const Case& c) {
   const ConfigValue level = c.config.Value("level");
   const auto* level_str = std::get_if<std::string>(&level);
   oracle::MetricsResult r = oracle::compute_rs_metrics(
-      oracle::PyStr(option), c.Input("rs_statistic"), mask, c.Input("seq_valid_mask"),
-      level_str ? *level_str : "None", c.OptionalInput("per_sequence_values"), *upper, lower.value_or(0.0),
-      apply_lower);
+      oracle::PyStr(option), c.Input("rs_statistic"), mask, c.Input("seq_valid_mask"), level_str ? *level_str : "None",
+      c.OptionalInput("per_sequence_values"), *upper, lower.value_or(0.0), apply_lower);
   Result out;
   out.metrics = std::move(r.metrics);
   out.boundary = std::move(r.boundary);
@@ -237,9 +238,12 @@ Case GenerateRsMetrics(const GenParams& p) {
         n += 1;
         mx = std::max(mx, stat.at(i, t));
       }
-      if (option.rfind("seq_sum", 0) == 0) seq[i] = s.Value();
-      else if (option.rfind("seq_mean", 0) == 0) seq[i] = s.Value() / (n + 1e-8);
-      else seq[i] = n > 0 ? mx : 0.0;
+      if (option.rfind("seq_sum", 0) == 0)
+        seq[i] = s.Value();
+      else if (option.rfind("seq_mean", 0) == 0)
+        seq[i] = s.Value() / (n + 1e-8);
+      else
+        seq[i] = n > 0 ? mx : 0.0;
     }
     oracle::RoundToDType(seq);
     for (int64_t i = 0; i < p.batch; ++i)
@@ -271,8 +275,8 @@ FunctionSpec RsMetricsSpec() {
   FunctionSpec s = MetricsHelperSpec("compute_rs_metrics");
   s.inputs = {{"rs_statistic", Role::kTokens, false, false, "the per-token statistic (sequence options: broadcast)"},
               {"response_mask", Role::kTokens, /*is_mask=*/true},
-              {"seq_valid_mask", Role::kSequences, /*is_mask=*/true,
-               false, "verl's boolean row mask (rows with a valid token), stored as 0/1"},
+              {"seq_valid_mask", Role::kSequences, /*is_mask=*/true, false,
+               "verl's boolean row mask (rows with a valid token), stored as 0/1"},
               {"per_sequence_values", Role::kSequences, false, /*optional=*/true,
                "one value per row; None: the per-row masked means of rs_statistic"}};
   s.config = {{"option_name", "str", kNone, "required: the metric prefix rollout_rs_<option_name>_ (any string)"},

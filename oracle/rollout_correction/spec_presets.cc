@@ -8,12 +8,12 @@
 // does. Table: oracle/rollout_correction/presets.cc; math: oracle/rollout_correction/rollout_correction.h.
 #include "oracle/core/errors.h"
 #include "oracle/core/generate.h"
-#include "oracle/rollout_correction/spec.h"
-#include "oracle/rollout_correction/rollout_correction.h"
-#include "oracle/rollout_correction/presets.h"
-#include "oracle/rollout_correction/spec_common.h"
 #include "oracle/core/spec_util.h"
 #include "oracle/policy_loss/spec_common.h"
+#include "oracle/rollout_correction/presets.h"
+#include "oracle/rollout_correction/rollout_correction.h"
+#include "oracle/rollout_correction/spec.h"
+#include "oracle/rollout_correction/spec_common.h"
 
 namespace verlconf {
 namespace {
@@ -63,7 +63,8 @@ void AddKwargKeys(FunctionSpec& s, const RolloutPreset& p) {
 std::string Describe(const oracle::RolloutCorrectionFields& f) {
   std::string out;
   for (const auto& [k, v] : f.AsConfig()) {
-    const std::string text = std::holds_alternative<std::string>(v) ? "\"" + std::get<std::string>(v) + "\"" : oracle::PyStr(v);
+    const std::string text =
+        std::holds_alternative<std::string>(v) ? "\"" + std::get<std::string>(v) + "\"" : oracle::PyStr(v);
     out += (out.empty() ? "" : ", ") + k + "=" + text;
   }
   return out;
@@ -139,14 +140,17 @@ FunctionSpec Decoupled(const RolloutPreset& preset) {
 // Union[str, float] (a factory passes an int keyword through unchanged).
 void CheckOmegaConfTypes(const oracle::RolloutCorrectionFields& f) {
   const std::pair<const char*, const ConfigValue*> fields[] = {{"rollout_is_threshold", &f.rollout_is_threshold},
-                                                              {"rollout_rs_threshold", &f.rollout_rs_threshold}};
+                                                               {"rollout_rs_threshold", &f.rollout_rs_threshold}};
   for (const auto& [name, v] : fields)
     if (const auto* i = std::get_if<int64_t>(v))
-      throw VerlError("ValidationError", "Value '" + std::to_string(*i) + "' of type 'int' is incompatible with type "
-                                         "hint 'Union[str, float]' full_key: " + name);
+      throw VerlError("ValidationError", "Value '" + std::to_string(*i) +
+                                             "' of type 'int' is incompatible with type "
+                                             "hint 'Union[str, float]' full_key: " +
+                                             name);
 }
 
-oracle::PolicyLossResult RunBypassPreset(const RolloutPreset& p, const Case& c, const oracle::CorrectionResult* frozen) {
+oracle::PolicyLossResult RunBypassPreset(const RolloutPreset& p, const Case& c,
+                                         const oracle::CorrectionResult* frozen) {
   const oracle::RolloutCorrectionFields f = oracle::ExpandPreset(p, c.config);
   CheckOmegaConfTypes(f);
   // apply_bypass_mode: old_log_probs := rollout_log_probs.
@@ -187,14 +191,14 @@ FunctionSpec Bypass(const RolloutPreset& preset) {
     try {
       CheckOmegaConfTypes(f);
     } catch (const VerlError& e) {
-      const std::string field = std::get_if<int64_t>(&f.rollout_is_threshold) ? "rollout_is_threshold"
-                                                                                : "rollout_rs_threshold";
+      const std::string field =
+          std::get_if<int64_t>(&f.rollout_is_threshold) ? "rollout_is_threshold" : "rollout_rs_threshold";
       oracle::ThrowIfRefused(c, {field, e.what()}, KwargOf(*p, field));
     }
     CheckPreset(*p, c);
   };
-  s.mistrust = oracle::LossMaskAllRejected(
-      "rollout_log_prob", [p](const Config& c) { return oracle::ExpandPreset(*p, c).Settings(); });
+  s.mistrust = oracle::LossMaskAllRejected("rollout_log_prob",
+                                           [p](const Config& c) { return oracle::ExpandPreset(*p, c).Settings(); });
   s.generate = [p](const GenParams& gp) {
     oracle::InputGen g(gp.seed);
     Case c = oracle::NewPolicyLossCase(gp, g);
@@ -205,11 +209,13 @@ FunctionSpec Bypass(const RolloutPreset& preset) {
     SetRandomKwargs(g, *p, c.config);
     return c;
   };
-  s.notes = "apply_bypass_mode (old_log_probs := rollout_log_probs) then compute_policy_loss_bypass_mode with "
-            "RolloutCorrectionConfig." + preset.name + "(); with default arguments: " + Describe(defaults) +
-            ". The pipeline runs on (log_prob, rollout_log_prob) under no_grad; loss_type " + defaults.loss_type +
-            (defaults.loss_type == "ppo_clip" ? ": vanilla PPO on the rejected mask, IS weights unused."
-                                              : ": REINFORCE with the pipeline's IS weights on the rejected mask.");
+  s.notes =
+      "apply_bypass_mode (old_log_probs := rollout_log_probs) then compute_policy_loss_bypass_mode with "
+      "RolloutCorrectionConfig." +
+      preset.name + "(); with default arguments: " + Describe(defaults) +
+      ". The pipeline runs on (log_prob, rollout_log_prob) under no_grad; loss_type " + defaults.loss_type +
+      (defaults.loss_type == "ppo_clip" ? ": vanilla PPO on the rejected mask, IS weights unused."
+                                        : ": REINFORCE with the pipeline's IS weights on the rejected mask.");
   return s;
 }
 

@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <set>
 
-#include "oracle/rollout_correction/rollout_correction.h"
 #include "oracle/rollout_correction/internal.h"
+#include "oracle/rollout_correction/rollout_correction.h"
 
 namespace verlconf::oracle {
 using namespace rollout_internal;
@@ -117,7 +117,8 @@ std::string PyFloatRepr(double x) {
     if (exponent >= 0) {
       std::string whole = digits.substr(0, std::min<size_t>(digits.size(), static_cast<size_t>(exponent) + 1));
       while (whole.size() < static_cast<size_t>(exponent) + 1) whole += '0';
-      std::string frac = digits.size() > static_cast<size_t>(exponent) + 1 ? digits.substr(static_cast<size_t>(exponent) + 1) : "0";
+      std::string frac =
+          digits.size() > static_cast<size_t>(exponent) + 1 ? digits.substr(static_cast<size_t>(exponent) + 1) : "0";
       out = whole + "." + frac;
     } else {
       out = "0." + std::string(static_cast<size_t>(-exponent - 1), '0') + digits;
@@ -175,7 +176,8 @@ IsThreshold ParseRolloutIsThreshold(const ConfigValue& spec) {
     throw VerlError("TypeError", "rollout_is_threshold must be a float or a string threshold specification.");
   }
   if (th.upper <= 0)
-    throw VerlError("ValueError", "rollout_is_threshold upper bound must be positive, got " + PyFloatRepr(th.upper) + ".");
+    throw VerlError("ValueError",
+                    "rollout_is_threshold upper bound must be positive, got " + PyFloatRepr(th.upper) + ".");
   if (th.lower) {
     if (*th.lower <= 0)
       throw VerlError("ValueError",
@@ -267,7 +269,8 @@ std::vector<std::pair<std::string, RsThreshold>> ParseRolloutRsThresholds(const 
       }
       if (!lower || !upper) throw VerlError("ValueError", invalid);
       if (*lower <= 0 || *upper <= 0)
-        throw VerlError("ValueError", "Thresholds for option " + PyQuote(option) + " must be positive, got " + entry + ".");
+        throw VerlError("ValueError",
+                        "Thresholds for option " + PyQuote(option) + " must be positive, got " + entry + ".");
       if (*lower > *upper)
         throw VerlError("ValueError",
                         "Thresholds for option " + PyQuote(option) + " must be lower <= upper, got " + entry + ".");
@@ -281,7 +284,8 @@ std::vector<std::pair<std::string, RsThreshold>> ParseRolloutRsThresholds(const 
       const auto upper = PyFloatFromString(entry);
       if (!upper) throw VerlError("ValueError", invalid);
       if (*upper <= 0)
-        throw VerlError("ValueError", "Threshold for option " + PyQuote(option) + " must be positive, got " + entry + ".");
+        throw VerlError("ValueError",
+                        "Threshold for option " + PyQuote(option) + " must be positive, got " + entry + ".");
       th.upper = *upper;
     }
     out.emplace_back(option, th);
@@ -294,8 +298,8 @@ std::vector<std::pair<std::string, RsThreshold>> ParseRolloutRsThresholds(const 
 ConfigRefusal CheckIsConfig(const ConfigValue& rollout_is, const ConfigValue& threshold) {
   const auto* level = std::get_if<std::string>(&rollout_is);
   if (!level || (*level != "token" && *level != "sequence"))
-    return {"rollout_is", "ValueError: Invalid rollout_is: " + DescribeValue(rollout_is) +
-                              ". Must be one of {'token', 'sequence'}."};
+    return {"rollout_is",
+            "ValueError: Invalid rollout_is: " + DescribeValue(rollout_is) + ". Must be one of {'token', 'sequence'}."};
   try {
     ParseRolloutIsThreshold(threshold);
   } catch (const VerlError& e) {
@@ -332,8 +336,9 @@ ConfigRefusal CheckPipelineConfig(const RolloutCorrectionSettings& s) {
   }
   if (!std::holds_alternative<std::monostate>(s.rollout_rs)) {
     if (std::holds_alternative<std::monostate>(s.rollout_rs_threshold))
-      return {"rollout_rs_threshold", "ValueError: rollout_rs_threshold must be explicitly provided when rollout_rs is "
-                                      "enabled."};
+      return {"rollout_rs_threshold",
+              "ValueError: rollout_rs_threshold must be explicitly provided when rollout_rs is "
+              "enabled."};
     return CheckRsConfig(s.rollout_rs, s.rollout_rs_threshold);
   }
   return {};

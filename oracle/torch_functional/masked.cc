@@ -40,8 +40,7 @@ Array masked_mean_rows(const Array& values, const Array& mask) {
 
 void CheckBesselMaskSum(double mask_sum) {
   if (mask_sum == 0.0) throw VerlError("ValueError", "At least one element in the mask has to be 1.");
-  if (mask_sum == 1.0)
-    throw VerlError("ValueError", "The sum of the mask is one, which can cause a division by zero.");
+  if (mask_sum == 1.0) throw VerlError("ValueError", "The sum of the mask is one, which can cause a division by zero.");
 }
 
 // Sum of squared deviations about verl's (biased) masked mean, and the Bessel factor.
@@ -97,8 +96,7 @@ Array masked_mean_rows_grad(const Array& values, const Array& mask) {
     ExactSum m;
     for (int64_t t = 0; t < values.cols(); ++t) m.Add(mask.at(i, t));
     const double denom = m.Value() + kMaskedMeanEps;
-    for (int64_t t = 0; t < values.cols(); ++t)
-      g.at(i, t) = mask.at(i, t) != 0.0 ? mask.at(i, t) / denom : 0.0;
+    for (int64_t t = 0; t < values.cols(); ++t) g.at(i, t) = mask.at(i, t) != 0.0 ? mask.at(i, t) / denom : 0.0;
   }
   return g;
 }

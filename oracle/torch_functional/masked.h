@@ -16,8 +16,8 @@
 
 namespace verlconf::oracle {
 
-inline constexpr double kMaskedMeanEps = 1e-8;   // masked_mean's denominator offset
-inline constexpr double kWhitenVarEps = 1e-8;    // masked_whiten's rsqrt offset
+inline constexpr double kMaskedMeanEps = 1e-8;  // masked_mean's denominator offset
+inline constexpr double kWhitenVarEps = 1e-8;   // masked_whiten's rsqrt offset
 
 double masked_sum(const Array& values, const Array& mask);
 double masked_mean(const Array& values, const Array& mask);

@@ -1,9 +1,10 @@
 // Registry entries for verl's masked statistics (family "torch_functional").
+#include "oracle/torch_functional/spec.h"
+
 #include "oracle/core/errors.h"
 #include "oracle/core/generate.h"
-#include "oracle/torch_functional/masked.h"
-#include "oracle/torch_functional/spec.h"
 #include "oracle/core/spec_util.h"
+#include "oracle/torch_functional/masked.h"
 
 namespace verlconf {
 namespace {
@@ -37,8 +38,8 @@ std::map<std::string, Array> MaskedMeanVjp(const Case& c, const Result&) {
 }
 
 std::map<std::string, Array> MaskedWhitenVjp(const Case& c, const Result&) {
-  return {{"output/values", oracle::masked_whiten_vjp(c.Input("values"), c.Input("mask"),
-                                                      c.config.Bool("shift_mean"), c.projections.at("output"))}};
+  return {{"output/values", oracle::masked_whiten_vjp(c.Input("values"), c.Input("mask"), c.config.Bool("shift_mean"),
+                                                      c.projections.at("output"))}};
 }
 
 Result RunMaskedVar(const Case& c) {
@@ -88,8 +89,8 @@ void AddTorchFunctionalSpecs(std::vector<FunctionSpec>& out) {
                        {{"axis", "int", std::monostate{}, "None = all elements; -1 = per row"}}, OutputKind::kTensor));
   out.back().vjp_inputs = {"values"};
   out.back().vjp = MaskedMeanVjp;
-  out.push_back(Masked("masked_var", RunMaskedVar, {{"unbiased", "bool", int64_t{1}, "Bessel-corrected"}},
-                       OutputKind::kScalar));
+  out.push_back(
+      Masked("masked_var", RunMaskedVar, {{"unbiased", "bool", int64_t{1}, "Bessel-corrected"}}, OutputKind::kScalar));
   out.push_back(Masked("masked_whiten", RunMaskedWhiten,
                        {{"shift_mean", "bool", int64_t{1}, "false = add the mean back after scaling"}},
                        OutputKind::kTensor));

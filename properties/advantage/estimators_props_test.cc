@@ -9,9 +9,9 @@
 #include <map>
 #include <random>
 
+#include "oracle/advantage/groups.h"
 #include "oracle/advantage/returns.h"
 #include "oracle/core/errors.h"
-#include "oracle/advantage/groups.h"
 #include "oracle/torch_functional/masked.h"
 #include "properties/testing.h"
 

@@ -8,8 +8,8 @@
 #include <map>
 #include <random>
 
-#include "oracle/advantage/grpo.h"
 #include "oracle/advantage/groups.h"
+#include "oracle/advantage/grpo.h"
 #include "oracle/advantage/spec_common.h"
 #include "properties/testing.h"
 

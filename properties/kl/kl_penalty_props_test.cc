@@ -36,7 +36,8 @@ RC_GTEST_PROP(Kl, K3AgreesWithK2ToSecondOrder, ()) {
 // verl's aliases are the same estimator.
 RC_GTEST_PROP(Kl, AliasesAgree, ()) {
   const double ref = Base(), lp = ref + LogRatio();
-  for (auto [a, b] : {std::pair{"kl", "k1"}, {"mse", "k2"}, {"low_var_kl", "k3"}, {"kl+", "k1+"}, {"low_var_kl+", "k3+"}}) {
+  for (auto [a, b] :
+       {std::pair{"kl", "k1"}, {"mse", "k2"}, {"low_var_kl", "k3"}, {"kl+", "k1+"}, {"low_var_kl+", "k3+"}}) {
     RC_ASSERT(kl_value(ParseKlName(a), lp, ref) == kl_value(ParseKlName(b), lp, ref));
     RC_ASSERT(kl_grad_logprob(ParseKlName(a), lp, ref) == kl_grad_logprob(ParseKlName(b), lp, ref));
   }

@@ -8,10 +8,10 @@
 #include <cmath>
 
 #include "oracle/aggregation/agg_loss.h"
-#include "oracle/core/errors.h"
-#include "oracle/torch_functional/masked.h"
-#include "oracle/policy_loss/cov.h"
 #include "oracle/aggregation/spec_common.h"
+#include "oracle/core/errors.h"
+#include "oracle/policy_loss/cov.h"
+#include "oracle/torch_functional/masked.h"
 #include "properties/testing.h"
 
 namespace verlconf {

@@ -56,7 +56,8 @@ RC_GTEST_PROP(Vanilla, InsideClipRangeEqualsUnclippedSurrogate, ()) {
     const double w = c.OptionalInput("rollout_is_weights") ? (*c.OptionalInput("rollout_is_weights"))[k] : 1.0;
     surrogate[k] = -c.Input("advantages")[k] * std::exp(lp[k] - c.Input("old_log_prob")[k]) * w;
   }
-  const double want = oracle::agg_loss(surrogate, c.Input("response_mask"), c.config.String("loss_agg_mode", ""), Local());
+  const double want =
+      oracle::agg_loss(surrogate, c.Input("response_mask"), c.config.String("loss_agg_mode", ""), Local());
   RC_ASSERT(Close(r.outputs.at("pg_loss")[0], want, Tol{1e-12, 1e-12}, NanPolicy::kNanEqualsNan));
   RC_ASSERT(r.metrics.at("actor/pg_clipfrac") == 0.0);
 }

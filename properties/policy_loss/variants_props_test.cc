@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "oracle/core/spec_util.h"
 #include "oracle/aggregation/agg_loss.h"
-#include "oracle/core/errors.h"
 #include "oracle/aggregation/spec_common.h"
+#include "oracle/core/errors.h"
+#include "oracle/core/spec_util.h"
 #include "properties/testing.h"
 
 namespace verlconf {
@@ -282,8 +282,10 @@ TEST(PolicyLosses, DroBetaMustBePositive) {
   GenParams p;
   for (int variant = 0; variant < 2; ++variant) {
     Case c = s->generate(p);
-    if (variant == 0) c.config.Set("dro_beta", oracle::None());
-    else c.config.Set("dro_beta", 0.0);
+    if (variant == 0)
+      c.config.Set("dro_beta", oracle::None());
+    else
+      c.config.Set("dro_beta", 0.0);
     try {
       s->oracle(c);
       FAIL() << "expected ValueError";

@@ -10,11 +10,11 @@
 #include <set>
 
 #include "oracle/core/errors.h"
-#include "oracle/torch_functional/masked.h"
-#include "oracle/rollout_correction/rollout_correction.h"
-#include "oracle/rollout_correction/presets.h"
 #include "oracle/core/sum.h"
 #include "oracle/core/validate.h"
+#include "oracle/rollout_correction/presets.h"
+#include "oracle/rollout_correction/rollout_correction.h"
+#include "oracle/torch_functional/masked.h"
 #include "properties/testing.h"
 
 namespace verlconf {
@@ -195,9 +195,9 @@ RC_GTEST_PROP(RolloutRs, ChainMaskIsTheIntersectionOfItsParts, ()) {
     Case part = c;
     part.function = option;
     part.config = Config();
-    part.config.Set("rollout_rs_threshold",
-                    th.lower ? oracle::PyFloatRepr(*th.lower) + "_" + oracle::PyFloatRepr(th.upper)
-                             : oracle::PyFloatRepr(th.upper));
+    part.config.Set("rollout_rs_threshold", th.lower
+                                                ? oracle::PyFloatRepr(*th.lower) + "_" + oracle::PyFloatRepr(th.upper)
+                                                : oracle::PyFloatRepr(th.upper));
     const Array one = RunOracle(part).outputs.at("modified_response_mask");
     for (int64_t k = 0; k < product.size(); ++k) product[k] *= one[k];
   }
@@ -385,7 +385,7 @@ Case BypassCase(const std::string& loss_type) {
 RC_GTEST_PROP(BypassMode, PpoClipWithoutCorrectionIsVanilla, ()) {
   Case c = BypassCase("ppo_clip");
   c.config.Set("rollout_is", *rc::gen::element(ConfigValue(kNone), ConfigValue(std::string("token")),
-                                                ConfigValue(std::string("sequence"))));
+                                               ConfigValue(std::string("sequence"))));
   c.config.Set("rollout_rs", kNone);
   c.config.Set("rollout_rs_threshold", kNone);
   Result r;
@@ -485,7 +485,7 @@ std::string KindOfRun(const Case& c, Result* out) {
 RC_GTEST_PROP(RolloutMetrics, IsMetricsAreTheWeightsFunctionsMetrics, ()) {
   const std::string level = *rc::gen::element<std::string>("token", "sequence");
   const ConfigValue threshold = *rc::gen::element<ConfigValue>(1.5, 2.0, int64_t{5}, std::string("0.5_2.0"),
-                                                              std::string("0.8_1.25"), std::string("1.0_2.0"));
+                                                               std::string("0.8_1.25"), std::string("1.0_2.0"));
   const Case w = WeightsCase(level, threshold, false);
   const Array& lr = w.Input("log_ratio");
   const Array& mask = w.Input("response_mask");
@@ -504,8 +504,10 @@ RC_GTEST_PROP(RolloutMetrics, IsMetricsAreTheWeightsFunctionsMetrics, ()) {
   }
   m.inputs["raw_rollout_is_weights"] = raw;
   m.inputs["response_mask"] = mask;
-  if (level == "sequence") m.inputs["log_ratio_sum"] = sums;
-  else m.inputs["log_ratio_for_metrics"] = lr;
+  if (level == "sequence")
+    m.inputs["log_ratio_sum"] = sums;
+  else
+    m.inputs["log_ratio_for_metrics"] = lr;
   m.config.Set("rollout_is", level);
   m.config.Set("rollout_is_threshold", th.upper);
   if (th.lower) m.config.Set("rollout_is_threshold_lower", *th.lower);
@@ -566,9 +568,12 @@ RC_GTEST_PROP(RolloutMetrics, RsMetricsAreTheRejectionFunctionsMetrics, ()) {
       if (mask.at(i, t) != 0.0) mx = std::max(mx, stat.at(i, t));
     }
     valid[i] = n.Value() > 0 ? 1.0 : 0.0;
-    if (option.rfind("seq_sum", 0) == 0) seq[i] = sum.Value();
-    else if (option.rfind("seq_mean", 0) == 0) seq[i] = sum.Value() / (n.Value() + oracle::kMaskedMeanEps);
-    else seq[i] = n.Value() > 0 ? mx : 0.0;
+    if (option.rfind("seq_sum", 0) == 0)
+      seq[i] = sum.Value();
+    else if (option.rfind("seq_mean", 0) == 0)
+      seq[i] = sum.Value() / (n.Value() + oracle::kMaskedMeanEps);
+    else
+      seq[i] = n.Value() > 0 ? mx : 0.0;
   }
   if (!token)
     for (int64_t i = 0; i < mask.rows(); ++i)
@@ -658,7 +663,7 @@ TEST(RolloutParsers, RsThresholdsRejectMalformedSpecs) {
   for (const char* bad : {"0.5_2", "abc", "-1", "0", ""}) EXPECT_EQ(kind(k2, std::string(bad)), "ValueError") << bad;
   EXPECT_EQ(kind(both, std::string("0.5_2.0,0.1,0.2")), "ValueError");  // wrong count
   EXPECT_EQ(kind(k1, kNone), "ValueError");
-  EXPECT_EQ(kind(k1, 0.5), "ValueError");                  // 1/0.5 = 2 > 0.5
+  EXPECT_EQ(kind(k1, 0.5), "ValueError");                      // 1/0.5 = 2 > 0.5
   EXPECT_EQ(kind(k1, std::string("0")), "ZeroDivisionError");  // 1.0 / 0.0 outside verl's try
   const auto shared = oracle::ParseRolloutRsThresholds(both, 2.0);
   EXPECT_EQ(*shared[0].second.lower, 0.5);

@@ -28,7 +28,8 @@ RC_GTEST_PROP(Masked, MeanOfConstant, ()) {
   for (double& v : c.inputs["values"].data) v = k;
   const double m = MaskSum(c.Input("mask"));
   RC_ASSERT(oracle::masked_mean(c.Input("values"), c.Input("mask")) == k * m / (m + 1e-8) ||
-            std::fabs(oracle::masked_mean(c.Input("values"), c.Input("mask")) - k * m / (m + 1e-8)) <= 1e-15 * std::fabs(k));
+            std::fabs(oracle::masked_mean(c.Input("values"), c.Input("mask")) - k * m / (m + 1e-8)) <=
+                1e-15 * std::fabs(k));
 }
 
 // Values under a zero mask never matter, not even NaN (verl zeroes them first).

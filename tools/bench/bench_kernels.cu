@@ -54,7 +54,8 @@ int Blocks(int64_t items) {
 void CopyFloats(const float* src, float* dst, int64_t n, int blocks, cudaStream_t stream) {
   if (n <= 0) return;
   const bool vec = reinterpret_cast<uintptr_t>(src) % 16 == 0 && reinterpret_cast<uintptr_t>(dst) % 16 == 0;
-  CopyKernel<<<blocks > 0 ? blocks : Blocks(vec ? (n + 3) / 4 : n), kThreads, 0, stream>>>(src, dst, n, vec);
+  const int grid = blocks > 0 ? blocks : Blocks(vec ? (n + 3) / 4 : n);
+  CopyKernel<<<grid, kThreads, 0, stream>>>(src, dst, n, vec);
 }
 
 void FillLogProbs(float* logprob, float* ref_logprob, int64_t n, uint64_t seed, float spread, cudaStream_t stream) {

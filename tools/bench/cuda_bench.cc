@@ -169,8 +169,8 @@ int64_t ParseInt(const std::string& flag, const std::string& v, int64_t lo, int6
   errno = 0;
   const long long x = std::strtoll(v.c_str(), &end, 10);
   if (v.empty() || *end || errno || x < lo || x > hi)
-    throw UsageError(flag + ": expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                     "], got '" + v + "'");
+    throw UsageError(flag + ": expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" +
+                     v + "'");
   return x;
 }
 
@@ -198,13 +198,20 @@ Options Parse(int argc, char** argv) {
       if (i + 1 >= argc) throw UsageError("option " + a + " needs a value (or unknown option)");
       v = argv[++i];
     }
-    if (a == "--batch") o.batch = ParseInt(a, v, 1, int64_t{1} << 31);
-    else if (a == "--tokens") o.tokens = ParseInt(a, v, 1, int64_t{1} << 31);
-    else if (a == "--repeats") o.repeats = static_cast<int>(ParseInt(a, v, 1, 100000));
-    else if (a == "--warmup") o.warmup = static_cast<int>(ParseInt(a, v, 0, 100000));
-    else if (a == "--device") o.device = static_cast<int>(ParseInt(a, v, 0, 1023));
-    else if (a == "--json") o.json = ResolveUserPath(v);
-    else throw UsageError("unknown option " + a);
+    if (a == "--batch")
+      o.batch = ParseInt(a, v, 1, int64_t{1} << 31);
+    else if (a == "--tokens")
+      o.tokens = ParseInt(a, v, 1, int64_t{1} << 31);
+    else if (a == "--repeats")
+      o.repeats = static_cast<int>(ParseInt(a, v, 1, 100000));
+    else if (a == "--warmup")
+      o.warmup = static_cast<int>(ParseInt(a, v, 0, 100000));
+    else if (a == "--device")
+      o.device = static_cast<int>(ParseInt(a, v, 0, 1023));
+    else if (a == "--json")
+      o.json = ResolveUserPath(v);
+    else
+      throw UsageError("unknown option " + a);
   }
   return o;
 }
@@ -352,9 +359,18 @@ size_t FreeBytes() {
 void HostKl(int kind, bool st, double lp, double ref, double& value, double& grad) {
   const double d = lp - ref;
   switch (kind) {
-    case 0: value = d; grad = 1; break;
-    case 1: value = std::fabs(d); grad = d > 0 ? 1 : (d < 0 ? -1 : 0); break;
-    case 2: value = 0.5 * d * d; grad = d; break;
+    case 0:
+      value = d;
+      grad = 1;
+      break;
+    case 1:
+      value = std::fabs(d);
+      grad = d > 0 ? 1 : (d < 0 ? -1 : 0);
+      break;
+    case 2:
+      value = 0.5 * d * d;
+      grad = d;
+      break;
     default: {
       const double raw = ref - lp, x = std::min(20.0, std::max(-20.0, raw)), r = std::exp(x), u = r - x - 1;
       value = std::min(10.0, std::max(-10.0, u));
@@ -426,16 +442,17 @@ int Run(const Options& o) {
   cudaDriverGetVersion(&driver);
   cudaRuntimeGetVersion(&runtime);
 
-  std::printf("cuda_bench: %s (sm_%d%d, %d SMs, %.1f GiB), driver %s, runtime %s\n", prop.name, prop.major,
-              prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1073741824.0, Version(driver).c_str(),
+  std::printf("cuda_bench: %s (sm_%d%d, %d SMs, %.1f GiB), driver %s, runtime %s\n", prop.name, prop.major, prop.minor,
+              prop.multiProcessorCount, prop.totalGlobalMem / 1073741824.0, Version(driver).c_str(),
               Version(runtime).c_str());
   std::printf("shape B=%lld x T=%lld fp32 (%.1f MB per token matrix), median of %d repeats after %d warm-up\n",
               static_cast<long long>(o.batch), static_cast<long long>(o.tokens), matrix_bytes / 1e6, o.repeats,
               o.warmup);
   if (4 * matrix_bytes < 3.0 * prop.l2CacheSize)
-    std::printf("note: the 4 token matrices (%.1f MB) are not much larger than L2 (%.0f MB): figures overstate "
-                "DRAM bandwidth\n",
-                4 * matrix_bytes / 1e6, prop.l2CacheSize / 1e6);
+    std::printf(
+        "note: the 4 token matrices (%.1f MB) are not much larger than L2 (%.0f MB): figures overstate "
+        "DRAM bandwidth\n",
+        4 * matrix_bytes / 1e6, prop.l2CacheSize / 1e6);
 
   const size_t free_start = FreeBytes();
   DeviceBuffer<float> lp(n), ref(n), kl(n), grad(n);
@@ -456,9 +473,10 @@ int Run(const Options& o) {
   // The better of the two is what the device can do; the anchor's torch copy_ is a
   // cudaMemcpyAsync for contiguous tensors, so both are shown.
   const double bw = std::max(memcpy_gbps, kernel_gbps);
-  std::printf("copy bandwidth (read+write): cudaMemcpy D2D %.1f GB/s, copy kernel %.1f GB/s; yardstick %.1f GB/s "
-              "(anchor H200: %.1f GB/s)\n\n",
-              memcpy_gbps, kernel_gbps, bw, kAnchorCopyGBps);
+  std::printf(
+      "copy bandwidth (read+write): cudaMemcpy D2D %.1f GB/s, copy kernel %.1f GB/s; yardstick %.1f GB/s "
+      "(anchor H200: %.1f GB/s)\n\n",
+      memcpy_gbps, kernel_gbps, bw, kAnchorCopyGBps);
 
   std::vector<Row> rows;
   bool spot_failed = false;
@@ -521,8 +539,7 @@ int Run(const Options& o) {
   // also sees driver-level allocations, but moves in 2 MiB pages and with the driver's
   // own bookkeeping, so at toy shapes it is judged against a noise floor instead.
   constexpr double kFreeDropNoiseFloor = 32.0 * 1024 * 1024;
-  const bool no_temporaries =
-      worst_peak < matrix_bytes && worst_delta < std::max(matrix_bytes, kFreeDropNoiseFloor);
+  const bool no_temporaries = worst_peak < matrix_bytes && worst_delta < std::max(matrix_bytes, kFreeDropNoiseFloor);
   std::printf(
       "\ndevice memory: free %.1f MB before allocating, %.1f MB after the 4 token matrices (%.1f MB);\n"
       "during the kernel calls: %zu runtime allocations, peak %zu bytes, largest free-memory drop %lld bytes\n"

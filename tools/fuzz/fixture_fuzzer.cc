@@ -18,11 +18,10 @@
 //
 // The contract under test: every input ends in a result or a BadInput/VerlError/
 // Unsupported exception; never a crash, a leak, a hang or another exception.
-#include <hdf5.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <fcntl.h>
 #include <unistd.h>
+
+#include <hdf5.h>
 
 #include <cmath>
 #include <cstdint>
@@ -30,6 +29,8 @@
 #include <cstring>
 #include <iterator>
 #include <string>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <vector>
 
 #include "fixtures/h5io.h"
@@ -125,7 +126,8 @@ Case Structured(Bytes& b) {
       default: shape = in.role == Role::kTokens ? std::vector<int64_t>{rows, cols} : std::vector<int64_t>{rows};
     }
     Array a(shape, in.role == Role::kGroupIndex && how % 5 != 0 ? DType::kInt64 : c.dtype);
-    for (double& v : a.data) v = in.role == Role::kGroupIndex ? static_cast<double>(b.U8() % 5) - (how == 255) : b.Value();
+    for (double& v : a.data)
+      v = in.role == Role::kGroupIndex ? static_cast<double>(b.U8() % 5) - (how == 255) : b.Value();
     if (a.dtype == DType::kFloat32)
       for (double& v : a.data) v = static_cast<double>(static_cast<float>(v));
     c.inputs[in.name] = std::move(a);
@@ -133,9 +135,12 @@ Case Structured(Bytes& b) {
   for (const ConfigKey& k : spec.config) {
     const uint8_t how = b.U8();
     if (how < 64) continue;  // None
-    if (how < 128) c.config.Set(k.name, static_cast<int64_t>(static_cast<int8_t>(b.U8())));
-    else if (how < 224) c.config.Set(k.name, b.Value());
-    else c.config.Set(k.name, b.Text(k));
+    if (how < 128)
+      c.config.Set(k.name, static_cast<int64_t>(static_cast<int8_t>(b.U8())));
+    else if (how < 224)
+      c.config.Set(k.name, b.Value());
+    else
+      c.config.Set(k.name, b.Text(k));
   }
   if (b.U8() < 8) c.config.Set("not_a_key", 1.0);
   // Outputs: sometimes the oracle's own (so the comparison has work), sometimes junk.
@@ -194,7 +199,8 @@ void Damage(const std::string& path, const std::string& fn, const std::string& c
   const std::string casepath = "/" + fn + "/" + cn;
   Owned c{H5Gopen2(file.id, casepath.c_str(), H5P_DEFAULT), H5Gclose};
   if (c.id < 0) return;
-  if (H5Lexists(c.id, "inputs", H5P_DEFAULT) <= 0) H5Gclose(H5Gcreate2(c.id, "inputs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  if (H5Lexists(c.id, "inputs", H5P_DEFAULT) <= 0)
+    H5Gclose(H5Gcreate2(c.id, "inputs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
   Owned in{H5Gopen2(c.id, "inputs", H5P_DEFAULT), H5Gclose};
   switch (kind % 10) {
     case 0: {  // a hard link back up: to the case, the function or the root
@@ -215,8 +221,8 @@ void Damage(const std::string& path, const std::string& fn, const std::string& c
       std::string bad = "x";
       for (int n = 1 + b.U8() % 4; n > 0; --n) bad += static_cast<char>(b.U8() | (b.U8() & 1 ? 0x80 : 0));
       const std::string fnpath = "/" + fn;
-      H5Lmove(file.id, casepath.c_str(), file.id, (fnpath + "/" + (bad.find('/') == std::string::npos ? bad : "x\n")).c_str(),
-              H5P_DEFAULT, H5P_DEFAULT);
+      H5Lmove(file.id, casepath.c_str(), file.id,
+              (fnpath + "/" + (bad.find('/') == std::string::npos ? bad : "x\n")).c_str(), H5P_DEFAULT, H5P_DEFAULT);
       break;
     }
     case 6: {  // a non-finite config value
@@ -269,13 +275,18 @@ Case MutateCandidate(Case c, Bytes& b) {
   };
   for (int n = b.U8() % 4; n > 0; --n) {
     switch (b.U8() % 8) {
-      case 0: if (auto it = pick(c.outputs); it != c.outputs.end()) c.outputs.erase(it); break;
-      case 1: if (auto it = pick(c.metrics); it != c.metrics.end()) c.metrics.erase(it); break;
-      case 2:
-        if (auto it = pick(c.outputs); it != c.outputs.end())
-          it->second.dtype = static_cast<DType>(b.U8() % 3);
+      case 0:
+        if (auto it = pick(c.outputs); it != c.outputs.end()) c.outputs.erase(it);
         break;
-      case 3: if (auto it = pick(c.grads); it != c.grads.end()) it->second.dtype = static_cast<DType>(b.U8() % 3); break;
+      case 1:
+        if (auto it = pick(c.metrics); it != c.metrics.end()) c.metrics.erase(it);
+        break;
+      case 2:
+        if (auto it = pick(c.outputs); it != c.outputs.end()) it->second.dtype = static_cast<DType>(b.U8() % 3);
+        break;
+      case 3:
+        if (auto it = pick(c.grads); it != c.grads.end()) it->second.dtype = static_cast<DType>(b.U8() % 3);
+        break;
       case 4: c.outputs["not_an_output"] = Array::Scalar(b.Value()); break;
       case 5: c.metrics["actor/not_a_metric"] = b.Value(); break;
       case 6: c.inputs["extra"] = Array::Scalar(1.0); break;

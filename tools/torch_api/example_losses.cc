@@ -36,9 +36,7 @@ at::Tensor ClampLikeVerl(const at::Tensor& x, double lo, double hi) {
 }
 
 // torch.clamp(x, max=hi) the same way: the gradient passes strictly below the bound.
-at::Tensor ClampMaxLikeVerl(const at::Tensor& x, double hi) {
-  return at::where(x < hi, x, x.detach().clamp_max(hi));
-}
+at::Tensor ClampMaxLikeVerl(const at::Tensor& x, double hi) { return at::where(x < hi, x, x.detach().clamp_max(hi)); }
 
 // verl_F.masked_sum / masked_mean: values under a zero mask are dropped (NaN-safe)
 // before weighting; the mean divides by mask.sum() + 1e-8.
@@ -123,11 +121,13 @@ struct DualClip {
   at::Tensor losses, clipfrac, ppo_kl, clipfrac_lower;
 };
 
-DualClip DualClipPpo(const at::Tensor& log_prob, const TensorMap& in, double clip_low, double clip_high,
-                     double clip_c, Bug bug) {
+DualClip DualClipPpo(const at::Tensor& log_prob, const TensorMap& in, double clip_low, double clip_high, double clip_c,
+                     Bug bug) {
   if (!(clip_c > 1.0))
-    throw VerlError("AssertionError", "The lower bound of the clip_ratio_c for dual-clip PPO should be greater than "
-                                      "1.0, but get the value: " + PyFloat(clip_c) + ".");
+    throw VerlError("AssertionError",
+                    "The lower bound of the clip_ratio_c for dual-clip PPO should be greater than "
+                    "1.0, but get the value: " +
+                        PyFloat(clip_c) + ".");
   const at::Tensor& old_log_prob = in.at("old_log_prob");
   const at::Tensor& advantages = in.at("advantages");
   const at::Tensor& response_mask = in.at("response_mask");
@@ -278,8 +278,7 @@ LossAndMetrics Dro(const at::Tensor& log_prob, const TensorMap& in, const Config
     throw VerlError("ValueError", "policy_loss.dro_beta must be a positive value when using DRO");
   const at::Tensor& mask = in.at("response_mask");
   const at::Tensor log_ratio = log_prob - in.at("old_log_prob");
-  const at::Tensor losses =
-      WithIsWeights(-(log_prob * in.at("advantages") - 0.5 * *beta * log_ratio.square()), in);
+  const at::Tensor losses = WithIsWeights(-(log_prob * in.at("advantages") - 0.5 * *beta * log_ratio.square()), in);
   LossAndMetrics r;
   r.loss = AggLossTensor(losses, mask, cfg.String("loss_agg_mode", "token-mean"), cfg);
   r.metrics["actor/ppo_kl"] = MaskedMean(-log_ratio, mask);
@@ -331,8 +330,8 @@ LossAndMetrics Dppo(const at::Tensor& log_prob, const TensorMap& in, const Confi
   at::Tensor keep_pos, keep_neg;
   if (binary_kl) {
     // NaN where log_prob > 0 (the log's argument turns negative): every comparison false.
-    const at::Tensor bkl = p_old * (old_log_prob - log_prob) + (1.0 - p_old) * at::log((1.0 - p_old + 1e-8) /
-                                                                                        (1.0 - p + 1e-8));
+    const at::Tensor bkl =
+        p_old * (old_log_prob - log_prob) + (1.0 - p_old) * at::log((1.0 - p_old + 1e-8) / (1.0 - p + 1e-8));
     keep_pos = at::logical_or(bkl <= div.high, p <= p_old);
     keep_neg = at::logical_or(bkl <= div.low, p >= p_old);
   } else {
@@ -525,9 +524,9 @@ struct RsOption {
   double upper;
 };
 std::vector<RsOption> ParseRsOptions(const std::string& rollout_rs, const ConfigValue& spec) {
-  static const std::set<std::string> kSupported = {"token_k1",    "token_k2",    "token_k3",   "seq_sum_k1",
-                                                   "seq_sum_k2",  "seq_sum_k3",  "seq_mean_k1", "seq_mean_k2",
-                                                   "seq_mean_k3", "seq_max_k2",  "seq_max_k3"};
+  static const std::set<std::string> kSupported = {"token_k1",    "token_k2",   "token_k3",    "seq_sum_k1",
+                                                   "seq_sum_k2",  "seq_sum_k3", "seq_mean_k1", "seq_mean_k2",
+                                                   "seq_mean_k3", "seq_max_k2", "seq_max_k3"};
   std::vector<std::string> names;
   const std::vector<std::string> modes = SplitStripped(rollout_rs);
   if (modes.empty()) throw VerlError("ValueError", "rollout_rs must contain at least one valid option.");
@@ -550,8 +549,9 @@ std::vector<RsOption> ParseRsOptions(const std::string& rollout_rs, const Config
   }
   if (raw.empty()) throw VerlError("ValueError", "rollout_rs_threshold must contain at least one threshold value.");
   if (raw.size() != 1 && raw.size() != names.size())
-    throw VerlError("ValueError", "rollout_rs_threshold expects either one threshold shared by all options or "
-                                  "exactly one per rollout_rs option.");
+    throw VerlError("ValueError",
+                    "rollout_rs_threshold expects either one threshold shared by all options or "
+                    "exactly one per rollout_rs option.");
   std::vector<RsOption> out;
   for (size_t k = 0; k < names.size(); ++k) {
     const std::string& entry = raw.size() == 1 ? raw[0] : raw[k];
@@ -573,7 +573,8 @@ std::vector<RsOption> ParseRsOptions(const std::string& rollout_rs, const Config
       }
       if (*lower <= 0 || *upper <= 0)
         throw VerlError("ValueError", "Thresholds for option '" + o.name + "' must be positive.");
-      if (*lower > *upper) throw VerlError("ValueError", "Thresholds for option '" + o.name + "' must be lower <= upper.");
+      if (*lower > *upper)
+        throw VerlError("ValueError", "Thresholds for option '" + o.name + "' must be lower <= upper.");
       o.lower = lower;
       o.upper = *upper;
     } else {
@@ -677,8 +678,7 @@ at::Tensor IsWeights(const at::Tensor& log_ratio, const at::Tensor& mask, const 
   const MetricMap is = IsMetrics(w, raw, log_for_metrics, mask, sequence, b.upper, b.lower);
   m.insert(is.begin(), is.end());
   if (b.lower)
-    m["rollout_is_oob_ratio"] =
-        Item(MaskedMean(at::logical_or(raw < *b.lower, raw > b.upper).to(at::kFloat), mask));
+    m["rollout_is_oob_ratio"] = Item(MaskedMean(at::logical_or(raw<*b.lower, raw> b.upper).to(at::kFloat), mask));
   w = w.detach();
   if (batch_normalize) {
     at::Tensor mean;
@@ -803,8 +803,7 @@ at::Tensor RejectionMask(const at::Tensor& log_ratio, const at::Tensor& mask, co
 }
 
 // verl: rollout_corr_helper.compute_offpolicy_metrics, with rollout log-probs.
-void OffpolicyMetrics(const at::Tensor& old_log_prob, const at::Tensor& rollout, const at::Tensor& mask,
-                      MetricMap& m) {
+void OffpolicyMetrics(const at::Tensor& old_log_prob, const at::Tensor& rollout, const at::Tensor& mask, MetricMap& m) {
   const at::Tensor train_rows = RowMaskedMean(old_log_prob, mask);
   m["training_ppl"] = Item(at::exp(-train_rows).mean());
   m["training_log_ppl"] = Item((-train_rows).mean());
@@ -887,7 +886,8 @@ LossAndMetrics BypassMode(const at::Tensor& log_prob, const TensorMap& in, const
     const Clip clip = ClipRatios(cfg);
     const DualClip dc = DualClipPpo(log_prob, eff, clip.low, clip.high, cfg.Double("clip_ratio_c", 3.0), Bug::kNone);
     r.loss = AggLossTensor(dc.losses, corr.mask, agg_mode, cfg);
-    r.metrics = {{"actor/pg_clipfrac", dc.clipfrac}, {"actor/ppo_kl", dc.ppo_kl},
+    r.metrics = {{"actor/pg_clipfrac", dc.clipfrac},
+                 {"actor/ppo_kl", dc.ppo_kl},
                  {"actor/pg_clipfrac_lower", dc.clipfrac_lower}};
   } else {
     throw VerlError("ValueError", "Invalid loss_type: " + loss_type + ". Must be 'reinforce' or 'ppo_clip'.");
@@ -913,20 +913,34 @@ LossAndMetrics WithRecordedPick(LossFn fn, const at::Tensor& log_prob, const Ten
 TorchResult FamilyPolicyLoss(const TensorMap& in, const Config& cfg, const std::string& name) {
   const at::Tensor log_prob = in.at("log_prob").detach().clone().requires_grad_(true);
   LossAndMetrics lm;
-  if (name == "gspo") lm = Gspo(log_prob, in, cfg);
-  else if (name == "sapo") lm = Sapo(log_prob, in, cfg);
-  else if (name == "gpg") lm = Gpg(log_prob, in, cfg);
-  else if (name == "cispo") lm = Cispo(log_prob, in, cfg);
-  else if (name == "dro") lm = Dro(log_prob, in, cfg);
-  else if (name == "geo_mean") lm = GeoMean(log_prob, in, cfg);
-  else if (name == "dppo_tv") lm = Dppo(log_prob, in, cfg, /*binary_kl=*/false);
-  else if (name == "dppo_kl") lm = Dppo(log_prob, in, cfg, /*binary_kl=*/true);
-  else if (name == "clip_cov") lm = WithRecordedPick(ClipCov, log_prob, in, cfg);
-  else if (name == "kl_cov") lm = WithRecordedPick(KlCov, log_prob, in, cfg);
-  else if (name == "compute_policy_loss_reinforce") lm = Reinforce(log_prob, in, cfg);
-  else if (name == "compute_policy_loss") lm = DeprecatedPpo(log_prob, in, cfg);
-  else if (name == "bypass_mode") lm = BypassMode(log_prob, in, cfg);
-  else throw std::invalid_argument("FamilyPolicyLoss: no policy loss '" + name + "' here");
+  if (name == "gspo")
+    lm = Gspo(log_prob, in, cfg);
+  else if (name == "sapo")
+    lm = Sapo(log_prob, in, cfg);
+  else if (name == "gpg")
+    lm = Gpg(log_prob, in, cfg);
+  else if (name == "cispo")
+    lm = Cispo(log_prob, in, cfg);
+  else if (name == "dro")
+    lm = Dro(log_prob, in, cfg);
+  else if (name == "geo_mean")
+    lm = GeoMean(log_prob, in, cfg);
+  else if (name == "dppo_tv")
+    lm = Dppo(log_prob, in, cfg, /*binary_kl=*/false);
+  else if (name == "dppo_kl")
+    lm = Dppo(log_prob, in, cfg, /*binary_kl=*/true);
+  else if (name == "clip_cov")
+    lm = WithRecordedPick(ClipCov, log_prob, in, cfg);
+  else if (name == "kl_cov")
+    lm = WithRecordedPick(KlCov, log_prob, in, cfg);
+  else if (name == "compute_policy_loss_reinforce")
+    lm = Reinforce(log_prob, in, cfg);
+  else if (name == "compute_policy_loss")
+    lm = DeprecatedPpo(log_prob, in, cfg);
+  else if (name == "bypass_mode")
+    lm = BypassMode(log_prob, in, cfg);
+  else
+    throw std::invalid_argument("FamilyPolicyLoss: no policy loss '" + name + "' here");
   TorchResult r;
   r.grads["log_prob"] = Grad(lm.loss, log_prob);
   r.outputs["pg_loss"] = lm.loss.detach();

@@ -69,8 +69,8 @@ std::vector<std::string> Functions() {
   const std::vector<std::string>& implemented = example::PolicyLossNames();
   std::vector<std::string> keys;
   for (const FunctionSpec& s : Registry()) {
-    const bool policy_loss = s.family == "policy_loss" &&
-                             std::find(implemented.begin(), implemented.end(), s.name) != implemented.end();
+    const bool policy_loss =
+        s.family == "policy_loss" && std::find(implemented.begin(), implemented.end(), s.name) != implemented.end();
     if (policy_loss || ((s.family == "aggregation" || s.family == "kl") && s.name.rfind("full", 0) != 0))
       keys.push_back(s.family + "/" + s.name);
   }
@@ -171,8 +171,10 @@ TEST_P(GradientVsLibTorch, RandomCases) {
     worst_rel = std::max(worst_rel, r.worst_rel);
     worst_grad_rel = std::max(worst_grad_rel, g->worst_rel);
     worst_grad_abs = std::max(worst_grad_abs, g->worst_abs);
-    if (g->outcome == Outcome::kPassed) ++gradients_passed;
-    else ++zero_gradients;
+    if (g->outcome == Outcome::kPassed)
+      ++gradients_passed;
+    else
+      ++zero_gradients;
   }
   // A few all-masked batches (B = 1 with a fully masked row) and all-zero gradients
   // are expected; the non-trivial gradients must be the vast majority. bypass_mode's
@@ -181,8 +183,8 @@ TEST_P(GradientVsLibTorch, RandomCases) {
   // ZeroDivisionError, about 4 %): a lower floor there.
   const int floor = spec->name == "bypass_mode" ? n * 8 / 10 : n * 9 / 10;
   EXPECT_EQ(gradients_passed + zero_gradients + mistrusted + raised, n);
-  EXPECT_GE(gradients_passed, floor) << mistrusted << " MISTRUSTED cases, " << zero_gradients
-                                          << " all-zero gradients, " << raised << " raised as verl does, of " << n;
+  EXPECT_GE(gradients_passed, floor) << mistrusted << " MISTRUSTED cases, " << zero_gradients << " all-zero gradients, "
+                                     << raised << " raised as verl does, of " << n;
   RecordProperty("nonzero_gradients_compared", gradients_passed);
   RecordProperty("raised_as_verl", raised);
   RecordProperty("worst_rel_any_field", FormatDouble(worst_rel));

@@ -1,8 +1,7 @@
 // The C++ API for LibTorch frameworks: conversions, validation, the example
 // implementation against every golden vanilla / k3 case, planted bugs, bad input.
-#include <gtest/gtest.h>
-
 #include <ATen/ATen.h>
+#include <gtest/gtest.h>
 
 #include <set>
 #include <string>
@@ -50,8 +49,8 @@ TEST(Convert, RoundTripPreservesDtypeShapeAndValues) {
   Array f32({3, 2}, DType::kFloat32);
   Array i64({4}, DType::kInt64);
   for (int64_t k = 0; k < 6; ++k) {
-    f64[k] = 0.1 * static_cast<double>(k) - 1.0 / 3.0;     // not representable in float32
-    f32[k] = static_cast<float>(1.0 / (1.0 + k));          // exactly a float32
+    f64[k] = 0.1 * static_cast<double>(k) - 1.0 / 3.0;  // not representable in float32
+    f32[k] = static_cast<float>(1.0 / (1.0 + k));       // exactly a float32
   }
   for (int64_t k = 0; k < 4; ++k) i64[k] = static_cast<double>((int64_t{1} << 52) + k);
   Array scalar = Array::Scalar(-2.5, DType::kFloat32);
@@ -192,8 +191,8 @@ TEST(Golden, ExampleK3PassesEveryCase) {
 }
 
 TEST(Golden, ExampleAggregationPassesEveryCase) {
-  for (const std::string mode : {"token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean",
-                                 "seq-mean-token-sum-norm"}) {
+  for (const std::string mode :
+       {"token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"}) {
     for (const CaseReport& r : CheckAgainstGoldenSet(Goldens(), mode, example::AggCandidate(mode)))
       EXPECT_TRUE(r.outcome == Outcome::kPassed || r.outcome == Outcome::kMistrusted) << r.Describe();
   }
@@ -241,15 +240,16 @@ TEST(Golden, BoundaryGradientsFollowVerlsClamp) {
 }
 
 TEST(PlantedBug, NoLogRatioClampFailsWhereLogRatiosPass20) {
-  const CaseReport r =
-      CheckAgainstGolden(GoldenCase("vanilla", "logratio_past_clamp_8x16_f64"), example::VanillaCandidate(Bug::kNoLogRatioClamp));
+  const CaseReport r = CheckAgainstGolden(GoldenCase("vanilla", "logratio_past_clamp_8x16_f64"),
+                                          example::VanillaCandidate(Bug::kNoLogRatioClamp));
   EXPECT_EQ(r.outcome, Outcome::kFailed);
   const std::set<std::string> failed = FailedFields(r);
   EXPECT_TRUE(failed.count("metrics/actor/ppo_kl")) << r.Describe();
   EXPECT_TRUE(failed.count("outputs/pg_loss")) << r.Describe();
   EXPECT_NE(r.Describe().find("metrics/actor/ppo_kl: FAILED"), std::string::npos) << r.Describe();
   // Where no log-ratio leaves [-20, 20], the bug is invisible and the case passes.
-  EXPECT_EQ(CheckAgainstGolden(GoldenCase("vanilla", "sym_4x8_f64"), example::VanillaCandidate(Bug::kNoLogRatioClamp)).outcome,
+  EXPECT_EQ(CheckAgainstGolden(GoldenCase("vanilla", "sym_4x8_f64"), example::VanillaCandidate(Bug::kNoLogRatioClamp))
+                .outcome,
             Outcome::kPassed);
 }
 
@@ -285,19 +285,19 @@ TEST(Errors, CandidateErrorsAreComparedByKind) {
   });
   EXPECT_EQ(right_kind.outcome, Outcome::kPassed) << right_kind.Describe();
   // Unsupported: the implementation does not provide it.
-  const CaseReport unsupported = CheckAgainstGolden(GoldenCase("vanilla", "sym_4x8_f64"),
-                                                    [](const TensorMap&, const Config&) -> TorchResult {
-                                                      throw Unsupported("not implemented here");
-                                                    });
+  const CaseReport unsupported = CheckAgainstGolden(
+      GoldenCase("vanilla", "sym_4x8_f64"),
+      [](const TensorMap&, const Config&) -> TorchResult { throw Unsupported("not implemented here"); });
   EXPECT_EQ(unsupported.outcome, Outcome::kUnsupported);
 }
 
 TEST(Errors, MissingFieldIsUnsupportedNotPassed) {
-  const CaseReport r = CheckAgainstGolden(GoldenCase("vanilla", "sym_4x8_f64"), [](const TensorMap& in, const Config& cfg) {
-    TorchResult res = example::VanillaPolicyLoss(in, cfg);
-    res.grads.clear();
-    return res;
-  });
+  const CaseReport r =
+      CheckAgainstGolden(GoldenCase("vanilla", "sym_4x8_f64"), [](const TensorMap& in, const Config& cfg) {
+        TorchResult res = example::VanillaPolicyLoss(in, cfg);
+        res.grads.clear();
+        return res;
+      });
   // Judged on the loss and metrics it did compute; the gradient is UNSUPPORTED, and the
   // case says it is partial.
   EXPECT_TRUE(r.partial) << r.Describe();

@@ -151,7 +151,8 @@ CaseReport CheckAgainstOracle(const std::string& function, const TensorMap& inpu
                               const std::string& family) {
   const FunctionSpec& spec = SpecOrThrow(function, family);
   const Case c = CaseFromTensors(function, inputs, config, family);
-  if (!spec.oracle) return CaseReport::NotCompared(c, Outcome::kUnsupported, "the oracle has no entry for " + spec.name);
+  if (!spec.oracle)
+    return CaseReport::NotCompared(c, Outcome::kUnsupported, "the oracle has no entry for " + spec.name);
   // The reference: the oracle's result on the same inputs, as if it were a golden.
   Case reference = c;
   try {
@@ -173,8 +174,9 @@ CaseReport CheckAgainstOracle(const std::string& function, const TensorMap& inpu
 
 CaseReport CheckAgainstGolden(const Case& golden, const CandidateFn& candidate) {
   const FunctionSpec* spec = SpecFor(golden);
-  if (!spec) throw BadInput(golden.Where() + ": no registry entry for '" + golden.function + "' in family '" +
-                            golden.family + "'");
+  if (!spec)
+    throw BadInput(golden.Where() + ": no registry entry for '" + golden.function + "' in family '" + golden.family +
+                   "'");
   ValidateCase(*spec, golden);
   TorchResult tr;
   std::optional<std::string> raised;
@@ -237,8 +239,9 @@ std::string FormatReports(const std::vector<CaseReport>& reports) {
     char worst[32];
     std::snprintf(worst, sizeof worst, "%.3g", r.worst_rel);
     std::string label = r.function + "/" + r.case_name;
-    o << OutcomeName(r.outcome) << std::string(std::max<int>(1, 12 - static_cast<int>(std::strlen(OutcomeName(r.outcome)))), ' ')
-      << label << std::string(std::max<int>(1, 48 - static_cast<int>(label.size())), ' ') << "[" << DTypeName(r.dtype)
+    o << OutcomeName(r.outcome)
+      << std::string(std::max<int>(1, 12 - static_cast<int>(std::strlen(OutcomeName(r.outcome)))), ' ') << label
+      << std::string(std::max<int>(1, 48 - static_cast<int>(label.size())), ' ') << "[" << DTypeName(r.dtype)
       << "]  worst rel " << worst;
     if (!r.detail.empty()) o << "  (" << r.detail << ")";
     o << "\n";
@@ -247,7 +250,8 @@ std::string FormatReports(const std::vector<CaseReport>& reports) {
     if (r.outcome != Outcome::kPassed) o << "\n" << r.Describe() << "\n";
   o << reports.size() << " cases:";
   const char* sep = " ";
-  for (Outcome oc : {Outcome::kPassed, Outcome::kFailed, Outcome::kMistrusted, Outcome::kUnsupported, Outcome::kSkipped}) {
+  for (Outcome oc :
+       {Outcome::kPassed, Outcome::kFailed, Outcome::kMistrusted, Outcome::kUnsupported, Outcome::kSkipped}) {
     o << sep << counts[oc] << " " << OutcomeName(oc);
     sep = ", ";
   }
