@@ -84,14 +84,6 @@ struct ValidTerms {
   }
 };
 
-struct Plus3 {
-  using T = thrust::tuple<float, float, float>;
-  __host__ __device__ T operator()(const T& a, const T& b) const {
-    return thrust::make_tuple(thrust::get<0>(a) + thrust::get<0>(b), thrust::get<1>(a) + thrust::get<1>(b),
-                              thrust::get<2>(a) + thrust::get<2>(b));
-  }
-};
-
 // clip_cov's candidates: valid tokens PPO's clip left alone, with the centred
 // covariance strictly inside (lb, ub).
 struct ClipCovCandidate {
@@ -159,9 +151,8 @@ void clip_cov_default_selection(Policy&& policy, System system, const PolicyLoss
                                 float clip_high, float lb, float ub, double clip_cov_ratio, float* sel) {
   const int64_t n = in.size();
   plv::CheckIndexRange(n);
-  const thrust::tuple<float, float, float> s =
-      thrust::transform_reduce(policy, thrust::counting_iterator<int64_t>(0), thrust::counting_iterator<int64_t>(n),
-                               plv::MaskedMeanTerms{in}, thrust::make_tuple(0.0f, 0.0f, 0.0f), plv::Plus3{});
+  const thrust::tuple<float, float, float> s = ChunkedTransformSum(
+      policy, thrust::counting_iterator<int64_t>(0), n, plv::MaskedMeanTerms{in}, thrust::make_tuple(0.0f, 0.0f, 0.0f));
   const float mask_total = thrust::get<2>(s);
   const float mean_a = thrust::get<0>(s) / (mask_total + kMaskedMeanEps);
   const float mean_lp = thrust::get<1>(s) / (mask_total + kMaskedMeanEps);
@@ -182,9 +173,8 @@ void kl_cov_default_selection(Policy&& policy, System system, const PolicyLossAr
                               float* sel) {
   const int64_t n = in.size();
   plv::CheckIndexRange(n);
-  const thrust::tuple<float, float, float> s =
-      thrust::transform_reduce(policy, thrust::counting_iterator<int64_t>(0), thrust::counting_iterator<int64_t>(n),
-                               plv::ValidTerms{in}, thrust::make_tuple(0.0f, 0.0f, 0.0f), plv::Plus3{});
+  const thrust::tuple<float, float, float> s = ChunkedTransformSum(
+      policy, thrust::counting_iterator<int64_t>(0), n, plv::ValidTerms{in}, thrust::make_tuple(0.0f, 0.0f, 0.0f));
   PolicyScratch<plv::Index, std::remove_reference_t<Policy>> idx(policy, n);
   const plv::Index* end = thrust::copy_if(policy, thrust::counting_iterator<plv::Index>(0),
                                           thrust::counting_iterator<plv::Index>(static_cast<plv::Index>(n)), in.mask,

@@ -7,7 +7,7 @@
 // The losses that end in agg_loss share one shape (PolicyLossEnding): one transform
 // writes each token's loss and its derivative, agg_loss reduces the losses, the loss
 // buffer is then reused for agg_loss's weights W, and the gradient is W times the
-// derivative; the metrics are one fused transform_reduce over the tokens.
+// derivative; the metrics are one fused two-level sum over the tokens (core/sum.cuh).
 #pragma once
 
 #include <thrust/copy.h>
@@ -26,6 +26,7 @@
 #include <type_traits>
 
 #include "cuda_impl/aggregation/agg_loss.cuh"
+#include "cuda_impl/core/sum.cuh"
 #include "cuda_impl/core/system.cuh"
 #include "cuda_impl/policy_loss/policy_loss_common.cuh"
 
@@ -73,15 +74,7 @@ struct TokenValues {
 
 // The mask total and the three metrics' masked sums (masked_sum: a term under a zero
 // mask is dropped, NaN or not).
-struct MetricSums {
-  float mask, m0, m1, m2;
-};
-
-struct MetricSumsPlus {
-  __host__ __device__ MetricSums operator()(const MetricSums& a, const MetricSums& b) const {
-    return {a.mask + b.mask, a.m0 + b.m0, a.m1 + b.m1, a.m2 + b.m2};
-  }
-};
+using MetricSums = thrust::tuple<float, float, float, float>;
 
 template <class Token>
 struct LossAndDerivative {
@@ -98,17 +91,18 @@ struct MetricTerms {
   const float* mask;
   __host__ __device__ MetricSums operator()(int64_t k) const {
     const float m = mask[k];
-    if (m == 0.0f) return {m, 0.0f, 0.0f, 0.0f};
+    if (m == 0.0f) return thrust::make_tuple(m, 0.0f, 0.0f, 0.0f);
     const TokenValues v = tok(k);
-    return {m, v.metric[0] * m, v.metric[1] * m, v.metric[2] * m};
+    return thrust::make_tuple(m, v.metric[0] * m, v.metric[1] * m, v.metric[2] * m);
   }
 };
 
+// The metric sums, two-level (cuda_impl/core/sum.cuh) so the host system's sum is as
+// accurate as the device's.
 template <class Policy, class Token>
 MetricSums TokenMetrics(Policy&& policy, const PolicyLossArgs& in, const Token& tok) {
-  return thrust::transform_reduce(policy, thrust::counting_iterator<int64_t>(0),
-                                  thrust::counting_iterator<int64_t>(in.size()), MetricTerms<Token>{tok, in.mask},
-                                  MetricSums{0.0f, 0.0f, 0.0f, 0.0f}, MetricSumsPlus{});
+  return ChunkedTransformSum(policy, thrust::counting_iterator<int64_t>(0), in.size(), MetricTerms<Token>{tok, in.mask},
+                             thrust::make_tuple(0.0f, 0.0f, 0.0f, 0.0f));
 }
 
 // verl's ending of a loss that aggregates (the oracle's Aggregate): loss =
@@ -134,9 +128,9 @@ PolicyLossScalars AggregatedLoss(Policy&& policy, System system, const PolicyLos
   s.loss = PolicyLossEnding(policy, system, in, tok, mode, info, grad, scratch);
   if (metrics) {
     const MetricSums m = TokenMetrics(policy, in, tok);
-    s.pg_clipfrac = MaskedMeanOf(m.m0, m.mask);
-    s.ppo_kl = MaskedMeanOf(m.m1, m.mask);
-    s.pg_clipfrac_lower = MaskedMeanOf(m.m2, m.mask);
+    s.pg_clipfrac = MaskedMeanOf(thrust::get<1>(m), thrust::get<0>(m));
+    s.ppo_kl = MaskedMeanOf(thrust::get<2>(m), thrust::get<0>(m));
+    s.pg_clipfrac_lower = MaskedMeanOf(thrust::get<3>(m), thrust::get<0>(m));
   }
   return s;
 }
@@ -146,26 +140,14 @@ struct RowOfToken {
   __host__ __device__ int64_t operator()(int64_t k) const { return k / cols; }
 };
 
-template <class Tuple>
-struct TuplePlusOf;
-template <>
-struct TuplePlusOf<thrust::tuple<float, float>> {
-  using type = TuplePlus2;
-};
-template <>
-struct TuplePlusOf<thrust::tuple<float, float, float, float>> {
-  using type = TuplePlus4;
-};
-
 // Per-row sums of `terms` (a transform of the token index) into `out` (a zip of row
 // buffers): reduce_by_key over the row keys k / cols.
 template <class Policy, class TermFn, class Out>
 void RowSums(Policy&& policy, const PolicyLossArgs& in, const TermFn& terms, Out out) {
-  using Value = decltype(terms(int64_t{0}));
   auto keys = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), RowOfToken{in.cols});
   auto values = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), terms);
   thrust::reduce_by_key(policy, keys, keys + in.size(), values, thrust::make_discard_iterator(), out,
-                        thrust::equal_to<int64_t>{}, typename TuplePlusOf<Value>::type{});
+                        thrust::equal_to<int64_t>{}, TuplePlus{});
 }
 
 // ---- gspo -----------------------------------------------------------------------------
@@ -398,9 +380,9 @@ PolicyLossScalars policy_loss_geo_mean(Policy&& policy, System system, const Pol
   thrust::transform(policy, thrust::counting_iterator<int64_t>(0), thrust::counting_iterator<int64_t>(in.size()), grad,
                     GradOnly{GeoMeanToken{in, clip, row_factor.get()}});
   const MetricSums m = TokenMetrics(policy, in, GeoMeanToken{in, clip, nullptr});
-  s.pg_clipfrac = MaskedMeanOf(m.m0, m.mask);
-  s.ppo_kl = MaskedMeanOf(m.m1, m.mask);
-  s.pg_clipfrac_lower = MaskedMeanOf(m.m2, m.mask);
+  s.pg_clipfrac = MaskedMeanOf(thrust::get<1>(m), thrust::get<0>(m));
+  s.ppo_kl = MaskedMeanOf(thrust::get<2>(m), thrust::get<0>(m));
+  s.pg_clipfrac_lower = MaskedMeanOf(thrust::get<3>(m), thrust::get<0>(m));
   return s;
 }
 
