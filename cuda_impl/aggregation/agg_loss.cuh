@@ -111,8 +111,7 @@ AggPlan MakeAggPlan(Policy&& policy, System system, const float* mask, int64_t r
   p.dp = static_cast<double>(info.dp_size);
   const int64_t n = rows * cols;
   if (mode == AggMode::kTokenMean) {
-    p.divisor = info.batch_num_tokens ? *info.batch_num_tokens
-                                      : static_cast<double>(ChunkedSum(policy, mask, n, 0.0f));
+    p.divisor = info.batch_num_tokens ? *info.batch_num_tokens : static_cast<double>(ChunkedSum(policy, mask, n, 0.0f));
   } else if (IsSeqMode(mode)) {
     p.seq = true;
     auto rows_of = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), RowOf{cols});

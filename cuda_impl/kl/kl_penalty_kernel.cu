@@ -3,9 +3,9 @@
 // benchmark shows it faster; tools/bench times both.
 #include "cuda_impl/kl/kl_penalty_kernel.h"
 
-#include "cuda_impl/kl/kl_penalty.cuh"
-
 #include <cstdint>
+
+#include "cuda_impl/kl/kl_penalty.cuh"
 
 namespace verlconf::cuda {
 namespace {
@@ -96,7 +96,7 @@ void LaunchKind(const float* lp, const float* ref, float* kl, float* grad, int64
 }  // namespace
 
 void kl_penalty_float4(const float* logprob, const float* ref_logprob, float* kl, float* grad, int64_t n, int kind,
-                bool straight_through, cudaStream_t stream) {
+                       bool straight_through, cudaStream_t stream) {
   if (n <= 0) return;
   switch (kind) {
     case 0: LaunchKind<0>(logprob, ref_logprob, kl, grad, n, straight_through, stream); break;

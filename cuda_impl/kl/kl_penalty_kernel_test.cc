@@ -2,6 +2,8 @@
 // and the scalar fallback for unaligned pointers must give bitwise the same token
 // values (they share one per-token formula), for every kind and length. Values
 // against the oracle are properties/cuda_test's job. Skips without a device.
+#include "cuda_impl/kl/kl_penalty_kernel.h"
+
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -14,7 +16,6 @@
 
 #include "cuda_impl/core/buffer.h"
 #include "cuda_impl/core/device.h"
-#include "cuda_impl/kl/kl_penalty_kernel.h"
 
 namespace verlconf::cuda {
 namespace {
@@ -42,7 +43,7 @@ Out RunAt(const std::vector<float>& lp, const std::vector<float>& ref, int offse
   // Sentinels around the outputs catch writes past n.
   DeviceBuffer<float> dk(std::vector<float>(n + offset + 8, -7.0f)), dg(std::vector<float>(n + offset + 8, -7.0f));
   kl_penalty_float4(dl.get() + offset, dr.get() + offset, dk.get() + offset, with_grad ? dg.get() + offset : nullptr,
-             static_cast<int64_t>(n), kind, st, nullptr);
+                    static_cast<int64_t>(n), kind, st, nullptr);
   Check(cudaGetLastError(), "kl_penalty launch");
   Check(cudaDeviceSynchronize(), "kl_penalty");
   const std::vector<float> k = dk.ToHost(), g = dg.ToHost();
@@ -71,8 +72,8 @@ TEST_F(KlKernel, VectorAndScalarPathsAgreeBitwise) {
         const Out vec = RunAt(lp, ref, 0, kind, st, true);
         const Out scalar = RunAt(lp, ref, 1, kind, st, true);
         const Out fwd_only = RunAt(lp, ref, 0, kind, st, false);
-        const std::string where = "kind " + std::to_string(kind) + " st " + std::to_string(st) + " n " +
-                                  std::to_string(n);
+        const std::string where =
+            "kind " + std::to_string(kind) + " st " + std::to_string(st) + " n " + std::to_string(n);
         ASSERT_EQ(0, std::memcmp(vec.kl.data(), scalar.kl.data(), n * 4)) << where;
         ASSERT_EQ(0, std::memcmp(vec.grad.data(), scalar.grad.data(), n * 4)) << where;
         ASSERT_EQ(0, std::memcmp(vec.kl.data(), fwd_only.kl.data(), n * 4)) << where;
