@@ -37,8 +37,6 @@ struct AggGlobal {
 
 inline bool IsSeqMode(AggMode m) { return m != AggMode::kTokenMean && m != AggMode::kTokenSum; }
 
-constexpr float kAggMaskedMeanEps = 1e-8f;  // masked_mean's offset, in seq-mean-token-mean
-
 struct RowOf {
   int64_t cols;
   __host__ __device__ int64_t operator()(int64_t k) const { return k / cols; }
@@ -47,8 +45,7 @@ struct RowOf {
 // masked_sum's term: an entry under a zero mask is dropped, NaN or not.
 struct MaskedProduct {
   __host__ __device__ float operator()(const thrust::tuple<float, float>& lm) const {
-    const float m = thrust::get<1>(lm);
-    return m != 0.0f ? thrust::get<0>(lm) * m : 0.0f;
+    return MaskedTerm(thrust::get<0>(lm), thrust::get<1>(lm));
   }
 };
 
@@ -70,7 +67,7 @@ struct RowTerm {
     const float row_mask = thrust::get<1>(sum_mask);
     if (!(row_mask > 0.0f)) return 0.0f;  // masked_sum over rows drops dead rows
     const float s = thrust::get<0>(sum_mask);
-    return token_mean ? s / (row_mask + kAggMaskedMeanEps) : s;
+    return token_mean ? s / (row_mask + kMaskedMeanEps) : s;
   }
 };
 
@@ -89,7 +86,7 @@ struct AggWeight {
     if (!row_mask) return m * scale;
     const float r = row_mask[k / cols];
     if (!(r > 0.0f)) return 0.0f;
-    return (token_mean ? m / (r + kAggMaskedMeanEps) : m) * scale;
+    return (token_mean ? m / (r + kMaskedMeanEps) : m) * scale;
   }
 };
 

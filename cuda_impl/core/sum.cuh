@@ -23,6 +23,13 @@
 
 namespace verlconf::cuda {
 
+// verl's masked_sum term (verl.utils.torch_functional): an element counts only where
+// the mask is non-zero, so a NaN under a zero mask does not poison the sum.
+__host__ __device__ inline float MaskedTerm(float v, float m) { return m != 0.0f ? v * m : 0.0f; }
+
+// masked_mean's denominator offset, sum(mask) + 1e-8, in float32 as verl adds it.
+constexpr float kMaskedMeanEps = 1e-8f;
+
 // Segment length of the first level of a whole-array sum.
 constexpr int64_t kSumChunk = 1024;
 

@@ -36,11 +36,6 @@ __host__ __device__ inline float ClampPasses(float x, float lo, float hi) { retu
 __host__ __device__ inline float MaxShareA(float a, float b) { return a > b ? 1.0f : (a == b ? 0.5f : 0.0f); }
 __host__ __device__ inline float MinShareA(float a, float b) { return a < b ? 1.0f : (a == b ? 0.5f : 0.0f); }
 
-// masked_sum's term: an entry under a zero mask is dropped, NaN or not.
-__host__ __device__ inline float MaskedTerm(float v, float m) { return m != 0.0f ? v * m : 0.0f; }
-
-constexpr float kMaskedMeanEps = 1e-8f;  // verl's masked_mean offset
-
 // verl's masked_mean from its two sums, in float32 as verl computes it.
 inline float MaskedMeanOf(float masked_sum, float mask_sum) { return masked_sum / (mask_sum + kMaskedMeanEps); }
 

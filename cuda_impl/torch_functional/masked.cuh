@@ -30,18 +30,14 @@
 
 namespace verlconf::cuda {
 
-// verl's float32 offsets: masked_mean's denominator, masked_whiten's rsqrt.
-constexpr float kMaskedMeanEpsF = 1e-8f;
+// verl's float32 offset of masked_whiten's rsqrt (masked_mean's is kMaskedMeanEps).
 constexpr float kWhitenVarEpsF = 1e-8f;
-// verl's masked_sum keeps an element only where the mask is non-zero (a NaN under a
-// zero mask does not poison the sum).
-__host__ __device__ inline float MaskedTermF(float v, float m) { return m != 0.0f ? v * m : 0.0f; }
 
 // (masked term of v, m): the two sums of every masked mean.
 struct MeanTerms {
   __host__ __device__ thrust::tuple<float, float> operator()(const thrust::tuple<float, float>& vm) const {
     const float v = thrust::get<0>(vm), m = thrust::get<1>(vm);
-    return thrust::make_tuple(MaskedTermF(v, m), m);
+    return thrust::make_tuple(MaskedTerm(v, m), m);
   }
 };
 
@@ -61,13 +57,13 @@ struct RowMeanGrad {
   int64_t cols;
   __host__ __device__ float operator()(const thrust::tuple<float, int64_t>& mk) const {
     const float m = thrust::get<0>(mk);
-    return m != 0.0f ? m / (row_mask_total[thrust::get<1>(mk) / cols] + kMaskedMeanEpsF) : 0.0f;
+    return m != 0.0f ? m / (row_mask_total[thrust::get<1>(mk) / cols] + kMaskedMeanEps) : 0.0f;
   }
 };
 
 struct RowMean {
   __host__ __device__ float operator()(float sum, float mask_total) const {
-    return sum / (mask_total + kMaskedMeanEpsF);
+    return sum / (mask_total + kMaskedMeanEps);
   }
 };
 
@@ -75,7 +71,7 @@ struct RowMean {
 template <class Policy>
 float masked_mean(Policy&& policy, const float* values, const float* mask, int64_t n, float* grad) {
   const auto s = ChunkedSum(policy, MeanTermIterator(values, mask), n, thrust::make_tuple(0.0f, 0.0f));
-  const float denom = thrust::get<1>(s) + kMaskedMeanEpsF;
+  const float denom = thrust::get<1>(s) + kMaskedMeanEps;
   thrust::transform(policy, mask, mask + n, grad, MeanGrad{denom});
   return thrust::get<0>(s) / denom;
 }
@@ -107,7 +103,7 @@ struct CenteredTerms {
   __host__ __device__ thrust::tuple<float, float, float> operator()(const thrust::tuple<float, float>& vm) const {
     const float m = thrust::get<1>(vm);
     const float c = thrust::get<0>(vm) - mean;
-    return thrust::make_tuple(MaskedTermF(c * c, m), MaskedTermF(c, m), c);
+    return thrust::make_tuple(MaskedTerm(c * c, m), MaskedTerm(c, m), c);
   }
 };
 
@@ -128,7 +124,7 @@ MaskedVarParts MaskedVarStats(Policy&& policy, const float* values, const float*
   MaskedVarParts p;
   const auto s = ChunkedSum(policy, MeanTermIterator(values, mask), n, thrust::make_tuple(0.0f, 0.0f));
   p.mask_total = thrust::get<1>(s);
-  p.denom = p.mask_total + kMaskedMeanEpsF;
+  p.denom = p.mask_total + kMaskedMeanEps;
   p.mean = thrust::get<0>(s) / p.denom;
   if (unbiased) oracle::CheckBesselMaskSum(static_cast<double>(p.mask_total));
   auto centered = thrust::make_transform_iterator(thrust::make_zip_iterator(thrust::make_tuple(values, mask)),
