@@ -5,9 +5,14 @@
 // determinism, and agreement with the host system.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cuda_impl/core/device.h"
@@ -70,6 +75,30 @@ bool WithReference(Case& c, const RunFn& reference) {
 
 bool Conforms(const CaseReport& r) { return r.outcome == Outcome::kPassed || r.outcome == Outcome::kMistrusted; }
 
+// Runs check(spec) for every CUDA function on all host cores and reports each
+// non-empty answer as a failure. Generating and judging a large case is host work of
+// seconds per function; the GPU machine has many cores and the entries share nothing
+// (each call has its own stream and workspace), so the functions run side by side.
+void ForEachFunctionInParallel(const std::function<std::string(const FunctionSpec&)>& check) {
+  const std::vector<const FunctionSpec*> specs = CudaSpecs();
+  std::vector<std::string> why(specs.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < specs.size(); i = next++) {
+      try {
+        why[i] = check(*specs[i]);
+      } catch (const std::exception& e) {
+        why[i] = Key(*specs[i]) + ": " + e.what();
+      }
+    }
+  };
+  const unsigned threads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
+  for (std::thread& t : pool) t.join();
+  for (const std::string& w : why) EXPECT_EQ(w, "");
+}
+
 // Every float32 golden case of every CUDA function, on the device.
 TEST_F(CudaDevice, EveryFloat32GoldenCaseConforms) {
   const tools::GoldenSet goldens = tools::GoldenSet::Load(tools::BundledGoldenDir(nullptr));
@@ -89,16 +118,19 @@ TEST_F(CudaDevice, EveryFloat32GoldenCaseConforms) {
 TEST_F(CudaDevice, MatchesOracleOnGeneratedCases) {
   const std::vector<std::pair<int64_t, int64_t>> shapes = {{1, 1},      {1, 16384},  {4096, 1},   {37, 129},
                                                            {512, 4096}, {4096, 256}, {256, 16384}};
-  int compared = 0;
-  for (const FunctionSpec* spec : CudaSpecs())
+  std::atomic<int> compared{0};
+  ForEachFunctionInParallel([&](const FunctionSpec& spec) {
+    std::string why;
     for (size_t k = 0; k < shapes.size(); ++k) {
-      Case golden = Generated(*spec, 11 + k, shapes[k].first, shapes[k].second);
-      if (!WithReference(golden, spec->oracle)) continue;
-      const CaseReport r = CheckImplementation(*spec, golden, spec->cuda);
-      EXPECT_TRUE(Conforms(r)) << r.Describe();
+      Case golden = Generated(spec, 11 + k, shapes[k].first, shapes[k].second);
+      if (!WithReference(golden, spec.oracle)) continue;
+      const CaseReport r = CheckImplementation(spec, golden, spec.cuda);
+      if (!Conforms(r)) why += r.Describe() + "\n";
       ++compared;
     }
-  EXPECT_GT(compared, 0);
+    return why;
+  });
+  EXPECT_GT(compared.load(), 0);
 }
 
 bool BitwiseEqual(const std::map<std::string, Array>& a, const std::map<std::string, Array>& b) {
@@ -113,35 +145,38 @@ bool BitwiseEqual(const std::map<std::string, Array>& a, const std::map<std::str
 }
 
 // Deterministic by construction (no float atomics): two runs on the device are bitwise
-// identical in outputs, gradients and metrics, at the largest shape.
+// identical in outputs, gradients and metrics, at the perf anchor's shape (4096 x 8192:
+// many blocks per row and per reduction, so any order-dependent step would show).
 TEST_F(CudaDevice, BitwiseDeterministic) {
-  for (const FunctionSpec* spec : CudaSpecs()) {
-    const Case c = Generated(*spec, 99, 4096, 16384);
+  ForEachFunctionInParallel([](const FunctionSpec& spec) -> std::string {
+    const Case c = Generated(spec, 99, 4096, 8192);
     Result a, b;
     try {
-      a = spec->cuda(c);
-      b = spec->cuda(c);
+      a = spec.cuda(c);
+      b = spec.cuda(c);
     } catch (const VerlError&) {
-      continue;
+      return "";
     }
-    EXPECT_TRUE(BitwiseEqual(a.outputs, b.outputs)) << Key(*spec) << " outputs";
-    EXPECT_TRUE(BitwiseEqual(a.grads, b.grads)) << Key(*spec) << " grads";
+    std::string why;
+    if (!BitwiseEqual(a.outputs, b.outputs)) why += Key(spec) + ": outputs differ between two runs\n";
+    if (!BitwiseEqual(a.grads, b.grads)) why += Key(spec) + ": gradients differ between two runs\n";
     bool same_metrics = a.metrics.size() == b.metrics.size();
     for (const auto& [k, v] : a.metrics)
       same_metrics = same_metrics && b.metrics.count(k) && std::memcmp(&v, &b.metrics.at(k), sizeof v) == 0;
-    EXPECT_TRUE(same_metrics) << Key(*spec) << " metrics";
-  }
+    if (!same_metrics) why += Key(spec) + ": metrics differ between two runs\n";
+    return why;
+  });
 }
 
 // The device and the host system run the same code: they agree within the float32
 // profile (the order of a reduction, and the device's expf, may differ by ulps).
 TEST_F(CudaDevice, AgreesWithTheHostSystem) {
-  for (const FunctionSpec* spec : CudaSpecs()) {
-    Case golden = Generated(*spec, 5, 512, 4096);
-    if (!WithReference(golden, spec->cuda_host)) continue;
-    const CaseReport r = CheckImplementation(*spec, golden, spec->cuda);
-    EXPECT_TRUE(Conforms(r)) << r.Describe();
-  }
+  ForEachFunctionInParallel([](const FunctionSpec& spec) -> std::string {
+    Case golden = Generated(spec, 5, 512, 4096);
+    if (!WithReference(golden, spec.cuda_host)) return "";
+    const CaseReport r = CheckImplementation(spec, golden, spec.cuda);
+    return Conforms(r) ? "" : r.Describe();
+  });
 }
 
 }  // namespace

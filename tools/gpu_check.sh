@@ -17,19 +17,25 @@
 # run.sh writes into OUT_DIR: env.log (driver, nvidia-smi, bundle manifest),
 # bundle_check.log (sha256 of every bundled file against MANIFEST.txt); one
 # <name>.log and GTest <name>.xml per test binary; conform_cuda.log/.xml (JUnit);
-# bench.log and bench.json; summary.txt. Its last line reads
-#     SUMMARY: N passed, N failed, N skipped (test binaries); bench: ok|skipped|error
+# bench.log and bench.json (cuda_bench); bench_verl.log and bench_verl.json (verl's own
+# functions, eager and torch.compile, from the bundled wheel); ratio_table.md;
+# summary.txt. Its last line reads
+#     SUMMARY: N passed, N failed, N skipped (test binaries); bench: S; bench_verl: S
 # and it exits 1 when a test binary failed, the benchmark errored or the bundle is
 # corrupt, else 0. A binary whose device tests skipped (no usable GPU) counts as
-# skipped, never as passed. Worst case, five steps x 100 s stay inside a 600 s call.
+# skipped, never as passed. The whole run keeps inside GPU_CHECK_DEADLINE seconds
+# (default 470, under the 8 minutes a device call is planned for): each step gets at
+# most its own cap and never more than what is left once the later steps' minimums
+# are set aside; the two benches get the rest as their --budget-s.
 #
 # Usage:
 #   tools/gpu_check.sh --build-only BUNDLE_DIR      build + bundle only
 #   tools/gpu_check.sh [--bundle BUNDLE_DIR] OUT_DIR build + bundle (default gpu-bundle/)
 #                                                   + run here, for a machine with both
 #   BUNDLE_DIR/run.sh OUT_DIR                        run a bundle (the GPU machine)
-# Environment: GPU_CHECK_STEP_TIMEOUT (seconds per binary in run.sh, default 100);
-# BENCH_ARGS (extra cuda_bench flags, e.g. "--repeats 50").
+# Environment: GPU_CHECK_DEADLINE (seconds for the whole run.sh, default 470);
+# BENCH_ARGS (extra cuda_bench flags, e.g. "--repeats 50"); BENCH_VERL_ARGS (extra
+# bench_verl.py flags).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -108,6 +114,16 @@ for e in "${tests[@]}" "${tools[@]}"; do
   strip --strip-debug "$bundle/bin/$name"
 done
 cp fixtures/verl-0.9.1/*.h5 "$bundle/goldens/verl-0.9.1/"
+mkdir -p "$bundle/py" "$bundle/wheels"
+cp tools/bench_verl.py tools/bench/ratio_table.py "$bundle/py/"
+# verl's wheel, for bench_verl.py on a machine that cannot install it (pure Python).
+wheel_cache="${VERL_WHEEL_DIR:-$HOME/.cache/verlconf/wheels}"
+if ! ls "$wheel_cache"/verl-0.9.1-*.whl >/dev/null 2>&1; then
+  say "downloading verl 0.9.1's wheel into $wheel_cache"
+  python3 -m pip download -q --no-deps --only-binary=:all: verl==0.9.1 -d "$wheel_cache" ||
+    say "WARNING: could not download verl's wheel; the bundle's bench_verl step will skip"
+fi
+cp "$wheel_cache"/verl-0.9.1-*.whl "$bundle/wheels/" 2>/dev/null || true
 
 # Dynamic dependencies: nothing beyond the C/C++ runtime may be needed. readelf's
 # NEEDED list is what the GPU machine's loader will look for; ldd also resolves
@@ -143,7 +159,7 @@ done
   printf '%s' "$deps_report"
   echo
   echo "files:"
-  (cd "$bundle" && find bin goldens -type f | sort | xargs sha256sum)
+  (cd "$bundle" && find bin goldens py wheels -type f | sort | xargs sha256sum)
 } >"$bundle/MANIFEST.txt"
 
 # The runner. Plain bash + coreutils: the GPU machine may have nothing else.
@@ -157,11 +173,11 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 [[ $# -eq 1 ]] || { echo "usage: run.sh OUT_DIR" >&2; exit 2; }
 mkdir -p "$1" || exit 2
 out="$(cd "$1" && pwd)"
-step_timeout="${GPU_CHECK_STEP_TIMEOUT:-100}"
+deadline=$((SECONDS + ${GPU_CHECK_DEADLINE:-470}))
 export GTEST_COLOR=no
-names=(third_party_cuda_test cuda_impl_kl_kl_penalty_kernel_test properties_cuda_test conform_cuda bench)
+names=(third_party_cuda_test cuda_impl_kl_kl_penalty_kernel_test properties_cuda_test conform_cuda bench bench_verl)
 for n in "${names[@]}"; do rm -f "$out/$n.log" "$out/$n.xml" "$out/$n.json"; done
-rm -f "$out/env.log" "$out/summary.txt"
+rm -f "$out/env.log" "$out/summary.txt" "$out/ratio_table.md"
 
 # A bundle that arrived incomplete would quietly check fewer goldens.
 bundle_ok=1
@@ -188,18 +204,28 @@ passed=0 failed=0 skipped=0
 lines=()
 note() { lines+=("$1"); echo "$1"; }
 
-# Runs one step under a timeout; stdout+stderr to OUT/<name>.log; sets $rc.
+# Seconds a step may take: at most its cap, and never the time the later steps need
+# (their minimums, the second argument) out of what is left before the deadline.
+allowance() {
+  local cap="$1" reserve="$2" left=$((deadline - SECONDS - $2))
+  ((left < cap)) && cap=$left
+  ((cap < 10)) && cap=10
+  echo "$cap"
+}
+
+# Runs one step under a timeout of $1 seconds; stdout+stderr to OUT/<name>.log; sets $rc.
 step() {
-  local name="$1"; shift
+  local limit="$1" name="$2"; shift 2
   rc=0
-  timeout -k 10 "$step_timeout" "$@" >"$out/$name.log" 2>&1 || rc=$?
-  if [[ $rc -eq 124 || $rc -eq 137 ]]; then echo "(timed out after ${step_timeout}s)" >>"$out/$name.log"; fi
+  timeout -k 10 "$limit" "$@" >"$out/$name.log" 2>&1 || rc=$?
+  if [[ $rc -eq 124 || $rc -eq 137 ]]; then echo "(timed out after ${limit}s)" >>"$out/$name.log"; fi
 }
 
 show_tail() { echo "----- last lines of $1.log"; tail -n 30 "$out/$1.log"; echo "-----"; }
 
 for name in third_party_cuda_test cuda_impl_kl_kl_penalty_kernel_test properties_cuda_test; do
-  step "$name" "$here/bin/$name" --gtest_output="xml:$out/$name.xml"
+  # Later: the other tests (30 s each), conform (40 s) and the two benches (60 s each).
+  step "$(allowance 120 250)" "$name" "$here/bin/$name" --gtest_output="xml:$out/$name.xml"
   total=0 skip=0
   if [[ -f "$out/$name.xml" ]]; then
     total=$(grep -c '<testcase ' "$out/$name.xml" || true)
@@ -222,7 +248,7 @@ done
 # conform prints "N cases: P passed, F failed, M mistrusted, U unsupported, S skipped".
 # Functions without a CUDA entry are UNSUPPORTED by design; they do not fail the step.
 name=conform_cuda
-step "$name" "$here/bin/conform" check --impl cuda --against "$here/goldens/verl-0.9.1" --junit "$out/$name.xml"
+step "$(allowance 90 120)" "$name" "$here/bin/conform" check --impl cuda --against "$here/goldens/verl-0.9.1" --junit "$out/$name.xml"
 counts=$(grep -E '^[0-9]+ cases: ' "$out/$name.log" | tail -1)
 c_pass=$(sed -n 's/.* \([0-9]*\) passed.*/\1/p' <<<"$counts")
 c_skip=$(sed -n 's/.* \([0-9]*\) skipped.*/\1/p' <<<"$counts")
@@ -239,16 +265,48 @@ else
   note "PASSED   $name ($counts)"
 fi
 
+# The benches share what is left: cuda_bench half of it (a wall clock for its own rows,
+# leaving 20 s for its exit), then bench_verl.py the rest.
+bench_s=$(( (deadline - SECONDS) / 2 ))
+((bench_s < 60)) && bench_s=60
 # shellcheck disable=SC2086  # BENCH_ARGS is a flag list on purpose
-step bench "$here/bin/cuda_bench" --json "$out/bench.json" ${BENCH_ARGS:-}
-bench_status=$(sed -n 's/^ *"status": "\([a-z]*\)".*/\1/p' "$out/bench.json" 2>/dev/null | head -1)
+step "$bench_s" bench "$here/bin/cuda_bench" --json "$out/bench.json" --budget-s $((bench_s - 20)) ${BENCH_ARGS:-}
+# The JSON is one line; its top-level "status" is written last.
+bench_status=$(grep -o '"status":"[a-z]*"' "$out/bench.json" 2>/dev/null | tail -1 | cut -d'"' -f4)
 [[ $rc -eq 0 ]] || bench_status="error"
 echo "----- bench.log"
 cat "$out/bench.log"
 echo "-----"
 note "bench: ${bench_status:-error} (exit $rc; bench.json, bench.log)"
 
+# verl's own functions on the same GPU, from the bundled wheel (bench_verl.py stubs the
+# packages verl imports that the machine lacks and says which). Needs python3 + torch.
+verl_s=$((deadline - SECONDS))
+((verl_s < 60)) && verl_s=60
+verl_status="skipped"
+wheel=$(ls "$here"/wheels/verl-*.whl 2>/dev/null | head -1)
+if ! command -v python3 >/dev/null || ! python3 -c "import torch" >/dev/null 2>&1; then
+  echo "bench_verl: skipped: no python3 with torch" >"$out/bench_verl.log"
+elif [[ -z "$wheel" ]]; then
+  echo "bench_verl: skipped: no verl wheel in the bundle" >"$out/bench_verl.log"
+else
+  # shellcheck disable=SC2086  # BENCH_VERL_ARGS is a flag list on purpose
+  step "$verl_s" bench_verl python3 "$here/py/bench_verl.py" --verl-wheel "$wheel" --json "$out/bench_verl.json" \
+    --budget-s $((verl_s - 30)) ${BENCH_VERL_ARGS:-}
+  verl_status=ok
+  [[ $rc -eq 0 ]] || verl_status="error (exit $rc)"
+fi
+echo "----- bench_verl.log"
+tail -n 80 "$out/bench_verl.log"
+echo "-----"
+note "bench_verl: $verl_status (bench_verl.json, bench_verl.log)"
+if command -v python3 >/dev/null; then
+  python3 "$here/py/ratio_table.py" --cuda "$out/bench.json" --verl "$out/bench_verl.json" --out "$out/ratio_table.md" \
+    >"$out/ratio_table.log" 2>&1 && cat "$out/ratio_table.md"
+fi
+
 summary="SUMMARY: $passed passed, $failed failed, $skipped skipped (test binaries); bench: ${bench_status:-error}"
+summary+="; bench_verl: $verl_status"
 [[ $bundle_ok -eq 1 ]] || summary+="; bundle: CORRUPT"
 printf '%s\n' "${lines[@]}" "$summary" >"$out/summary.txt"
 echo "$summary"

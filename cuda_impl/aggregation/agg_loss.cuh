@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 #include "cuda_impl/core/sum.cuh"
@@ -94,7 +95,8 @@ struct AggWeight {
 // divisor and the scale of W. Arguments verl refuses are checked by the caller
 // (oracle::CheckAggArguments) before this runs.
 struct AggPlan {
-  SystemBuffer<float> row_mask;
+  // rows floats from the policy's workspace (seq modes), returned to it with the plan.
+  std::shared_ptr<float> row_mask;
   bool seq = false;
   double divisor = 1.0;
   double norm = 1.0;
@@ -102,21 +104,27 @@ struct AggPlan {
 };
 
 template <class Policy>
-AggPlan MakeAggPlan(Policy&& policy, System system, const float* mask, int64_t rows, int64_t cols, AggMode mode,
+AggPlan MakeAggPlan(Policy&& policy, const float* mask, int64_t rows, int64_t cols, AggMode mode,
                     const AggGlobal& info) {
-  AggPlan p{SystemBuffer<float>(system, IsSeqMode(mode) ? static_cast<size_t>(rows) : 0)};
+  AggPlan p;
   p.dp = static_cast<double>(info.dp_size);
   const int64_t n = rows * cols;
   if (mode == AggMode::kTokenMean) {
     p.divisor = info.batch_num_tokens ? *info.batch_num_tokens : static_cast<double>(ChunkedSum(policy, mask, n, 0.0f));
   } else if (IsSeqMode(mode)) {
+    const std::ptrdiff_t size = rows > 0 ? rows : 1;
+    auto buffer = thrust::get_temporary_buffer<float>(policy, size);
+    auto* held = &policy;
+    p.row_mask = std::shared_ptr<float>(thrust::raw_pointer_cast(buffer.first), [held, buffer](float*) {
+      thrust::return_temporary_buffer(*held, buffer.first, buffer.second);
+    });
     p.seq = true;
     auto rows_of = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), RowOf{cols});
-    thrust::reduce_by_key(policy, rows_of, rows_of + n, mask, thrust::make_discard_iterator(), p.row_mask.data());
+    thrust::reduce_by_key(policy, rows_of, rows_of + n, mask, thrust::make_discard_iterator(), p.row_mask.get());
     p.divisor =
         info.global_batch_size
             ? *info.global_batch_size
-            : static_cast<double>(thrust::count_if(policy, p.row_mask.data(), p.row_mask.data() + rows, Positive{}));
+            : static_cast<double>(thrust::count_if(policy, p.row_mask.get(), p.row_mask.get() + rows, Positive{}));
     if (mode == AggMode::kSeqMeanTokenSumNorm)
       p.norm = info.loss_scale_factor ? *info.loss_scale_factor : static_cast<double>(cols);
   }
@@ -137,7 +145,7 @@ float agg_loss(Policy&& policy, const AggPlan& plan, const float* loss, const fl
     auto rows_of = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), RowOf{cols});
     auto products = thrust::make_transform_iterator(lm, Product{});
     thrust::reduce_by_key(policy, rows_of, rows_of + n, products, thrust::make_discard_iterator(), row_sums);
-    auto sm = thrust::make_zip_iterator(thrust::make_tuple(static_cast<const float*>(row_sums), plan.row_mask.data()));
+    auto sm = thrust::make_zip_iterator(thrust::make_tuple(static_cast<const float*>(row_sums), plan.row_mask.get()));
     total = ChunkedTransformSum(policy, sm, rows, RowTerm{mode == AggMode::kSeqMeanTokenMean}, 0.0f);
   }
   // verl: the sum over the divisor, times dp_size, over the norm, in float32.
@@ -149,7 +157,7 @@ float agg_loss(Policy&& policy, const AggPlan& plan, const float* loss, const fl
 // (the policy losses scale d L / d log_prob by it in place).
 inline AggWeight AggWeightOf(const AggPlan& plan, const float* mask, int64_t cols, AggMode mode) {
   const float scale = static_cast<float>(plan.dp / plan.divisor / plan.norm);
-  return AggWeight{mask, plan.seq ? plan.row_mask.data() : nullptr, cols, mode == AggMode::kSeqMeanTokenMean, scale};
+  return AggWeight{mask, plan.seq ? plan.row_mask.get() : nullptr, cols, mode == AggMode::kSeqMeanTokenMean, scale};
 }
 
 // W = d agg_loss / d loss, every token.

@@ -38,7 +38,7 @@ Result RunAgg(System system, const Case& c) {
   StreamScope stream(system);
   float loss = 0.0f;
   WithPolicy(system, ws, stream.get(), [&](auto&& policy) {
-    const AggPlan plan = MakeAggPlan(policy, system, d_mask.data(), rows, cols, mode, ToAggGlobal(info));
+    const AggPlan plan = MakeAggPlan(policy, d_mask.data(), rows, cols, mode, ToAggGlobal(info));
     loss = agg_loss(policy, plan, d_loss.data(), d_mask.data(), row_sums.data(), rows, cols, mode);
     agg_loss_weights(policy, plan, d_mask.data(), d_w.data(), rows, cols, mode);
   });

@@ -3,6 +3,17 @@
 #include "oracle/core/implementations.h"
 
 namespace verlconf::cuda {
+namespace {
+thread_local BenchProbe* current_probe = nullptr;
+}  // namespace
+
+BenchProbe* SetBenchProbe(BenchProbe* probe) {
+  BenchProbe* previous = current_probe;
+  current_probe = probe;
+  return previous;
+}
+
+BenchProbe* CurrentBenchProbe() { return current_probe; }
 
 bool RegisterCudaEntry(const std::string& family, const std::string& name, SystemRunFn run) {
   RegisterImplementation(Impl::kCuda, family, name, [run](const Case& c) { return run(System::kDevice, c); });

@@ -12,6 +12,7 @@
 #include <thrust/system/cpp/execution_policy.h>
 #include <thrust/system/cuda/execution_policy.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <map>
 #include <stdexcept>
@@ -103,12 +104,42 @@ inline auto HostPolicy(Workspace& ws) { return thrust::cpp::par(ws); }
 // instantiated for both systems.
 template <class F>
 void WithPolicy(System system, Workspace& ws, cudaStream_t stream, F&& f) {
-  if (system == System::kDevice) {
+  if (system == System::kHost) {
+    f(HostPolicy(ws));
+    return;
+  }
+  BenchProbe* probe = CurrentBenchProbe();
+  if (!probe) {
     f(DevicePolicy(ws, stream));
     Check(cudaStreamSynchronize(stream), "stream synchronize");
-  } else {
-    f(HostPolicy(ws));
+    return;
   }
+  // The bench's timing (BenchProbe in system.h). A function may synchronise inside (a
+  // reduction's scalar comes back to the host), so each repeat is timed on its own.
+  for (int i = 0; i < probe->warmup; ++i) f(DevicePolicy(ws, stream));
+  Check(cudaStreamSynchronize(stream), "stream synchronize");
+  cudaEvent_t start, stop;
+  Check(cudaEventCreate(&start), "event create");
+  Check(cudaEventCreate(&stop), "event create");
+  std::vector<double> ms;
+  if (probe->window_begin) probe->window_begin();
+  for (int i = 0; i < probe->repeats; ++i) {
+    Check(cudaEventRecord(start, stream), "event record");
+    f(DevicePolicy(ws, stream));
+    Check(cudaEventRecord(stop, stream), "event record");
+    Check(cudaEventSynchronize(stop), "event synchronize");
+    float elapsed = 0;
+    Check(cudaEventElapsedTime(&elapsed, start, stop), "event elapsed");
+    ms.push_back(elapsed);
+  }
+  if (probe->window_end) probe->window_end();
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  probe->repeat_ms = ms;
+  std::sort(ms.begin(), ms.end());
+  if (!ms.empty()) probe->ms += ms[ms.size() / 2];
+  probe->workspace_peak_bytes = std::max(probe->workspace_peak_bytes, ws.peak_bytes());
+  ++probe->passes;
 }
 
 // An array in the memory of a system: a DeviceBuffer on the device, a vector on the

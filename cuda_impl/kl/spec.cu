@@ -1,5 +1,6 @@
 // The kl family's CUDA entries as the registry sees them: every estimator verl computes
-// ("full", which verl only raises for, has none), Case in and Result out, in the cuda
+// and the two names verl accepts only to raise for ("full", "full+": the entry raises
+// the oracle's error before touching any memory), Case in and Result out, in the cuda
 // and cuda-host slots under the keys of oracle/kl/spec.cc.
 #include "cuda_impl/core/device.h"
 #include "cuda_impl/core/system.cuh"
@@ -32,6 +33,7 @@ Result RunKlPenalty(System system, const Case& c) {
 
 const bool registered = [] {
   for (const std::string& name : oracle::kKlPenaltyNames) RegisterCudaEntry("kl", name, RunKlPenalty);
+  for (const std::string& name : oracle::kKlPenaltyNotImplemented) RegisterCudaEntry("kl", name, RunKlPenalty);
   return true;
 }();
 

@@ -41,7 +41,7 @@ ActorKlLoss actor_kl_loss(Policy&& policy, System system, const float* log_prob,
   Scratch kl(policy, n), weight(policy, n), row_sums(policy, rows);
   // The kl value per token, and its gradient straight into grad_log_prob (scaled below).
   kl_penalty(policy, log_prob, ref_log_prob, kl.get(), grad_log_prob, n, kind, straight_through);
-  const AggPlan plan = MakeAggPlan(policy, system, mask, rows, cols, mode, global);
+  const AggPlan plan = MakeAggPlan(policy, mask, rows, cols, mode, global);
   ActorKlLoss r;
   r.kl_loss = agg_loss(policy, plan, kl.get(), mask, row_sums.get(), rows, cols, mode);
   r.term = r.kl_loss * coef;

@@ -100,7 +100,7 @@ float compute_entropy_loss(Policy&& policy, System system, const float* logits, 
                         thrust::equal_to<int64_t>(), SoftmaxMerge{});
   thrust::transform(policy, sum.get(), sum.get() + tokens, centered.get(), entropy.get(), EntropyOf{});
 
-  const AggPlan plan = MakeAggPlan(policy, system, mask, rows, cols, mode, AggGlobal{});
+  const AggPlan plan = MakeAggPlan(policy, mask, rows, cols, mode, AggGlobal{});
   const float loss = agg_loss(policy, plan, entropy.get(), mask, row_sums.get(), rows, cols, mode);
   agg_loss_weights(policy, plan, mask, weight.get(), rows, cols, mode);
 

@@ -57,7 +57,7 @@ ReinforceOutputs policy_loss_reinforce(Policy&& policy, System system, const flo
   const thrust::tuple<float, float> sums =
       ChunkedTransformSum(policy, mi, n, ReinforceMetricFn{}, thrust::make_tuple(0.0f, 0.0f));
 
-  const AggPlan plan = MakeAggPlan(policy, system, mask, rows, cols, mode, global);
+  const AggPlan plan = MakeAggPlan(policy, mask, rows, cols, mode, global);
   ScaleByAggWeight(policy, plan, mask, grad, rows, cols, mode);
   ReinforceOutputs o;
   // Last: its scalar result waits for the stream, so the scratch may go.

@@ -79,7 +79,7 @@ ValueLossOutputs compute_value_loss(Policy&& policy, System system, const float*
   const thrust::tuple<float, float> sums =
       ChunkedTransformSum(policy, mi, n, ValueMetricFn{cliprange_value}, thrust::make_tuple(0.0f, 0.0f));
 
-  const AggPlan plan = MakeAggPlan(policy, system, mask, rows, cols, mode, global);
+  const AggPlan plan = MakeAggPlan(policy, mask, rows, cols, mode, global);
   ScaleByAggWeight(policy, plan, mask, grad, rows, cols, mode, 0.5f);
   ValueLossOutputs o;
   // Last: its scalar result waits for the stream, so the scratch may go.

@@ -110,7 +110,7 @@ VanillaOutputs policy_loss_vanilla(Policy&& policy, System system, const float* 
   const thrust::tuple<float, float, float, float> sums =
       ChunkedTransformSum(policy, mi, n, VanillaMetricFn{p}, thrust::make_tuple(0.0f, 0.0f, 0.0f, 0.0f));
 
-  const AggPlan plan = MakeAggPlan(policy, system, mask, rows, cols, mode, global);
+  const AggPlan plan = MakeAggPlan(policy, mask, rows, cols, mode, global);
   ScaleByAggWeight(policy, plan, mask, grad, rows, cols, mode);
   VanillaOutputs o;
   // Last: its scalar result waits for the stream, so the scratch may go.

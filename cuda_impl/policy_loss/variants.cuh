@@ -113,7 +113,7 @@ float PolicyLossEnding(Policy&& policy, System system, const PolicyLossArgs& in,
   const int64_t n = in.size();
   thrust::transform(policy, thrust::counting_iterator<int64_t>(0), thrust::counting_iterator<int64_t>(n),
                     thrust::make_zip_iterator(thrust::make_tuple(scratch, grad)), LossAndDerivative<Token>{tok});
-  const AggPlan plan = MakeAggPlan(policy, system, in.mask, in.rows, in.cols, mode, info);
+  const AggPlan plan = MakeAggPlan(policy, in.mask, in.rows, in.cols, mode, info);
   PolicyScratch<float, std::remove_reference_t<Policy>> row_sums(policy, IsSeqMode(mode) ? in.rows : 0);
   const float loss = agg_loss(policy, plan, scratch, in.mask, row_sums.get(), in.rows, in.cols, mode);
   ScaleByAggWeight(policy, plan, in.mask, grad, in.rows, in.cols, mode);

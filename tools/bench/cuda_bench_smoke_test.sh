@@ -1,37 +1,59 @@
 #!/usr/bin/env bash
-# cuda_bench on a tiny shape: exit 0 and a well-formed JSON whose status is "ok" (GPU)
-# or "skipped" with a reason (no GPU); bad flags exit 2.
+# cuda_bench end to end on tiny shapes. Through the host system (no GPU needed): every
+# registry entry with a CUDA implementation gets a row, is judged against the oracle at
+# the smallest shape, and the JSON is well formed. On the device: exit 0 and "ok", or
+# "skipped" with the reason where no GPU is usable. Bad flags exit 2.
 set -euo pipefail
 bench="$1"
+conform="$2"
 out="${TEST_TMPDIR:-$(mktemp -d)}"
-json="$out/bench.json"
 
 rc=0
-"$bench" --batch 8 --tokens 37 --repeats 3 --warmup 1 --json "$json" >"$out/stdout" 2>&1 || rc=$?
-cat "$out/stdout"
-[[ $rc -eq 0 ]] || { echo "FAIL: cuda_bench exited $rc"; exit 1; }
-python3 - "$json" <<'PY'
+"$bench" --system host --shapes 3x37,8x5 --repeats 1 --warmup 0 --json "$out/host.json" >"$out/host.out" 2>&1 || rc=$?
+cat "$out/host.out"
+[[ $rc -eq 0 ]] || { echo "FAIL: cuda_bench --system host exited $rc"; exit 1; }
+"$conform" list --json >"$out/list.json"
+python3 - "$out/host.json" "$out/list.json" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
-assert j["schema"] == "verlconf-cuda-bench/1", j
-assert j["batch"] == 8 and j["tokens"] == 37 and j["repeats"] == 3, j
+listed = json.load(open(sys.argv[2]))
+functions = listed["functions"] if isinstance(listed, dict) else listed
+cuda = {f["family"] + "/" + f["name"] for f in functions if f.get("cuda")}
+assert j["schema"] == "verlconf-cuda-bench/2" and j["system"] == "host" and j["status"] == "ok", j["status"]
+rows = j["results"]
+for shape in ([3, 37], [8, 5]):
+    seen = {r["family"] + "/" + r["name"] for r in rows if r["rows"] == shape[0] and r["label"] == r["family"] + "/" + r["name"]}
+    assert seen == cuda, ("rows at", shape, "missing", sorted(cuda - seen), "extra", sorted(seen - cuda))
+for r in rows:
+    assert r["status"] in ("ok", "raises", "skipped"), r
+    if r["status"] != "ok":
+        assert r["family"] == "kl" and r["name"] in ("full", "full+"), r
+        continue
+    assert r["host_wall_ms"] >= 0 and r["minimal_traffic_bytes"] > 0, r
+    if r["rows"] == 8:  # the smallest shape (8 x 5 < 3 x 37) is judged against the oracle
+        assert r["conformance"] in ("PASSED", "MISTRUSTED"), r
+print("host bench JSON ok:", len(rows), "rows")
+PY
+
+rc=0
+"$bench" --shapes 8x37 --repeats 3 --warmup 1 --json "$out/device.json" >"$out/device.out" 2>&1 || rc=$?
+cat "$out/device.out"
+[[ $rc -eq 0 ]] || { echo "FAIL: cuda_bench exited $rc"; exit 1; }
+python3 - "$out/device.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
 if j["status"] == "skipped":
     assert j["reason"], j
 else:
     assert j["status"] == "ok", j
-    assert j["spot_checks_ok"] is True, j
-    names = {(r["name"], r["mode"]) for r in j["kl"]}
-    for n in ("kl", "abs", "mse", "low_var_kl"):
-        assert (n, "fwd") in names and (n, "fwd+grad") in names, names
-    assert ("low_var_kl+", "fwd+grad") in names, names
-    assert j["memory"]["no_token_matrix_temporaries"] is True, j["memory"]
-print("bench JSON ok:", j["status"])
+    assert all(r["status"] in ("ok", "raises", "skipped") for r in j["results"])
+print("device bench JSON ok:", j["status"])
 PY
 
-rc=0
-"$bench" --batch 0 >/dev/null 2>&1 || rc=$?
-[[ $rc -eq 2 ]] || { echo "FAIL: --batch 0 exited $rc, want 2"; exit 1; }
-rc=0
-"$bench" --bogus 1 >/dev/null 2>&1 || rc=$?
-[[ $rc -eq 2 ]] || { echo "FAIL: --bogus exited $rc, want 2"; exit 1; }
+for bad in "--shapes 0x5" "--shapes 4" "--bogus 1" "--system gpu" "--only nosuch/entry" "--json="; do
+  rc=0
+  # shellcheck disable=SC2086
+  "$bench" --system host $bad >/dev/null 2>&1 || rc=$?
+  [[ $rc -eq 2 ]] || { echo "FAIL: '$bad' exited $rc, want 2"; exit 1; }
+done
 echo PASS
