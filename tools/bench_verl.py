@@ -5,7 +5,7 @@ the same run as cuda_bench so that tools/bench/ratio_table.py can put them side 
 
     python3 tools/bench_verl.py --verl-wheel verl-0.9.1-py3-none-any.whl [--device cuda]
         [--shapes 4096x8192,1024x2048,256x512] [--repeats 10] [--warmup 2] [--modes eager,compile]
-        [--budget-s 240] [--max-row-s 20] [--only LABEL,...] [--backend inductor] [--json PATH]
+        [--budget-s 240] [--max-row-s 10] [--only LABEL,...] [--backend inductor] [--json PATH]
         [--simulate-bare]
 
 verl is loaded from a wheel (--verl-wheel, extracted to a temporary directory) or from an
@@ -226,7 +226,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     ap.add_argument("--modes", default="eager,compile", help="eager, compile or both (default eager,compile)")
     ap.add_argument("--budget-s", type=float, default=240.0,
                     help="start no new (row, mode) measurement after this many seconds (0: no budget)")
-    ap.add_argument("--max-row-s", type=float, default=20.0,
+    ap.add_argument("--max-row-s", type=float, default=10.0,
                     help="fewer repeats (at least 3) where --repeats calls would take longer than this")
     ap.add_argument("--only", default="", help="anchor labels, comma-separated (default: every anchor row)")
     ap.add_argument("--backend", default="inductor", help="torch.compile backend (default inductor)")
@@ -574,6 +574,25 @@ def config_notes() -> List[str]:
     ]
 
 
+def row_notes(label: str, family: str, name: str) -> str:
+    """What a row passes beyond verl's defaults (the JSON's per-row "notes")."""
+    if label in _RC_WEIGHTS_CONFIG:
+        return "compute_rollout_correction_weights(" + ", ".join(
+            f"{k}={v!r}" for k, v in _RC_WEIGHTS_CONFIG[label].items()) + ")"
+    if name == "compute_rollout_correction_and_rejection_mask":
+        return "compute_rollout_correction_and_rejection_mask(" + ", ".join(
+            f"{k}={v!r}" for k, v in _RC_PIPELINE_CONFIG.items()) + ")"
+    if family == RC:
+        return f"compute_rollout_rejection_mask(rollout_rs={name!r}, rollout_rs_threshold={_rs_threshold(name)!r})"
+    return {
+        "loss/dro_fwd_bwd": "PolicyLossConfig(dro_beta=0.1): dro has no default beta",
+        "loss/bypass_mode_fwd_bwd": "RolloutCorrectionConfig(bypass_mode=True), its defaults otherwise",
+        "loss/reinforce_fwd_bwd": "loss_agg_mode: the function's default, seq-mean-token-sum",
+        "kl/low_var_kl+_fwd_bwd": "kl_penalty(...).sum().backward()",
+        "adv/gdpo": "two reward components in non_tensor_batch (AlgoConfig.gdpo_reward_keys)",
+    }.get(label, "")
+
+
 def _row_call(label: str, family: str, name: str, mods: Dict[str, Any], x: Dict[str, Any]):
     """(forward, leaf, kwargs): forward(**kwargs) calls verl's function as its trainer does;
     leaf is the tensor the backward differentiates (None: forward only)."""
@@ -771,6 +790,8 @@ def run(a, info: Dict[str, Any], mods: Dict[str, Any]) -> Tuple[Dict[str, Any], 
     for si, (B, T) in enumerate(a.shape_list):
         for label, family, name, anchor_ms, no_compile in rows:
             r = {"label": label, "family": family, "name": name, "rows": B, "tokens": T}
+            if row_notes(label, family, name):
+                r["notes"] = row_notes(label, family, name)
             if (B, T) == ANCHOR_SHAPE:
                 r["anchor_verl_0_9_0_ms"] = anchor_ms
             for mode in ("eager", "compile"):
@@ -827,7 +848,7 @@ def run(a, info: Dict[str, Any], mods: Dict[str, Any]) -> Tuple[Dict[str, Any], 
     out["status"] = "error" if failed else "ok"
     compiled = sum(1 for r in rows if not r[4])
     print(f"\nbench_verl: {len(out['rows'])} rows over {len(a.shape_list)} shape(s) in {out['elapsed_s']:.1f} s; "
-          f"{compiled} of {len(rows)} functions compiled, {len(rows) - compiled} not (Python loops); "
+          f"{compiled} of {len(rows)} functions compilable, {len(rows) - compiled} not compiled (Python loops); "
           f"{len(out['not_run_budget'])} (row, mode) measurements not run (budget {a.budget_s:.0f} s)")
     return out, 1 if failed else 0
 

@@ -71,6 +71,8 @@ def _cuda_doc(status="ok"):
                 ("rc/token_is", 9.861)),
             row("kl/full", "kl", "full", 0.1, 1.0, True),  # no verl row: cuda only
             {"label": "kl/full+", "family": "kl", "name": "full+", "rows": 4096, "tokens": 8192, "status": "raises"},
+            {"label": "kl/abs", "family": "kl", "name": "abs", "rows": 4096, "tokens": 8192, "status": "ok",
+             "host_wall_ms": 3.0},  # from a --system host run
             row("entropy/x", "entropy", "x", 0.05, 1.0, True, rows=4096, tokens=512),  # T/16 tokens
             row("policy_loss/vanilla", "policy_loss", "vanilla", 0.01, 3.0, False, ("loss/vanilla_fwd_bwd", 6.403),
                 rows=8, tokens=16),
@@ -136,6 +138,7 @@ class RatioTableTest(unittest.TestCase):
         # rows on one side only
         self.assertEqual(_table_row(t, "kl/full", anchor)[4:8], ["-", "-", "-", "-"])
         self.assertEqual(_table_row(t, "kl/full+", anchor)[1], "raises")
+        self.assertEqual(_table_row(t, "kl/abs", anchor)[1:4], ["3.000 (host)", "-", "-"])
         self.assertEqual(_table_row(t, "adv/grpo", anchor)[1:8],
                          ["-", "-", "-", "200.000", "not compiled", "-", "-"])
         self.assertEqual(_table_row(t, "adv/gae", anchor)[5], "not run (budget)")

@@ -155,6 +155,9 @@ def build(cuda: Optional[Dict[str, Any]], verl: Optional[Dict[str, Any]], notes:
                          "-" if meets is None else ("yes" if meets else "NO")]
                 c["cuda_ok"] += 1
                 c["within_target"] += bool(meets)
+            elif cr.get("status") == "ok" and cr.get("host_wall_ms") is not None:
+                # cuda_bench --system host: a plumbing check, not a device timing
+                cells = [_ms(float(cr["host_wall_ms"])) + " (host)", "-", "-"]
             else:
                 cells = [str(cr.get("status", "?")), "-", "-"]
             eager_txt, eager = _verl_cell(vr, "eager")
