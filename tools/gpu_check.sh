@@ -292,7 +292,7 @@ elif [[ -z "$wheel" ]]; then
 else
   # shellcheck disable=SC2086  # BENCH_VERL_ARGS is a flag list on purpose
   step "$verl_s" bench_verl python3 "$here/py/bench_verl.py" --verl-wheel "$wheel" --json "$out/bench_verl.json" \
-    --budget-s $((verl_s - 30)) ${BENCH_VERL_ARGS:-}
+    --device cuda --budget-s $((verl_s - 45)) ${BENCH_VERL_ARGS:-}
   verl_status=ok
   [[ $rc -eq 0 ]] || verl_status="error (exit $rc)"
 fi
