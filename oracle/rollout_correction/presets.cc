@@ -7,9 +7,13 @@ namespace verlconf::oracle {
 namespace {
 
 using Args = std::vector<ConfigValue>;
-const ConfigValue kNone = std::monostate{};
-const ConfigValue kToken = std::string("token");
-const ConfigValue kSequence = std::string("sequence");
+// Functions, not namespace-scope constants: other translation units (the CUDA
+// registrations) build this table during static initialisation, possibly before this
+// file's own dynamic initialisers have run, when a `const ConfigValue` would still read
+// as None.
+ConfigValue NoneValue() { return std::monostate{}; }
+ConfigValue TokenLevel() { return std::string("token"); }
+ConfigValue SequenceLevel() { return std::string("sequence"); }
 
 // The IcePop factories build f"{threshold_lower}_{threshold}": Python's str of each
 // number (repr for floats: 0.5 and 5.0 give "0.5_5.0").
@@ -29,8 +33,8 @@ RolloutCorrectionFields Make(ConfigValue is, ConfigValue is_threshold, ConfigVal
   return f;
 }
 
-const ConfigValue kDefaultIsThreshold = 2.0;  // RolloutCorrectionConfig.rollout_is_threshold
-const std::string kPpoClip = "ppo_clip";      // RolloutCorrectionConfig.loss_type
+ConfigValue DefaultIsThreshold() { return 2.0; }  // RolloutCorrectionConfig.rollout_is_threshold
+std::string PpoClip() { return "ppo_clip"; }  // RolloutCorrectionConfig.loss_type
 
 PresetKwarg Threshold(double d) { return {"threshold", d, "float"}; }
 PresetKwarg ThresholdLower() { return {"threshold_lower", 0.5, "float"}; }
@@ -39,85 +43,85 @@ PresetKwarg IsThreshold() { return {"is_threshold", 2.0, "float"}; }
 PresetKwarg RsThreshold(const ConfigValue& d) {
   return {"rs_threshold", d, std::holds_alternative<std::string>(d) ? "float|str" : "float"};
 }
-const ConfigValue kGeo = std::string("0.999_1.001");
+ConfigValue GeoBand() { return std::string("0.999_1.001"); }
 
 std::vector<RolloutPreset> Build() {
   std::vector<RolloutPreset> p;
   // decoupled_token_is(threshold=2.0)
   p.push_back({"decoupled_token_is", {Threshold(2.0)}, false, [](const Args& a) {
-                 return Make(kToken, a[0], kNone, kNone, false, kPpoClip);
+                 return Make(TokenLevel(), a[0], NoneValue(), NoneValue(), false, PpoClip());
                }});
   // decoupled_seq_is(threshold=2.0)
   p.push_back({"decoupled_seq_is", {Threshold(2.0)}, false, [](const Args& a) {
-                 return Make(kSequence, a[0], kNone, kNone, false, kPpoClip);
+                 return Make(SequenceLevel(), a[0], NoneValue(), NoneValue(), false, PpoClip());
                }});
   // decoupled_token_icepop(threshold=5.0, threshold_lower=0.5)
   p.push_back({"decoupled_token_icepop", {Threshold(5.0), ThresholdLower()}, false, [](const Args& a) {
-                 return Make(kToken, IcepopSpec(a[0], a[1]), kNone, kNone, false, kPpoClip);
+                 return Make(TokenLevel(), IcepopSpec(a[0], a[1]), NoneValue(), NoneValue(), false, PpoClip());
                }});
   // decoupled_seq_is_rs(is_threshold=2.0, rs_threshold="0.5_2.0")
   p.push_back({"decoupled_seq_is_rs", {IsThreshold(), RsThreshold(std::string("0.5_2.0"))}, false, [](const Args& a) {
-                 return Make(kSequence, a[0], std::string("seq_sum_k1"), a[1], false, kPpoClip);
+                 return Make(SequenceLevel(), a[0], std::string("seq_sum_k1"), a[1], false, PpoClip());
                }});
   // decoupled_geo_rs(rs_threshold="0.999_1.001")
-  p.push_back({"decoupled_geo_rs", {RsThreshold(kGeo)}, false, [](const Args& a) {
-                 return Make(kNone, kDefaultIsThreshold, std::string("seq_mean_k1"), a[0], false, kPpoClip);
+  p.push_back({"decoupled_geo_rs", {RsThreshold(GeoBand())}, false, [](const Args& a) {
+                 return Make(NoneValue(), DefaultIsThreshold(), std::string("seq_mean_k1"), a[0], false, PpoClip());
                }});
   // bypass_ppo_clip()
   p.push_back({"bypass_ppo_clip", {}, true, [](const Args&) {
-                 return Make(kNone, kDefaultIsThreshold, kNone, kNone, true, "ppo_clip");
+                 return Make(NoneValue(), DefaultIsThreshold(), NoneValue(), NoneValue(), true, "ppo_clip");
                }});
   // bypass_ppo_clip_geo_rs(rs_threshold="0.999_1.001")
-  p.push_back({"bypass_ppo_clip_geo_rs", {RsThreshold(kGeo)}, true, [](const Args& a) {
-                 return Make(kNone, kDefaultIsThreshold, std::string("seq_mean_k1"), a[0], true, "ppo_clip");
+  p.push_back({"bypass_ppo_clip_geo_rs", {RsThreshold(GeoBand())}, true, [](const Args& a) {
+                 return Make(NoneValue(), DefaultIsThreshold(), std::string("seq_mean_k1"), a[0], true, "ppo_clip");
                }});
   // bypass_ppo_clip_k3_rs(rs_threshold=0.01)
   p.push_back({"bypass_ppo_clip_k3_rs", {RsThreshold(0.01)}, true, [](const Args& a) {
-                 return Make(kNone, kDefaultIsThreshold, std::string("seq_mean_k3"), a[0], true, "ppo_clip");
+                 return Make(NoneValue(), DefaultIsThreshold(), std::string("seq_mean_k3"), a[0], true, "ppo_clip");
                }});
   // bypass_pg_is(threshold=2.0)
   p.push_back({"bypass_pg_is", {Threshold(2.0)}, true, [](const Args& a) {
-                 return Make(kSequence, a[0], kNone, kNone, true, "reinforce");
+                 return Make(SequenceLevel(), a[0], NoneValue(), NoneValue(), true, "reinforce");
                }});
   // bypass_pg_token_icepop(threshold=5.0, threshold_lower=0.5)
   p.push_back({"bypass_pg_token_icepop", {Threshold(5.0), ThresholdLower()}, true, [](const Args& a) {
-                 return Make(kToken, IcepopSpec(a[0], a[1]), kNone, kNone, true, "reinforce");
+                 return Make(TokenLevel(), IcepopSpec(a[0], a[1]), NoneValue(), NoneValue(), true, "reinforce");
                }});
   // bypass_pg_geo_rs(rs_threshold="0.999_1.001")
-  p.push_back({"bypass_pg_geo_rs", {RsThreshold(kGeo)}, true, [](const Args& a) {
-                 return Make(kNone, kDefaultIsThreshold, std::string("seq_mean_k1"), a[0], true, "reinforce");
+  p.push_back({"bypass_pg_geo_rs", {RsThreshold(GeoBand())}, true, [](const Args& a) {
+                 return Make(NoneValue(), DefaultIsThreshold(), std::string("seq_mean_k1"), a[0], true, "reinforce");
                }});
   // decoupled_geo_rs_seq_tis(is_threshold=2.0, rs_threshold="0.999_1.001")
-  p.push_back({"decoupled_geo_rs_seq_tis", {IsThreshold(), RsThreshold(kGeo)}, false, [](const Args& a) {
-                 return Make(kSequence, a[0], std::string("seq_mean_k1"), a[1], false, kPpoClip);
+  p.push_back({"decoupled_geo_rs_seq_tis", {IsThreshold(), RsThreshold(GeoBand())}, false, [](const Args& a) {
+                 return Make(SequenceLevel(), a[0], std::string("seq_mean_k1"), a[1], false, PpoClip());
                }});
   // decoupled_geo_rs_token_tis(is_threshold=2.0, rs_threshold="0.999_1.001")
-  p.push_back({"decoupled_geo_rs_token_tis", {IsThreshold(), RsThreshold(kGeo)}, false, [](const Args& a) {
-                 return Make(kToken, a[0], std::string("seq_mean_k1"), a[1], false, kPpoClip);
+  p.push_back({"decoupled_geo_rs_token_tis", {IsThreshold(), RsThreshold(GeoBand())}, false, [](const Args& a) {
+                 return Make(TokenLevel(), a[0], std::string("seq_mean_k1"), a[1], false, PpoClip());
                }});
   // bypass_pg_geo_rs_seq_tis(is_threshold=2.0, rs_threshold="0.999_1.001")
-  p.push_back({"bypass_pg_geo_rs_seq_tis", {IsThreshold(), RsThreshold(kGeo)}, true, [](const Args& a) {
-                 return Make(kSequence, a[0], std::string("seq_mean_k1"), a[1], true, "reinforce");
+  p.push_back({"bypass_pg_geo_rs_seq_tis", {IsThreshold(), RsThreshold(GeoBand())}, true, [](const Args& a) {
+                 return Make(SequenceLevel(), a[0], std::string("seq_mean_k1"), a[1], true, "reinforce");
                }});
   // bypass_pg_geo_rs_token_tis(is_threshold=2.0, rs_threshold="0.999_1.001")
-  p.push_back({"bypass_pg_geo_rs_token_tis", {IsThreshold(), RsThreshold(kGeo)}, true, [](const Args& a) {
-                 return Make(kToken, a[0], std::string("seq_mean_k1"), a[1], true, "reinforce");
+  p.push_back({"bypass_pg_geo_rs_token_tis", {IsThreshold(), RsThreshold(GeoBand())}, true, [](const Args& a) {
+                 return Make(TokenLevel(), a[0], std::string("seq_mean_k1"), a[1], true, "reinforce");
                }});
   // decoupled_k3_rs(rs_threshold=0.01)
   p.push_back({"decoupled_k3_rs", {RsThreshold(0.01)}, false, [](const Args& a) {
-                 return Make(kNone, kDefaultIsThreshold, std::string("seq_mean_k3"), a[0], false, kPpoClip);
+                 return Make(NoneValue(), DefaultIsThreshold(), std::string("seq_mean_k3"), a[0], false, PpoClip());
                }});
   // decoupled_k3_rs_seq_tis(is_threshold=2.0, rs_threshold=0.01)
   p.push_back({"decoupled_k3_rs_seq_tis", {IsThreshold(), RsThreshold(0.01)}, false, [](const Args& a) {
-                 return Make(kSequence, a[0], std::string("seq_mean_k3"), a[1], false, kPpoClip);
+                 return Make(SequenceLevel(), a[0], std::string("seq_mean_k3"), a[1], false, PpoClip());
                }});
   // decoupled_k3_rs_token_tis(is_threshold=2.0, rs_threshold=0.01)
   p.push_back({"decoupled_k3_rs_token_tis", {IsThreshold(), RsThreshold(0.01)}, false, [](const Args& a) {
-                 return Make(kToken, a[0], std::string("seq_mean_k3"), a[1], false, kPpoClip);
+                 return Make(TokenLevel(), a[0], std::string("seq_mean_k3"), a[1], false, PpoClip());
                }});
   // disabled()
   p.push_back({"disabled", {}, false, [](const Args&) {
-                 return Make(kNone, kDefaultIsThreshold, kNone, kNone, false, kPpoClip);
+                 return Make(NoneValue(), DefaultIsThreshold(), NoneValue(), NoneValue(), false, PpoClip());
                }});
   return p;
 }
