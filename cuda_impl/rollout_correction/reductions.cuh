@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "cuda_impl/core/sum.cuh"
 #include "cuda_impl/core/system.cuh"
@@ -74,15 +75,40 @@ inline float MaskedStdOf(float centered_sq_sum, float mean, float mask_sum) {
 // `bool_tensor.float().mean()`: a count over n, rounded to float32 as torch reduces it.
 inline double Float32Fraction(double count, double n) { return static_cast<double>(static_cast<float>(count / n)); }
 
+// Tokens per first-level segment of a row reduction.
+constexpr int64_t kRowChunk = 64;
+
+// The segment of token k: its row's chunk of kRowChunk consecutive tokens.
+struct RowChunkOf {
+  int64_t cols, chunks_per_row;
+  __host__ __device__ int64_t operator()(int64_t k) const {
+    return (k / cols) * chunks_per_row + (k % cols) / kRowChunk;
+  }
+};
+
 // out[i] = op-reduction of terms[k] over row i (k in [i * cols, (i + 1) * cols)), for each
 // of `rows` rows: the first level of every token-sized reduction here (the rows'
-// partials are then reduced over the batch).
-template <class Policy, class TermIt, class OutIt, class Op>
-void RowReduce(Policy&& policy, TermIt terms, int64_t rows, int64_t cols, OutIt out, Op op) {
+// partials are then reduced over the batch). Two-level within the row as well (chunks
+// of kRowChunk, then the chunks): the host system reduces a segment sequentially, and
+// a float32 row of 4096 terms of one sign (a sequence statistic broadcast along its row)
+// drifts past the float32 tolerance that way.
+template <class Policy, class TermIt, class T, class Op>
+void RowReduce(Policy&& policy, TermIt terms, int64_t rows, int64_t cols, T* out, Op op) {
   if (rows <= 0 || cols <= 0) return;
-  auto keys = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), SegmentOf{cols});
-  thrust::reduce_by_key(policy, keys, keys + rows * cols, terms, thrust::make_discard_iterator(), out,
-                        thrust::equal_to<int64_t>(), op);
+  const int64_t chunks_per_row = (cols + kRowChunk - 1) / kRowChunk;
+  auto chunk_keys =
+      thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), RowChunkOf{cols, chunks_per_row});
+  if (chunks_per_row == 1) {
+    thrust::reduce_by_key(policy, chunk_keys, chunk_keys + rows * cols, terms, thrust::make_discard_iterator(), out,
+                          thrust::equal_to<int64_t>(), op);
+    return;
+  }
+  PolicyScratch<T, std::remove_reference_t<Policy>> partial(policy, rows * chunks_per_row);
+  thrust::reduce_by_key(policy, chunk_keys, chunk_keys + rows * cols, terms, thrust::make_discard_iterator(),
+                        partial.get(), thrust::equal_to<int64_t>(), op);
+  auto row_keys = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), SegmentOf{chunks_per_row});
+  thrust::reduce_by_key(policy, row_keys, row_keys + rows * chunks_per_row, partial.get(),
+                        thrust::make_discard_iterator(), out, thrust::equal_to<int64_t>(), op);
 }
 
 // f(k) for k = 0, 1, ...: a token (or row) functor as an iterator.
