@@ -1,0 +1,78 @@
+// verl's compute_policy_loss_bypass_mode on CCCL in float32, as oracle/rollout_correction/
+// rollout_correction.h states it: the correction pipeline (pipeline.cuh) with the current
+// policy as "old" and the rollout as "rollout", then the loss it selects through the CUDA
+// policy losses' own templates: "ppo_clip" is vanilla.cuh's PPO without IS weights on the
+// modified mask, "reinforce" legacy.cuh's REINFORCE with the pipeline's IS weights on it.
+// The pipeline's weights and mask are constants to the gradient (verl runs it under
+// no_grad), which is how the losses treat their weight and mask arguments.
+#pragma once
+
+#include <thrust/iterator/constant_iterator.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "cuda_impl/aggregation/agg_loss.cuh"
+#include "cuda_impl/aggregation/agg_loss_entry.h"
+#include "cuda_impl/core/system.cuh"
+#include "cuda_impl/policy_loss/legacy.cuh"
+#include "cuda_impl/policy_loss/policy_loss_common.cuh"
+#include "cuda_impl/policy_loss/vanilla.cuh"
+#include "cuda_impl/rollout_correction/pipeline.cuh"
+#include "oracle/aggregation/agg_loss.h"
+#include "oracle/core/errors.h"
+#include "oracle/policy_loss/vanilla.h"
+
+namespace verlconf::cuda {
+
+struct BypassOutputs {
+  float loss = 0.0f;
+  std::map<std::string, double> metrics;  // the loss's actor/... and the pipeline's rollout_corr/...
+};
+
+// The bypass_mode loss of `rollout_lp` (the batch's old log-probs, which bypass mode sets
+// to the rollout's) and `log_prob` (current): d loss / d log_prob into grad; `weights` and
+// `modified_mask` (B x T) receive the pipeline's outputs. Raises as verl does, in verl's
+// order: the pipeline's errors, then an unknown loss_type, then the loss's own checks.
+template <class Policy>
+BypassOutputs policy_loss_bypass_mode(Policy&& policy, System system, const float* rollout_lp, const float* log_prob,
+                                      const float* advantages, const float* mask, int64_t rows, int64_t cols,
+                                      const oracle::VanillaConfig& cfg, const std::string& loss_type,
+                                      const CorrectionPlan& plan, float* weights, float* modified_mask, float* grad) {
+  BypassOutputs out;
+  out.metrics = compute_rollout_correction_and_rejection_mask(policy, log_prob, rollout_lp, mask, rows, cols, plan,
+                                                              weights, modified_mask);
+  if (loss_type == "reinforce") {
+    oracle::CheckAggArguments(cfg.loss_agg_mode, cfg.global);
+    const AggMode mode = ToAggMode(cfg.loss_agg_mode);
+    const AggGlobal global = ToAggGlobal(cfg.global);
+    ReinforceOutputs o{};
+    if (plan.is)
+      o = policy_loss_reinforce(policy, system, rollout_lp, log_prob, advantages, static_cast<const float*>(weights),
+                                modified_mask, grad, rows, cols, mode, global);
+    else
+      o = policy_loss_reinforce(policy, system, rollout_lp, log_prob, advantages, thrust::make_constant_iterator(1.0f),
+                                modified_mask, grad, rows, cols, mode, global);
+    out.loss = o.loss;
+    out.metrics["actor/ppo_kl"] = o.ppo_kl;
+  } else if (loss_type == "ppo_clip") {
+    CheckDualClip(cfg.clip_ratio_c);
+    oracle::CheckAggArguments(cfg.loss_agg_mode, cfg.global);
+    const AggMode mode = ToAggMode(cfg.loss_agg_mode);
+    const AggGlobal global = ToAggGlobal(cfg.global);
+    const VanillaParams p = MakeVanillaParams(cfg.clip_ratio_low, cfg.clip_ratio_high, cfg.clip_ratio_c);
+    const VanillaOutputs o =
+        policy_loss_vanilla(policy, system, rollout_lp, log_prob, advantages, thrust::make_constant_iterator(1.0f),
+                            modified_mask, grad, rows, cols, p, mode, global);
+    out.loss = o.loss;
+    out.metrics["actor/pg_clipfrac"] = o.pg_clipfrac;
+    out.metrics["actor/ppo_kl"] = o.ppo_kl;
+    out.metrics["actor/pg_clipfrac_lower"] = o.pg_clipfrac_lower;
+  } else {
+    throw VerlError("ValueError", "Invalid loss_type: " + loss_type + ". Must be 'reinforce' or 'ppo_clip'.");
+  }
+  return out;
+}
+
+}  // namespace verlconf::cuda
