@@ -40,17 +40,18 @@ int RunList(const std::string& against, bool json, std::ostream& out) {
     std::string name, family;
     bool oracle, cuda;
     int f64, f32;
+    std::string notes;
   };
   std::vector<Item> items;
   std::set<std::pair<std::string, std::string>> listed;
   for (const auto& s : Registry()) {
     const auto n = counts[{s.family, s.name}];
     items.push_back({s.name, s.family, s.Implementation(Impl::kOracle) != nullptr,
-                     s.Implementation(Impl::kCuda) != nullptr, n.first, n.second});
+                     s.Implementation(Impl::kCuda) != nullptr, n.first, n.second, s.notes});
     listed.insert({s.family, s.name});
   }
   for (const auto& [key, n] : counts)  // goldens of functions the registry lacks
-    if (!listed.count(key)) items.push_back({key.second, key.first, false, false, n.first, n.second});
+    if (!listed.count(key)) items.push_back({key.second, key.first, false, false, n.first, n.second, ""});
 
   // verl spells some names in more than one registry ("gpg" is an estimator and a
   // loss), so the gaps are kept per registry list as well as flat.
@@ -123,6 +124,13 @@ int RunList(const std::string& against, bool json, std::ostream& out) {
       out << line;
     }
   }
+  // Each function without a CUDA entry with its spec's notes, which say why.
+  std::vector<const Item*> no_cuda;
+  for (const auto& it : items)
+    if (it.oracle && !it.cuda) no_cuda.push_back(&it);
+  out << "\nfunctions without a CUDA entry (" << no_cuda.size() << "):";
+  for (const Item* it : no_cuda) out << "\n  " << it->family << "/" << it->name << ": " << it->notes;
+  out << "\n";
   out << "\nverl names without an oracle entry (" << missing.size() << "):";
   for (const auto& m : missing) out << " " << m;
   out << "\n";

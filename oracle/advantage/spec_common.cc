@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <optional>
 
 #include "oracle/advantage/groups.h"
 #include "oracle/core/generate.h"
@@ -171,6 +173,30 @@ double GpgScoreScaleCondition(const Case& c) {
   const double alpha =
       static_cast<double>(c.Input("token_level_rewards").rows()) / static_cast<double>(std::max<int64_t>(nonzero, 1));
   return std::max(1.0, ScoreScale(c) * alpha / std::fabs(c.config.Double("f_norm")));
+}
+
+double WhitenCondition(const Array& x, const Array& mask) {
+  double n = 0, sum = 0, sq = 0, largest = 0;
+  for (size_t k = 0; k < x.data.size(); ++k)
+    if (mask.data[k] != 0.0) n += 1, sum += x.data[k], largest = std::max(largest, std::fabs(x.data[k]));
+  const double mean = n > 0 ? sum / n : 0.0;
+  for (size_t k = 0; k < x.data.size(); ++k)
+    if (mask.data[k] != 0.0) sq += (x.data[k] - mean) * (x.data[k] - mean);
+  const double sd = std::sqrt((n > 1 ? sq / (n - 1) : 0.0) + 1e-8);  // masked_whiten's rsqrt(var + 1e-8)
+  return std::max(1.0, largest / sd);
+}
+
+void SetWhitenedAdvantageTolerance(FunctionSpec& s, std::function<Array(const Case&)> whitened) {
+  s.case_tolerance = [whitened](const Case& c, const std::string& field) -> std::optional<Tolerance> {
+    if (c.dtype != DType::kFloat32 || field != "outputs/advantages") return std::nullopt;
+    const double cond = WhitenCondition(whitened(c), c.Input("response_mask"));
+    if (cond <= 1.0) return std::nullopt;
+    const Tolerance d = DefaultTolerance(DType::kFloat32);
+    char why[160];
+    std::snprintf(why, sizeof why, "float32 bound times masked_whiten's condition number %.3g (max |x| / std(x))",
+                  cond);
+    return Tolerance{d.rtol * cond, d.atol * cond, why};
+  };
 }
 
 double WhitenedScoreCondition(const Case& c) {

@@ -4,6 +4,7 @@
 // condition numbers.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "oracle/advantage/returns.h"
@@ -57,6 +58,14 @@ double ScoreScaleCondition(const Case& c);
 double GpgScoreScaleCondition(const Case& c);
 // Baselines followed by batch whitening (reinforce_plus_plus_baseline): the same error,
 // divided by the whitening's std.
+// float32's condition of masked_whiten(x, mask): rounding x to float32 moves it by
+// eps * |x|, which the whitening divides by x's masked std, so the bound is
+// max |x| over valid tokens / sqrt(var + 1e-8) (at least 1).
+double WhitenCondition(const Array& x, const Array& mask);
+// Sets s.case_tolerance so that float32 `outputs/advantages` are held to the float32
+// default times WhitenCondition(whitened(case), response_mask); the other fields (the
+// returns, which are not whitened) keep their bounds.
+void SetWhitenedAdvantageTolerance(FunctionSpec& s, std::function<Array(const Case&)> whitened);
 double WhitenedScoreCondition(const Case& c);
 
 }  // namespace verlconf::oracle

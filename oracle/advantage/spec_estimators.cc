@@ -105,7 +105,15 @@ void AddAdvantageEstimatorSpecs(std::vector<FunctionSpec>& out) {
                                                    c.config.Double("lam")));
         },
         "returns before whitening; advantages whitened over valid tokens and not re-masked");
-    s.float32_condition = nullptr;  // passes the default float32 tolerance
+    // The advantages are the whitened raw advantages (returns - values).
+    oracle::SetWhitenedAdvantageTolerance(s, [](const Case& c) {
+      Array raw =
+          oracle::gae_advantage_return(c.Input("token_level_rewards"), c.Input("values"), c.Input("response_mask"),
+                                       c.config.Double("gamma"), c.config.Double("lam"))
+              .returns;
+      for (size_t k = 0; k < raw.data.size(); ++k) raw.data[k] -= c.Input("values").data[k];
+      return raw;
+    });
     s.config = {kGammaKey, {"lam", "float", 1.0, "GAE lambda; the dispatcher passes algorithm.lam (default 1.0)"}};
     // compute_advantage calls gae by name with its own arguments.
     s.dispatch_kwargs = {"gamma", "lam", "response_mask", "token_level_rewards", "values"};
@@ -120,7 +128,13 @@ void AddAdvantageEstimatorSpecs(std::vector<FunctionSpec>& out) {
                                                             c.config.Double("gamma")));
         },
         "discounted returns carried across observation tokens; whitened and masked");
-    s.float32_condition = nullptr;  // passes the default float32 tolerance
+    // The advantages are the whitened returns: nearly constant returns (gamma close to
+    // 1, one row) cancel in the whitening.
+    oracle::SetWhitenedAdvantageTolerance(s, [](const Case& c) {
+      return oracle::reinforce_plus_plus_advantage(c.Input("token_level_rewards"), c.Input("response_mask"),
+                                                   c.config.Double("gamma"))
+          .returns;
+    });
     s.config = {{"gamma", "float", 1.0, "read from config.gamma (AlgoConfig default 1.0)"}};
     out.push_back(std::move(s));
   }

@@ -63,6 +63,57 @@ Result RunMultiTrajectory(const Case& c) {
   return target->oracle(Resolved(*target, d, resolved));
 }
 
+// The case compute_advantage would hand the delegate (RunMultiTrajectory), resolved.
+Case DelegateCase(const Case& c, const FunctionSpec& target) {
+  Case d;
+  d.family = "advantage";
+  d.function = target.name;
+  d.dtype = c.dtype;
+  for (const InputSpec& in : target.inputs)
+    if (!in.optional) d.inputs[in.name] = c.Input(in.name);
+  ResolveConfig(target, d.config);
+  return d;
+}
+
+// float32's condition of what the function computes: the per-session GRPO sees only the
+// sessions' final outputs, so its group statistics (and their cancellation) are those of
+// the final outputs' scores grouped by uid, not of every row; a delegated estimator has
+// its own entry's condition.
+double MultiTrajectoryCondition(const Case& c) {
+  const std::string est = c.config.String("adv_estimator");
+  if (est != "grpo") {
+    const FunctionSpec* target = FindEstimator(est);
+    if (!target || !target->float32_condition) return 1.0;
+    try {
+      return target->float32_condition(DelegateCase(c, *target));
+    } catch (const BadInput&) {
+      return 1.0;  // the delegate needs an input the case lacks: the run reports it
+    }
+  }
+  const Array& r = c.Input("token_level_rewards");
+  const Array& index = c.Input("index");
+  const Array& session = c.Input("session");
+  const Array& turn = c.Input("turn");
+  // (uid, session) -> its final output: the largest turn, the first such row on a tie.
+  std::map<std::pair<double, double>, int64_t> final_row;
+  for (int64_t i = 0; i < r.rows(); ++i) {
+    const auto key = std::make_pair(index[i], session[i]);
+    const auto it = final_row.find(key);
+    if (it == final_row.end() || turn[i] > turn[it->second]) final_row[key] = i;
+  }
+  Case finals;
+  Array rewards({static_cast<int64_t>(final_row.size()), r.cols()}, r.dtype);
+  Array uids({static_cast<int64_t>(final_row.size())}, index.dtype);
+  int64_t k = 0;
+  for (const auto& [key, i] : final_row) {
+    for (int64_t t = 0; t < r.cols(); ++t) rewards.at(k, t) = r.at(i, t);
+    uids[k++] = key.first;
+  }
+  finals.inputs["token_level_rewards"] = rewards;
+  finals.inputs["index"] = uids;
+  return GrpoFloat32ConditionWith(finals, c.config.Bool("norm_adv_by_std_in_grpo"), GrpoDefaultEpsilon());
+}
+
 Case GenerateMultiTrajectory(const GenParams& p) {
   Case c = GenerateAdvantage(p, kOutcome);
   InputGen g(p.seed ^ 0x9e3779b97f4a7c15ull);
@@ -106,9 +157,7 @@ void AddMultiTrajectorySpec(std::vector<FunctionSpec>& out) {
     s.oracle = RunMultiTrajectory;
     s.generate = GenerateMultiTrajectory;
     // The per-session GRPO step runs with compute_grpo_outcome_advantage's default epsilon.
-    s.float32_condition = [](const Case& c) {
-      return GrpoFloat32ConditionWith(c, c.config.Bool("norm_adv_by_std_in_grpo"), GrpoDefaultEpsilon());
-    };
+    s.float32_condition = MultiTrajectoryCondition;
     s.notes = "one advantage per session, from GRPO over the sessions' final outputs";
     out.push_back(std::move(s));
   }

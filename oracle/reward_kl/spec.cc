@@ -147,8 +147,9 @@ void AddRewardKlSpecs(std::vector<FunctionSpec>& out) {
       c.config.Set("n_steps", g.Int(1, 4096));
       return c;
     };
-    s.notes =
-        s.name == "fixed" ? "update is a no-op" : "coef *= 1 + clip(kl / target - 1, -0.2, 0.2) * n_steps / horizon";
+    s.notes = std::string(s.name == "fixed" ? "update is a no-op"
+                                            : "coef *= 1 + clip(kl / target - 1, -0.2, 0.2) * n_steps / horizon") +
+              "; oracle only: a scalar update of the controller's coefficient, nothing for a GPU to do";
     out.push_back(std::move(s));
   }
 }

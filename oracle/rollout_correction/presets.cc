@@ -34,7 +34,7 @@ RolloutCorrectionFields Make(ConfigValue is, ConfigValue is_threshold, ConfigVal
 }
 
 ConfigValue DefaultIsThreshold() { return 2.0; }  // RolloutCorrectionConfig.rollout_is_threshold
-std::string PpoClip() { return "ppo_clip"; }  // RolloutCorrectionConfig.loss_type
+std::string PpoClip() { return "ppo_clip"; }      // RolloutCorrectionConfig.loss_type
 
 PresetKwarg Threshold(double d) { return {"threshold", d, "float"}; }
 PresetKwarg ThresholdLower() { return {"threshold_lower", 0.5, "float"}; }

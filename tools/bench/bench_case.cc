@@ -91,7 +91,6 @@ Case CaseMaker::Make(const BenchItem& item, int64_t rows, int64_t tokens, int64_
   p.batch = rows;
   p.tokens = TokensFor(spec, tokens);
   p.dtype = DType::kFloat32;
-  (void)group;  // the generators draw groups of about 16 (oracle::InputGen::GroupIndex)
   std::string signature = spec.family;
   for (const InputSpec& in : spec.inputs) signature += "|" + in.name;
   signature += "|" + std::to_string(rows) + "x" + std::to_string(p.tokens);
@@ -108,6 +107,10 @@ Case CaseMaker::Make(const BenchItem& item, int64_t rows, int64_t tokens, int64_
     c = spec.generate(small);
     c.inputs = it->second;
   }
+  // uids in groups of `group` consecutive rows, as the anchor and verl's rollout.n give
+  // them (the generator's occasional singletons would make grpo_passk raise).
+  if (auto idx = c.inputs.find("index"); idx != c.inputs.end() && idx->second.data.size() == static_cast<size_t>(rows))
+    for (int64_t i = 0; i < rows; ++i) idx->second[i] = static_cast<double>(i / group);
   for (const ConfigKey& k : spec.config) {
     if (std::holds_alternative<std::monostate>(k.verl_default)) continue;  // keep the generator's value
     if (k.absent_is_none)

@@ -26,8 +26,11 @@ for shape in ([3, 37], [8, 5]):
     assert seen == cuda, ("rows at", shape, "missing", sorted(cuda - seen), "extra", sorted(seen - cuda))
 for r in rows:
     assert r["status"] in ("ok", "raises", "skipped"), r
-    if r["status"] != "ok":
+    if r["status"] == "skipped":  # no generator: the names verl only raises for
         assert r["family"] == "kl" and r["name"] in ("full", "full+"), r
+        continue
+    if r["status"] == "raises":  # verl's own error for these inputs, raised by the entry as by the oracle
+        assert r["detail"].split(":")[0] in ("ValueError", "AssertionError", "NotImplementedError"), r
         continue
     assert r["host_wall_ms"] >= 0 and r["minimal_traffic_bytes"] > 0, r
     if r["rows"] == 8:  # the smallest shape (8 x 5 < 3 x 37) is judged against the oracle
