@@ -35,8 +35,8 @@
 #   BUNDLE_DIR/run.sh OUT_DIR                        run a bundle (the GPU machine)
 # Environment: GPU_CHECK_DEADLINE (seconds for the whole run.sh, default 470);
 # BENCH_ARGS (extra cuda_bench flags, e.g. "--repeats 50"); BENCH_VERL_ARGS (extra
-# bench_verl.py flags); GPU_CHECK_DRY_BUILD=1 (default build flags: a check of the
-# script and the bundle, never for figures).
+# bench_verl.py flags); GPU_CHECK_DRY_BUILD=1 (CI's build flags: a check of the script
+# and the bundle, never for figures).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -85,11 +85,11 @@ tools=(
 targets=()
 for e in "${tests[@]}" "${tools[@]}"; do targets+=("${e#*:}"); done
 
-# GPU_CHECK_DRY_BUILD=1 builds with the default flags instead (PTX only, no -c opt):
-# much faster on the 2-core machines, for checking this script and the bundle without a
-# GPU; never for the figures of a real run.
+# GPU_CHECK_DRY_BUILD=1 builds with CI's flags instead (PTX only, no -c opt: what
+# `bazel test --config=ci //...` has already built), for checking this script and the
+# bundle on a machine without a GPU; never for the figures of a real run.
 build_flags=(-c opt --define=cuda_fatbin=1)
-[[ "${GPU_CHECK_DRY_BUILD:-0}" == 1 ]] && build_flags=()
+[[ "${GPU_CHECK_DRY_BUILD:-0}" == 1 ]] && build_flags=(--config=ci)
 say "bazel build ${build_flags[*]} ${targets[*]}"
 bazel build "${build_flags[@]}" "${targets[@]}"
 bin_root="$(bazel info "${build_flags[@]}" bazel-bin 2>/dev/null)"
@@ -159,7 +159,7 @@ done
   echo "git: $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (+ uncommitted changes)')"
   echo "build_host: $(uname -srm); $(ldd --version 2>&1 | head -1)"
   echo "nvcc: $(/usr/local/cuda/bin/nvcc --version | tail -1)"
-  echo "bazel flags: ${build_flags[*]:-(default: a dry build, not for figures)}"
+  echo "bazel flags: ${build_flags[*]}$([[ "${GPU_CHECK_DRY_BUILD:-0}" == 1 ]] && echo ' (a dry build: not for figures)')"
   echo "device command: bash $(basename "$bundle")/run.sh \"\$OUT\"   (carry: [\"$(basename "$bundle")\"])"
   echo
   echo "dynamic dependencies (checked: libc/libm/libstdc++/libgcc_s/libdl/libpthread/librt only):"

@@ -17,6 +17,15 @@
 
 namespace verlconf::oracle::rollout_internal {
 
+// torch.exp of a tensor of dtype d, in float64: beyond float32's range a float32 tensor
+// holds inf (exp(89) already overflows), so a float32 case's unclamped exp does too.
+inline double ExpIn(double x, DType d) {
+  const double e = std::exp(x);
+  return d == DType::kFloat32 && e > static_cast<double>(std::numeric_limits<float>::max())
+             ? std::numeric_limits<double>::infinity()
+             : e;
+}
+
 inline constexpr double kInf = std::numeric_limits<double>::infinity();
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 

@@ -37,7 +37,7 @@ std::map<std::string, double> IsMetrics(const Array& w, const Array& raw, const 
   if (sequence) {
     const double log_max = Max(log_for_metrics), log_min = Min(log_for_metrics);
     m["rollout_is_max"] = std::exp(ClampMax(log_max, kRolloutSafetyBound));
-    m["rollout_is_min"] = std::exp(log_min);
+    m["rollout_is_min"] = ExpIn(log_min, mask.dtype);  // unclamped: inf in float32 past 88.7
     m["rollout_is_mean"] = masked_mean(w, mask);
     // The log thresholds are float32 tensors (torch.tensor of a Python float).
     const double log_upper = TorchDefaultDtypeLog(upper_py), log_lower = TorchDefaultDtypeLog(lower_py);

@@ -36,7 +36,7 @@ std::map<std::string, double> compute_offpolicy_metrics(const Array& old_log_pro
   const Array train_rows = masked_mean_rows(old_log_prob, mask);
   std::vector<double> ppl, log_ppl;
   for (double v : train_rows.data) {
-    ppl.push_back(std::exp(-v));
+    ppl.push_back(ExpIn(-v, mask.dtype));  // torch.exp of a float32 tensor: inf past its range
     log_ppl.push_back(-v);
   }
   m["training_ppl"] = Mean(ppl);
@@ -49,7 +49,7 @@ std::map<std::string, double> compute_offpolicy_metrics(const Array& old_log_pro
   for (int64_t k = 0; k < mask.size(); ++k) {
     diff[k] = rollout[k] - old_log_prob[k];
     lr[k] = old_log_prob[k] - rollout[k];
-    k3[k] = std::exp(lr[k]) - lr[k] - 1.0;  // unclamped
+    k3[k] = ExpIn(lr[k], mask.dtype) - lr[k] - 1.0;  // unclamped
     const double rho = std::exp(Clamp(lr[k], -kRolloutSafetyBound, kRolloutSafetyBound));
     rho2[k] = rho * rho;
   }
@@ -59,12 +59,12 @@ std::map<std::string, double> compute_offpolicy_metrics(const Array& old_log_pro
   const Array rollout_rows = masked_mean_rows(rollout, mask);
   std::vector<double> r_ppl, r_log_ppl, d, abs_d, ratio;
   for (int64_t i = 0; i < mask.rows(); ++i) {
-    r_ppl.push_back(std::exp(-rollout_rows[i]));
+    r_ppl.push_back(ExpIn(-rollout_rows[i], mask.dtype));
     r_log_ppl.push_back(-rollout_rows[i]);
     const double di = rollout_rows[i] - train_rows[i];
     d.push_back(di);
     abs_d.push_back(std::fabs(di));
-    ratio.push_back(std::exp(di));
+    ratio.push_back(ExpIn(di, mask.dtype));
   }
   m["rollout_ppl"] = Mean(r_ppl);
   m["rollout_log_ppl"] = Mean(r_log_ppl);
