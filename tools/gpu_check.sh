@@ -153,6 +153,12 @@ for f in "$bundle"/bin/*; do
 done
 [[ $bad -eq 0 ]] || die "a bundled binary needs a shared library a bare GPU machine lacks"
 
+# The binaries travel compressed (each embeds every family's device code; together they
+# would not fit the device tool's 64 MiB); run.sh unpacks them into a temporary folder.
+binaries_report="$(cd "$bundle" && sha256sum bin/*)"
+tar -C "$bundle" -czf "$bundle/bin.tar.gz" bin
+rm -rf "$bundle/bin"
+
 {
   echo "verlconf GPU bundle (tools/gpu_check.sh)"
   echo "built_utc: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -165,8 +171,11 @@ done
   echo "dynamic dependencies (checked: libc/libm/libstdc++/libgcc_s/libdl/libpthread/librt only):"
   printf '%s' "$deps_report"
   echo
+  echo "binaries (in bin.tar.gz):"
+  printf '%s\n' "$binaries_report"
+  echo
   echo "files:"
-  (cd "$bundle" && find bin goldens py wheels -type f | sort | xargs sha256sum)
+  (cd "$bundle" && find bin.tar.gz goldens py wheels -type f | sort | xargs sha256sum)
 } >"$bundle/MANIFEST.txt"
 
 # The runner. Plain bash + coreutils: the GPU machine may have nothing else.
@@ -193,6 +202,9 @@ if ! (cd "$here" && sed -n '/^files:$/,$p' MANIFEST.txt | tail -n +2 | sha256sum
   echo "FAILED   bundle integrity (sha256 of MANIFEST.txt's files; see bundle_check.log)"
   cat "$out/bundle_check.log"
 fi
+
+bin="$(mktemp -d)/bin"
+tar -xzf "$here/bin.tar.gz" -C "$(dirname "$bin")" || { echo "FAILED   unpacking bin.tar.gz"; bundle_ok=0; }
 
 {
   echo "date_utc: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -232,7 +244,7 @@ show_tail() { echo "----- last lines of $1.log"; tail -n 30 "$out/$1.log"; echo 
 
 for name in third_party_cuda_test cuda_impl_kl_kl_penalty_kernel_test properties_cuda_test; do
   # Later: the other tests (30 s each), conform (40 s) and the two benches (60 s each).
-  step "$(allowance 120 250)" "$name" "$here/bin/$name" --gtest_output="xml:$out/$name.xml"
+  step "$(allowance 120 250)" "$name" "$bin/$name" --gtest_output="xml:$out/$name.xml"
   total=0 skip=0
   if [[ -f "$out/$name.xml" ]]; then
     total=$(grep -c '<testcase ' "$out/$name.xml" || true)
@@ -255,7 +267,7 @@ done
 # conform prints "N cases: P passed, F failed, M mistrusted, U unsupported, S skipped".
 # Functions without a CUDA entry are UNSUPPORTED by design; they do not fail the step.
 name=conform_cuda
-step "$(allowance 90 120)" "$name" "$here/bin/conform" check --impl cuda --against "$here/goldens/verl-0.9.1" --junit "$out/$name.xml"
+step "$(allowance 90 120)" "$name" "$bin/conform" check --impl cuda --against "$here/goldens/verl-0.9.1" --junit "$out/$name.xml"
 counts=$(grep -E '^[0-9]+ cases: ' "$out/$name.log" | tail -1)
 c_pass=$(sed -n 's/.* \([0-9]*\) passed.*/\1/p' <<<"$counts")
 c_skip=$(sed -n 's/.* \([0-9]*\) skipped.*/\1/p' <<<"$counts")
@@ -277,7 +289,7 @@ fi
 bench_s=$(( (deadline - SECONDS) / 2 ))
 ((bench_s < 60)) && bench_s=60
 # shellcheck disable=SC2086  # BENCH_ARGS is a flag list on purpose
-step "$bench_s" bench "$here/bin/cuda_bench" --json "$out/bench.json" --budget-s $((bench_s - 20)) ${BENCH_ARGS:-}
+step "$bench_s" bench "$bin/cuda_bench" --json "$out/bench.json" --budget-s $((bench_s - 20)) ${BENCH_ARGS:-}
 # The JSON is one line; its top-level "status" is written last.
 bench_status=$(grep -o '"status":"[a-z]*"' "$out/bench.json" 2>/dev/null | tail -1 | cut -d'"' -f4)
 [[ $rc -eq 0 ]] || bench_status="error"
@@ -300,7 +312,8 @@ else
   # shellcheck disable=SC2086  # BENCH_VERL_ARGS is a flag list on purpose
   step "$verl_s" bench_verl python3 "$here/py/bench_verl.py" --verl-wheel "$wheel" --json "$out/bench_verl.json" \
     --device cuda --budget-s $((verl_s - 45)) ${BENCH_VERL_ARGS:-}
-  verl_status=ok
+  verl_status=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["status"])' \
+    "$out/bench_verl.json" 2>/dev/null || echo error)
   [[ $rc -eq 0 ]] || verl_status="error (exit $rc)"
 fi
 echo "----- bench_verl.log"
