@@ -10,7 +10,6 @@
 #include "cuda_impl/advantage/spec_common.h"
 #include "cuda_impl/core/device.h"
 #include "cuda_impl/core/system.cuh"
-#include "oracle/advantage/spec.h"
 #include "oracle/advantage/spec_common.h"
 #include "oracle/core/errors.h"
 #include "oracle/core/function_spec.h"
@@ -18,24 +17,9 @@
 namespace verlconf::cuda {
 namespace {
 
-// The estimators' registry entries as the oracle's delegation finds them: their inputs
-// and config defaults.
-const FunctionSpec* FindEstimatorSpec(const std::string& name) {
-  static const std::vector<FunctionSpec> estimators = [] {
-    std::vector<FunctionSpec> v;
-    AddAdvantageSpecs(v);
-    AddAdvantageEstimatorSpecs(v);
-    return v;
-  }();
-  for (const FunctionSpec& s : estimators)
-    if (s.name == name && s.name != "compute_advantage_for_multi_trajectories") return &s;
-  return nullptr;
-}
-
 Result RunGrpoSessions(System system, const Case& c) {
   // compute_grpo_outcome_advantage with its default epsilon: the dispatcher passes none.
-  const float epsilon =
-      static_cast<float>(std::get<double>(FindEstimatorSpec("grpo")->FindConfigKey("epsilon")->verl_default));
+  const float epsilon = static_cast<float>(oracle::GrpoDefaultEpsilon());
   const bool norm = c.config.Bool("norm_adv_by_std_in_grpo");
   const Array& mask = c.Input("response_mask");
   const int64_t rows = mask.rows(), cols = mask.cols();
@@ -56,23 +40,10 @@ Result RunGrpoSessions(System system, const Case& c) {
 Result RunMultiTrajectory(System system, const Case& c) {
   const std::string est = c.config.String("adv_estimator");
   if (est == "grpo") return RunGrpoSessions(system, c);
-  const FunctionSpec* target = FindEstimatorSpec(est);
-  if (!target) throw BadInput(c.Where() + ": cfg.adv_estimator: '" + est + "' is not an advantage estimator");
-  // compute_advantage hands an outcome estimator rewards, mask and index only.
-  Case d;
-  d.family = "advantage";
-  d.function = est;
-  d.dtype = c.dtype;
-  for (const InputSpec& in : target->inputs) {
-    if (in.optional) continue;
-    if (in.name != "token_level_rewards" && in.name != "response_mask" && in.name != "index")
-      throw Unsupported("delegating to '" + est + "' needs its input '" + in.name + "'");
-    d.inputs[in.name] = c.Input(in.name);
-  }
+  const Case d = oracle::MultiTrajectoryDelegateCase(c);
   const SystemRunFn* run = FindAdvantageEntry(est);
   if (!run) throw Unsupported("delegating to '" + est + "': no CUDA entry");
-  Case resolved;
-  return (*run)(system, Resolved(*target, d, resolved));
+  return (*run)(system, d);
 }
 
 const bool registered = RegisterAdvantageEntry("compute_advantage_for_multi_trajectories", RunMultiTrajectory);

@@ -49,7 +49,7 @@ Result RunWeights(System system, const Case& c) {
   const bool batch_normalize = c.config.Bool("rollout_is_batch_normalize");
   const Array& lr = c.Input("log_ratio");
   const Array& mask = c.Input("response_mask");
-  RequireValidToken(mask);
+  oracle::RequireValidToken(mask);
   const int64_t rows = mask.rows(), cols = mask.cols();
   const SystemBuffer<float> lr_b(system, ToFloat(lr)), mask_b(system, ToFloat(mask));
   SystemBuffer<float> weights(system, mask.data.size());
@@ -70,7 +70,7 @@ Result RunRejection(System system, const Case& c, const ConfigValue& rollout_rs)
   const std::vector<RsOption> options = ParseRsOptions(rollout_rs, c.config.Value("rollout_rs_threshold"));
   const Array& lr = c.Input("log_ratio");
   const Array& mask = c.Input("response_mask");
-  RequireValidToken(mask);
+  oracle::RequireValidToken(mask);
   const int64_t rows = mask.rows(), cols = mask.cols();
   const SystemBuffer<float> lr_b(system, ToFloat(lr)), mask_b(system, ToFloat(mask));
   SystemBuffer<float> out(system, mask.data.size());
@@ -89,7 +89,8 @@ Result RunRejection(System system, const Case& c, const ConfigValue& rollout_rs)
 // compute_offpolicy_metrics (rollout log-probs optional) with every key under `prefix`.
 std::map<std::string, double> Offpolicy(System system, const Array& old_lp, const Array* rollout_lp, const Array& mask,
                                         const std::string& prefix) {
-  if (!AnyValidToken(mask)) throw VerlError("AssertionError", "Expected at least one valid token in response_mask");
+  if (!oracle::AnyValidToken(mask))
+    throw VerlError("AssertionError", "Expected at least one valid token in response_mask");
   const int64_t rows = mask.rows(), cols = mask.cols();
   const SystemBuffer<float> old_b(system, ToFloat(old_lp)), mask_b(system, ToFloat(mask)),
       rollout_b(system, rollout_lp ? ToFloat(*rollout_lp) : std::vector<float>());

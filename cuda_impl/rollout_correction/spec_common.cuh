@@ -15,21 +15,9 @@
 #include "oracle/core/case.h"
 #include "oracle/core/errors.h"
 #include "oracle/rollout_correction/rollout_correction.h"
+#include "oracle/rollout_correction/spec_common.h"
 
 namespace verlconf::cuda {
-
-inline bool IsNoneValue(const ConfigValue& v) { return std::holds_alternative<std::monostate>(v); }
-
-inline bool AnyValidToken(const Array& mask) {
-  for (double m : mask.data)
-    if (m != 0.0) return true;
-  return false;
-}
-
-// verl's check at the top of the IS / RS helpers and the pipeline.
-inline void RequireValidToken(const Array& mask) {
-  if (!AnyValidToken(mask)) throw VerlError("ValueError", "response_mask must contain at least one valid token (1).");
-}
 
 // A config value as verl's f-string shows it in a message: a string bare, else str().
 inline std::string DescribeConfigValue(const ConfigValue& v) {
@@ -63,7 +51,7 @@ inline std::vector<RsOption> ParseRsOptions(const ConfigValue& rollout_rs, const
   const auto* rs = std::get_if<std::string>(&rollout_rs);
   if (!rs)
     throw VerlError("ValueError", "rollout_rs must be a non-empty string (comma separated for multiple options).");
-  if (IsNoneValue(threshold))
+  if (oracle::IsNone(threshold))
     throw VerlError("ValueError", "rollout_rs_threshold must be provided for rejection sampling.");
   const std::vector<std::string> names = oracle::ParseRolloutRsOptions(*rs);
   std::vector<RsOption> out;
@@ -89,12 +77,12 @@ inline std::vector<RsOption> ParseRsOptions(const ConfigValue& rollout_rs, const
 // both set, RS when rollout_rs is.
 inline CorrectionPlan PlanCorrection(const oracle::RolloutCorrectionSettings& s) {
   CorrectionPlan p;
-  if (!IsNoneValue(s.rollout_is) && !IsNoneValue(s.rollout_is_threshold))
+  if (!oracle::IsNone(s.rollout_is) && !oracle::IsNone(s.rollout_is_threshold))
     p.is = ParseIsConfig(s.rollout_is, s.rollout_is_threshold);
   p.batch_normalize = s.rollout_is_batch_normalize;
-  if (!IsNoneValue(s.rollout_rs)) {
+  if (!oracle::IsNone(s.rollout_rs)) {
     try {
-      if (IsNoneValue(s.rollout_rs_threshold))
+      if (oracle::IsNone(s.rollout_rs_threshold))
         throw VerlError("ValueError",
                         "rollout_rs_threshold must be explicitly provided when rollout_rs is enabled. Set "
                         "rollout_rs_threshold to the desired threshold value.");
@@ -108,7 +96,7 @@ inline CorrectionPlan PlanCorrection(const oracle::RolloutCorrectionSettings& s)
 
 // The pipeline's checks before it computes anything: a valid token, equal shapes.
 inline void CheckPipelineInputs(const Array& old_lp, const Array& rollout_lp, const Array& mask) {
-  RequireValidToken(mask);
+  oracle::RequireValidToken(mask);
   if (old_lp.shape != rollout_lp.shape || old_lp.shape != mask.shape)
     throw VerlError("ValueError", "old_log_prob, rollout_log_prob and response_mask shapes differ.");
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "oracle/advantage/returns.h"
@@ -62,6 +63,18 @@ double GpgScoreScaleCondition(const Case& c);
 // eps * |x|, which the whitening divides by x's masked std, so the bound is
 // max |x| over valid tokens / sqrt(var + 1e-8) (at least 1).
 double WhitenCondition(const Array& x, const Array& mask);
+
+// compute_advantage_for_multi_trajectories (spec_multi_trajectory.cc), what every
+// implementation of it shares. An estimator's entry by name, from this family's own
+// entries (compute_advantage only dispatches to advantage estimators); nullptr if none.
+const FunctionSpec* FindEstimator(const std::string& name);
+// compute_grpo_outcome_advantage's default epsilon, which the per-session step uses.
+double GrpoDefaultEpsilon();
+// For adv_estimator other than "grpo": the estimator compute_advantage dispatches to
+// (BadInput if it names none), and the case it is handed: rewards, mask and index only
+// (Unsupported if the estimator needs more), its config completed from its spec.
+const FunctionSpec& MultiTrajectoryDelegate(const Case& c);
+Case MultiTrajectoryDelegateCase(const Case& c);
 // Sets s.case_tolerance so that float32 `outputs/advantages` are held to the float32
 // default times WhitenCondition(whitened(case), response_mask); the other fields (the
 // returns, which are not whitened) keep their bounds.

@@ -17,24 +17,6 @@ namespace {
 // other estimator is delegated to compute_advantage on the whole batch, which hands an
 // outcome estimator rewards, mask and index and leaves its other parameters at their
 // defaults.
-// The estimator compute_advantage would dispatch to, from this family's own entries (the
-// registry above the families is out of reach from here, and only advantage estimators
-// can be delegated to anyway).
-const FunctionSpec* FindEstimator(const std::string& name) {
-  static const std::vector<FunctionSpec> estimators = [] {
-    std::vector<FunctionSpec> v;
-    AddAdvantageSpecs(v);
-    AddAdvantageEstimatorSpecs(v);
-    return v;
-  }();
-  for (const FunctionSpec& s : estimators)
-    if (s.name == name && s.name != "compute_advantage_for_multi_trajectories") return &s;
-  return nullptr;
-}
-
-// compute_grpo_outcome_advantage's default epsilon, from its registry entry.
-double GrpoDefaultEpsilon() { return std::get<double>(FindEstimator("grpo")->FindConfigKey("epsilon")->verl_default); }
-
 Result RunMultiTrajectory(const Case& c) {
   const std::string est = c.config.String("adv_estimator");
   if (est == "grpo") {
@@ -45,34 +27,7 @@ Result RunMultiTrajectory(const Case& c) {
     return Same(multi_trajectory_grpo_advantage(c.Input("token_level_rewards"), c.Input("response_mask"),
                                                 c.Input("index"), c.Input("session"), c.Input("turn"), g));
   }
-  const FunctionSpec* target = FindEstimator(est);
-  if (!target) throw BadInput(c.Where() + ": cfg.adv_estimator: '" + est + "' is not an advantage estimator");
-  Case d;
-  d.family = "advantage";
-  d.function = est;
-  d.dtype = c.dtype;
-  for (const InputSpec& in : target->inputs) {
-    if (in.optional) continue;
-    if (in.name != "token_level_rewards" && in.name != "response_mask" && in.name != "index")
-      throw Unsupported("delegating to '" + est + "' needs its input '" + in.name + "'");
-    d.inputs[in.name] = c.Input(in.name);
-  }
-  // The delegate's own registry entry is not wrapped by the registry: its config is
-  // completed from its spec here, as the registry would.
-  Case resolved;
-  return target->oracle(Resolved(*target, d, resolved));
-}
-
-// The case compute_advantage would hand the delegate (RunMultiTrajectory), resolved.
-Case DelegateCase(const Case& c, const FunctionSpec& target) {
-  Case d;
-  d.family = "advantage";
-  d.function = target.name;
-  d.dtype = c.dtype;
-  for (const InputSpec& in : target.inputs)
-    if (!in.optional) d.inputs[in.name] = c.Input(in.name);
-  ResolveConfig(target, d.config);
-  return d;
+  return MultiTrajectoryDelegate(c).oracle(MultiTrajectoryDelegateCase(c));
 }
 
 // float32's condition of what the function computes: the per-session GRPO sees only the
@@ -82,12 +37,13 @@ Case DelegateCase(const Case& c, const FunctionSpec& target) {
 double MultiTrajectoryCondition(const Case& c) {
   const std::string est = c.config.String("adv_estimator");
   if (est != "grpo") {
-    const FunctionSpec* target = FindEstimator(est);
-    if (!target || !target->float32_condition) return 1.0;
     try {
-      return target->float32_condition(DelegateCase(c, *target));
+      const FunctionSpec& target = MultiTrajectoryDelegate(c);
+      return target.float32_condition ? target.float32_condition(MultiTrajectoryDelegateCase(c)) : 1.0;
     } catch (const BadInput&) {
-      return 1.0;  // the delegate needs an input the case lacks: the run reports it
+      return 1.0;  // no such estimator, or it needs an input the case lacks: the run reports it
+    } catch (const Unsupported&) {
+      return 1.0;
     }
   }
   const Array& r = c.Input("token_level_rewards");
@@ -138,6 +94,48 @@ Case GenerateMultiTrajectory(const GenParams& p) {
 }
 
 }  // namespace
+
+// The estimator compute_advantage would dispatch to, from this family's own entries (the
+// registry above the families is out of reach from here, and only advantage estimators
+// can be delegated to anyway).
+const FunctionSpec* FindEstimator(const std::string& name) {
+  static const std::vector<FunctionSpec> estimators = [] {
+    std::vector<FunctionSpec> v;
+    AddAdvantageSpecs(v);
+    AddAdvantageEstimatorSpecs(v);
+    return v;
+  }();
+  for (const FunctionSpec& s : estimators)
+    if (s.name == name && s.name != "compute_advantage_for_multi_trajectories") return &s;
+  return nullptr;
+}
+
+double GrpoDefaultEpsilon() { return std::get<double>(FindEstimator("grpo")->FindConfigKey("epsilon")->verl_default); }
+
+const FunctionSpec& MultiTrajectoryDelegate(const Case& c) {
+  const std::string est = c.config.String("adv_estimator");
+  const FunctionSpec* target = FindEstimator(est);
+  if (!target) throw BadInput(c.Where() + ": cfg.adv_estimator: '" + est + "' is not an advantage estimator");
+  return *target;
+}
+
+Case MultiTrajectoryDelegateCase(const Case& c) {
+  const FunctionSpec& target = MultiTrajectoryDelegate(c);
+  Case d;
+  d.family = "advantage";
+  d.function = target.name;
+  d.dtype = c.dtype;
+  for (const InputSpec& in : target.inputs) {
+    if (in.optional) continue;
+    if (in.name != "token_level_rewards" && in.name != "response_mask" && in.name != "index")
+      throw Unsupported("delegating to '" + target.name + "' needs its input '" + in.name + "'");
+    d.inputs[in.name] = c.Input(in.name);
+  }
+  // The delegate's own registry entry is not wrapped by the registry: its config is
+  // completed from its spec here, as the registry would.
+  ResolveConfig(target, d.config);
+  return d;
+}
 
 void AddMultiTrajectorySpec(std::vector<FunctionSpec>& out) {
   {

@@ -9,10 +9,67 @@
 #include <tuple>
 #include <utility>
 
+#include "oracle/core/errors.h"
 #include "oracle/core/spec_util.h"
 #include "oracle/policy_loss/spec_common.h"
 
 namespace verlconf::oracle {
+
+bool AnyValidToken(const Array& mask) {
+  for (double v : mask.data)
+    if (v != 0.0) return true;
+  return false;
+}
+
+void RequireValidToken(const Array& mask) {
+  if (!AnyValidToken(mask)) throw VerlError("ValueError", "response_mask must contain at least one valid token (1).");
+}
+
+bool IsSequenceLevel(const Config& c) {
+  const ConfigValue v = c.Value("rollout_is");
+  const auto* s = std::get_if<std::string>(&v);
+  return s && *s == "sequence";
+}
+
+void CheckIsLogRatioInputs(const Case& c) {
+  const bool sequence = IsSequenceLevel(c.config);
+  const std::string want = sequence ? "log_ratio_sum" : "log_ratio_for_metrics";
+  const std::string other = sequence ? "log_ratio_for_metrics" : "log_ratio_sum";
+  const std::string level = sequence ? "\"sequence\"" : "\"token\"";
+  if (!c.OptionalInput(want))
+    throw BadInput(c.Where() + ": inputs/" + want + ": missing (rollout_is " + level +
+                   " passes it as log_ratio_for_metrics)");
+  if (c.OptionalInput(other))
+    throw BadInput(c.Where() + ": inputs/" + other + ": present, but rollout_is " + level + " passes inputs/" + want +
+                   " as log_ratio_for_metrics");
+}
+
+IsMetricsThresholds ReadIsMetricsThresholds(const Case& c) {
+  const std::optional<double> upper = c.config.OptionalDouble("rollout_is_threshold");
+  const std::optional<double> lower = c.config.OptionalDouble("rollout_is_threshold_lower");
+  if (!upper) {
+    RequireValidToken(c.Input("response_mask"));
+    if (!lower) throw VerlError("TypeError", "unsupported operand type(s) for /: 'float' and 'NoneType'");
+    throw VerlError("RuntimeError", "Could not infer dtype of NoneType");  // torch.tensor(None)
+  }
+  return {*upper, lower};
+}
+
+RsMetricsArgs ReadRsMetricsArgs(const Case& c) {
+  const std::optional<double> upper = c.config.OptionalDouble("rollout_rs_threshold");
+  const std::optional<double> lower = c.config.OptionalDouble("rollout_rs_threshold_lower");
+  const bool apply_lower = c.config.OptionalBool("apply_lower_threshold").value_or(false);  // None is falsy
+  // A None threshold reaches a tensor comparison (the fractions) after the mask check.
+  if (!upper || (apply_lower && !lower)) {
+    RequireValidToken(c.Input("response_mask"));
+    throw VerlError("TypeError", std::string("'") + (upper ? "<" : ">") +
+                                     "' not supported between instances of 'Tensor' and 'NoneType'");
+  }
+  const ConfigValue level = c.config.Value("level");
+  const auto* level_str = std::get_if<std::string>(&level);
+  return {PyStr(c.config.Value("option_name")), level_str ? *level_str : "None", *upper, lower.value_or(0.0),
+          apply_lower};
+}
 
 // ------------------------------------------------------------------ config
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,37 @@
 namespace verlconf::oracle {
 
 inline bool IsNone(const ConfigValue& v) { return std::holds_alternative<std::monostate>(v); }
+
+// The mask checks verl makes before it touches an argument: at the top of the IS / RS
+// helpers and the pipeline (every implementation raises the same error).
+bool AnyValidToken(const Array& mask);
+void RequireValidToken(const Array& mask);
+
+// compute_is_metrics called directly. verl's `rollout_is == "sequence"`: None (absent)
+// and anything else are token level.
+bool IsSequenceLevel(const Config& c);
+// verl's log_ratio_for_metrics comes in two shapes: B x T per token, (B, 1) row sums at
+// sequence level, stored under two names. The one the level reads must be there and the
+// other must not: a case holding the wrong one is not what the capture writes.
+void CheckIsLogRatioInputs(const Case& c);
+// Its thresholds, with verl's errors where the upper one is None (after the mask check).
+struct IsMetricsThresholds {
+  double upper;
+  std::optional<double> lower;
+};
+IsMetricsThresholds ReadIsMetricsThresholds(const Case& c);
+
+// compute_rs_metrics called directly: its arguments, with verl's error where a threshold
+// it compares with is None (after the mask check). option: f"rollout_rs_{option_name}"
+// reads None as "None"; level None is not "sequence".
+struct RsMetricsArgs {
+  std::string option;
+  std::string level;
+  double upper;
+  double lower;  // 0 when None and not applied
+  bool apply_lower;
+};
+RsMetricsArgs ReadRsMetricsArgs(const Case& c);
 
 // ---------------------------------------------------------------- config
 

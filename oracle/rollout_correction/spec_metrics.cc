@@ -24,17 +24,6 @@ namespace {
 
 const ConfigValue kNone = std::monostate{};
 
-bool AnyValid(const Array& mask) {
-  for (double v : mask.data)
-    if (v != 0.0) return true;
-  return false;
-}
-
-// verl checks the mask before it touches an argument.
-void RequireValidToken(const Array& mask) {
-  if (!AnyValid(mask)) throw VerlError("ValueError", "response_mask must contain at least one valid token (1).");
-}
-
 FunctionSpec MetricsHelperSpec(const std::string& verl_function) {
   FunctionSpec s;
   s.name = verl_function;
@@ -45,45 +34,16 @@ FunctionSpec MetricsHelperSpec(const std::string& verl_function) {
 
 // ------------------------------------------------------------------ compute_is_metrics
 
-// verl's `rollout_is == "sequence"`: None (absent) and anything else are token level.
-bool IsSequenceLevel(const Config& c) {
-  const ConfigValue v = c.Value("rollout_is");
-  const auto* s = std::get_if<std::string>(&v);
-  return s && *s == "sequence";
-}
-
-// verl's log_ratio_for_metrics comes in two shapes: B x T per token, (B, 1) row sums at
-// sequence level, stored under two names. The one the level reads must be there and the
-// other must not: a case holding the wrong one is not what the capture writes.
-void CheckIsLogRatioInputs(const Case& c) {
-  const bool sequence = IsSequenceLevel(c.config);
-  const std::string want = sequence ? "log_ratio_sum" : "log_ratio_for_metrics";
-  const std::string other = sequence ? "log_ratio_for_metrics" : "log_ratio_sum";
-  const std::string level = sequence ? "\"sequence\"" : "\"token\"";
-  if (!c.OptionalInput(want))
-    throw BadInput(c.Where() + ": inputs/" + want + ": missing (rollout_is " + level +
-                   " passes it as log_ratio_for_metrics)");
-  if (c.OptionalInput(other))
-    throw BadInput(c.Where() + ": inputs/" + other + ": present, but rollout_is " + level + " passes inputs/" + want +
-                   " as log_ratio_for_metrics");
-}
-
 Result RunIsMetrics(const Case& c) {
-  CheckIsLogRatioInputs(c);
-  const bool sequence = IsSequenceLevel(c.config);
+  oracle::CheckIsLogRatioInputs(c);
+  const bool sequence = oracle::IsSequenceLevel(c.config);
   const Array& mask = c.Input("response_mask");
-  const std::optional<double> upper = c.config.OptionalDouble("rollout_is_threshold");
-  const std::optional<double> lower = c.config.OptionalDouble("rollout_is_threshold_lower");
-  if (!upper) {
-    RequireValidToken(mask);
-    if (!lower) throw VerlError("TypeError", "unsupported operand type(s) for /: 'float' and 'NoneType'");
-    throw VerlError("RuntimeError", "Could not infer dtype of NoneType");  // torch.tensor(None)
-  }
+  const oracle::IsMetricsThresholds t = oracle::ReadIsMetricsThresholds(c);
   const ConfigValue level = c.config.Value("rollout_is");
   const auto* level_str = std::get_if<std::string>(&level);
   oracle::MetricsResult r = oracle::compute_is_metrics(c.Input("rollout_is_weights"), c.Input("raw_rollout_is_weights"),
                                                        c.Input(sequence ? "log_ratio_sum" : "log_ratio_for_metrics"),
-                                                       mask, level_str ? *level_str : "None", *upper, lower);
+                                                       mask, level_str ? *level_str : "None", t.upper, t.lower);
   Result out;
   out.metrics = std::move(r.metrics);
   out.boundary = std::move(r.boundary);
@@ -162,7 +122,7 @@ FunctionSpec IsMetricsSpec() {
     if (n != "rollout_is_oob_ratio") s.discrete_metrics.push_back(n);
   oracle::AddStdMetricTolerances(s, {"rollout_is_std"});
   s.oracle = RunIsMetrics;
-  s.check_config = CheckIsLogRatioInputs;
+  s.check_config = oracle::CheckIsLogRatioInputs;
   s.generate = GenerateIsMetrics;
   s.notes =
       "compute_is_metrics(rollout_is_weights, raw_rollout_is_weights, log_ratio_for_metrics, response_mask, "
@@ -178,23 +138,10 @@ FunctionSpec IsMetricsSpec() {
 // ------------------------------------------------------------------ compute_rs_metrics
 
 Result RunRsMetrics(const Case& c) {
-  const Array& mask = c.Input("response_mask");
-  const std::optional<double> upper = c.config.OptionalDouble("rollout_rs_threshold");
-  const std::optional<double> lower = c.config.OptionalDouble("rollout_rs_threshold_lower");
-  const bool apply_lower = c.config.OptionalBool("apply_lower_threshold").value_or(false);  // None is falsy
-  // A None threshold reaches a tensor comparison (the fractions) after the mask check.
-  if (!upper || (apply_lower && !lower)) {
-    RequireValidToken(mask);
-    throw VerlError("TypeError", std::string("'") + (upper ? "<" : ">") +
-                                     "' not supported between instances of 'Tensor' and 'NoneType'");
-  }
-  // f"rollout_rs_{option_name}": None reads "None"; level None is not "sequence".
-  const ConfigValue option = c.config.Value("option_name");
-  const ConfigValue level = c.config.Value("level");
-  const auto* level_str = std::get_if<std::string>(&level);
-  oracle::MetricsResult r = oracle::compute_rs_metrics(
-      oracle::PyStr(option), c.Input("rs_statistic"), mask, c.Input("seq_valid_mask"), level_str ? *level_str : "None",
-      c.OptionalInput("per_sequence_values"), *upper, lower.value_or(0.0), apply_lower);
+  const oracle::RsMetricsArgs a = oracle::ReadRsMetricsArgs(c);
+  oracle::MetricsResult r =
+      oracle::compute_rs_metrics(a.option, c.Input("rs_statistic"), c.Input("response_mask"), c.Input("seq_valid_mask"),
+                                 a.level, c.OptionalInput("per_sequence_values"), a.upper, a.lower, a.apply_lower);
   Result out;
   out.metrics = std::move(r.metrics);
   out.boundary = std::move(r.boundary);
