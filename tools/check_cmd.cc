@@ -69,6 +69,7 @@ std::vector<CaseReport> CheckCandidateSet(const CheckOptions& o, const GoldenSet
     const bool any = provided.count({g->family, g->function}) > 0;
     reports.push_back(NotProvided(
         *g, any ? "missing from the candidate set" : "the candidate set has no cases of '" + g->function + "'"));
+    reports.back().not_provided = true;
     reports.back().repro = Repro(o, *g);
   }
   return reports;
@@ -84,6 +85,7 @@ std::vector<CaseReport> CheckImplementationSet(const CheckOptions& o, const Gold
     if (!only.Selects(*g)) continue;
     const FunctionSpec* spec = SpecFor(*g);
     CaseReport r;
+    const bool absent = !spec || !spec->Implementation(impl);
     if (!spec) {
       r = Unsupported(*g, "no registry entry for '" + g->function + "'");
     } else if (ValidateCase(*spec, *g); !device_unavailable.empty()) {
@@ -97,6 +99,7 @@ std::vector<CaseReport> CheckImplementationSet(const CheckOptions& o, const Gold
       r = Unsupported(*g, std::string("no ") + ImplName(impl) + " implementation of " + g->family + "/" + g->function);
     }
     r.repro = Repro(o, *g);
+    r.not_provided = absent;
     reports.push_back(std::move(r));
   }
   return reports;
@@ -120,15 +123,29 @@ int RunCheck(const CheckOptions& o, std::ostream& out) {
   if (reports.empty()) throw BadInput(o.against + ": no cases to check");
 
   const std::string what = o.candidate.empty() ? o.impl : o.candidate;
-  out << "conform check: " << what << " against " << o.against << " (verl " << golden.VerlVersion() << ")\n";
-  if (o.impl == "cuda" && o.candidate.empty() && !cuda::DeviceUnavailableReason().empty())
-    out << "CUDA: " << cuda::DeviceUnavailableReason() << "\n";
-  PrintTable(reports, out);
   bool failed = false;
-  for (const auto& r : reports) {
-    const bool show = r.outcome == Outcome::kFailed || (o.verbose && (r.outcome != Outcome::kPassed || r.partial));
-    if (show) out << "\n" << r.Describe() << "\n";
-    failed |= r.outcome == Outcome::kFailed;
+  for (const auto& r : reports) failed |= r.outcome == Outcome::kFailed;
+  const Coverage coverage = CountCoverage(reports);
+  const bool incomplete = o.require_all && (coverage.unsupported_cases || coverage.unsupported_fields);
+  const int code = failed || incomplete ? kExitFailure : kExitOk;
+  if (o.json) {
+    out << CheckJson(reports, what, o.against, golden.VerlVersion(), code) << "\n";
+  } else {
+    out << "conform check: " << what << " against " << o.against << " (verl " << golden.VerlVersion() << ")\n";
+    if (o.impl == "cuda" && o.candidate.empty() && !cuda::DeviceUnavailableReason().empty())
+      out << "CUDA: " << cuda::DeviceUnavailableReason() << "\n";
+    PrintTable(reports, out, o.show_unsupported);
+    std::set<std::pair<std::string, std::string>> hidden;
+    if (!o.show_unsupported)
+      for (const auto& key : FunctionsNotProvided(reports)) hidden.insert(key);
+    for (const auto& r : reports) {
+      // --verbose is about what was provided; a function not provided at all is the
+      // table's summary line (or its row, with --show-unsupported), not one block per case.
+      const bool quiet = hidden.count({r.function, r.family}) > 0;
+      const bool show =
+          r.outcome == Outcome::kFailed || (o.verbose && !quiet && (r.outcome != Outcome::kPassed || r.partial));
+      if (show) out << "\n" << r.Describe() << "\n";
+    }
   }
   // The table is the result: if it did not reach stdout, no report claims otherwise.
   out.flush();
@@ -138,15 +155,10 @@ int RunCheck(const CheckOptions& o, std::ostream& out) {
                         MarkdownReport("conform check: " + what + " against verl " + golden.VerlVersion(), reports));
   if (!o.junit.empty())
     WriteJunit(o.junit, "conform." + (o.candidate.empty() ? o.impl : std::string("candidate")), reports);
-  if (o.require_all) {
-    const Coverage c = CountCoverage(reports);
-    if (c.unsupported_cases || c.unsupported_fields) {
-      std::cerr << "conform: --require-all: " << c.unsupported_cases << " case(s) and " << c.unsupported_fields
-                << " field(s) not provided (UNSUPPORTED)\n";
-      return kExitFailure;
-    }
-  }
-  return failed ? kExitFailure : kExitOk;
+  if (incomplete)
+    std::cerr << "conform: --require-all: " << coverage.unsupported_cases << " case(s) and "
+              << coverage.unsupported_fields << " field(s) not provided (UNSUPPORTED)\n";
+  return code;
 }
 
 }  // namespace verlconf::tools
