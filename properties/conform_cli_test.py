@@ -19,7 +19,7 @@ from cli_support import GOLDENS, assert_bad_input, row, run  # noqa: E402
 
 # Every option each command accepts, as a user would look them up in its --help.
 OPTIONS = {
-    "check": ["--against", "--candidate", "--impl", "--only", "--junit", "--report", "--format", "--require-all",
+    "check": ["--against", "--candidate", "--impl", "--only", "--junit", "--report", "--format", "--jobs", "--require-all",
               "--show-unsupported", "--verbose", "--help"],
     "list": ["--against", "--json", "--help"],
     "spec": ["--json", "--pretty", "--help"],
@@ -358,6 +358,20 @@ class CheckReport(unittest.TestCase):
         (fn,) = doc["functions"]
         self.assertLessEqual(fn["err_tol"]["float64"], 1.0)
         self.assertLessEqual(fn["err_tol"]["float32"], 1.0)
+
+    def test_jobs_change_nothing_but_the_time(self):
+        only = ("--only", "grpo,vanilla,clip_cov,k3,token-mean,decoupled_seq_is,masked_whiten")
+        serial = run("check", "--against", GOLDENS, *only)
+        self.assertEqual(serial[0], 0, serial[1] + serial[2])
+        self.assertEqual(run("check", "--against", GOLDENS, *only, "--jobs", "3"), serial)
+        path, case, _, _, _ = self.plant()
+        serial = run("check", "--against", GOLDENS, "--candidate", path, "--format", "json")
+        self.assertEqual(serial[0], 1, serial[2])
+        self.assertEqual(run("check", "--against", GOLDENS, "--candidate", path, "--format", "json", "--jobs", "4"),
+                         serial)
+        for bad in ("0", "-1", "x", "257"):
+            assert_bad_input(self, run("check", "--jobs", bad), "--jobs")
+        assert_bad_input(self, run("check", "--impl", "cuda-host", "--jobs", "2"), "--jobs", "one case at a time")
 
     def test_functions_not_provided_are_one_line(self):
         cand = os.path.join(self.tmp, "cand")

@@ -28,6 +28,7 @@ struct CheckOptions {
   bool require_all = false;       // any UNSUPPORTED case or field is a failure (exit 1)
   bool show_unsupported = false;  // table rows for functions not provided at all, not one summary line
   bool json = false;              // stdout: one JSON object (schema verlconf.check), not the table
+  int jobs = 1;                   // cases checked in parallel (the reports keep the cases' order)
 };
 
 // The machine-readable reports' schema names and versions (`--format json`). The

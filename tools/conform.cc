@@ -55,6 +55,9 @@ const std::vector<Command>& Commands() {
         {"--report", "FILE.md", "also write the table, a function x field matrix and the failures as Markdown"},
         {"--format", "text|json",
          "what goes to stdout: the table (text, the default) or one JSON object (schema verlconf.check)"},
+        {"--jobs", "N",
+         "check N cases at a time (default 1; the oracle and candidates only); the output is the same, in the "
+         "same order"},
         {"--require-all", nullptr, "any UNSUPPORTED case or field is a failure (exit 1)"},
         {"--show-unsupported", nullptr,
          "list functions the candidate does not provide at all in the table (default: one summary line)"},
@@ -270,6 +273,14 @@ bool JsonFormat(const Args& a) {
   return f == "json";
 }
 
+// --jobs N: a whole number from 1 to 256.
+int Jobs(const Args& a) {
+  const std::string v = Opt(a, "--jobs", "1");
+  if (v.size() > 3 || v.find_first_not_of("0123456789") != std::string::npos || std::stoi(v) < 1 || std::stoi(v) > 256)
+    throw BadInput("--jobs: expected a whole number from 1 to 256, got '" + v + "'");
+  return std::stoi(v);
+}
+
 int Main(int argc, char** argv) {
   std::string cmd = argc > 1 ? argv[1] : "check";
   int first = 2;
@@ -318,6 +329,7 @@ int Main(int argc, char** argv) {
     o.require_all = Flag(a, "--require-all");
     o.show_unsupported = Flag(a, "--show-unsupported");
     o.json = JsonFormat(a);
+    o.jobs = Jobs(a);
     return t::RunCheck(o, std::cout);
   }
   if (cmd == "list") {
