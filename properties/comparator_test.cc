@@ -239,6 +239,13 @@ TEST(Comparator, CaseErrorRatioFollowsTheOutcome) {
   EXPECT_EQ(shape.outcome, Outcome::kFailed);
   ASSERT_TRUE(shape.err_tol.has_value());
   EXPECT_GT(*shape.err_tol, 1.0);
+  // An empty reference answered with elements: failed, and so read, with nothing compared.
+  g.outputs["x"] = Array::Matrix(0, 3);
+  const CaseReport empty = CompareResult(bare, g, &got, std::nullopt);
+  EXPECT_EQ(empty.outcome, Outcome::kFailed);
+  ASSERT_TRUE(empty.err_tol.has_value());
+  EXPECT_GT(*empty.err_tol, 1.0);
+  g.outputs = want.outputs;
   const CaseReport same = CompareResult(bare, g, &want, std::nullopt);
   EXPECT_EQ(same.outcome, Outcome::kPassed);
   ASSERT_TRUE(same.err_tol.has_value());

@@ -42,7 +42,8 @@ void Fold(CaseReport& r) {
   for (auto& f : r.fields) {
     // A field failed for a reason no element shows still reads as out of tolerance.
     if (f.outcome == Outcome::kFailed && !(f.err_tol > 1.0)) f.err_tol = std::numeric_limits<double>::infinity();
-    if (f.outcome != Outcome::kUnsupported && f.total > 0) r.err_tol = std::max(r.err_tol.value_or(0.0), f.err_tol);
+    if (f.outcome == Outcome::kFailed || (f.outcome != Outcome::kUnsupported && f.total > 0))
+      r.err_tol = std::max(r.err_tol.value_or(0.0), f.err_tol);
     failed += f.outcome == Outcome::kFailed;
     passed += f.outcome == Outcome::kPassed;
     if (f.outcome == Outcome::kUnsupported) missing.push_back(f.field);
