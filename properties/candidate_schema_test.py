@@ -154,7 +154,13 @@ class CandidateSchema(unittest.TestCase):
         with h5py.File(path, "r+") as f:
             del f["k3"]
         n = len(cases_of(os.path.join(GOLDENS, "kl.h5"), "k3")) + len(cases_of(os.path.join(GOLDENS, "kl.h5"), "k3", True))
-        code, out, err = self.check(path, "--verbose")
+        # One line names it (the table's rows are what the candidate provides) ...
+        code, out, err = self.check(path)
+        self.assertEqual(code, 0, out + err)
+        self.assertFalse([l for l in out.splitlines() if l.split()[:1] == ["k3"]], out)
+        self.assertRegex(out, r"(?m)^1 function\(s\) not provided \(%d case\(s\) UNSUPPORTED; .*\): k3$" % n)
+        # ... and --show-unsupported gives it its row and, with --verbose, its cases.
+        code, out, err = self.check(path, "--verbose", "--show-unsupported")
         self.assertEqual(code, 0, out + err)
         cells = row(out, "k3")
         self.assertEqual((int(cells[2]), int(cells[3]), int(cells[6])), (n, 0, n))

@@ -7,6 +7,7 @@ clear line; `list --json` reports verl 0.9.1 from the files' provenance.
 """
 import json
 import os
+import re
 import shutil
 import tempfile
 import unittest
@@ -14,7 +15,17 @@ import unittest
 import h5py
 import numpy as np
 
-from cli_support import GOLDENS, assert_bad_input, run  # noqa: E402
+from cli_support import GOLDENS, assert_bad_input, row, run  # noqa: E402
+
+# Every option each command accepts, as a user would look them up in its --help.
+OPTIONS = {
+    "check": ["--against", "--candidate", "--impl", "--only", "--junit", "--report", "--format", "--jobs", "--require-all",
+              "--show-unsupported", "--verbose", "--help"],
+    "list": ["--against", "--json", "--help"],
+    "spec": ["--json", "--pretty", "--help"],
+    "drift": ["--only", "--report", "--format", "--help"],
+}
+EPS64, EPS32 = 2.0 ** -52, 2.0 ** -23
 
 
 
@@ -142,6 +153,248 @@ class ConformCli(unittest.TestCase):
             self.assertIn("<testsuite name=\"conform.oracle.k3\"", f.read())
 
 
+class Help(unittest.TestCase):
+    """--help for the tool and every command: exit 0, every option the command accepts
+    and the exit codes, and nothing run; an unknown option still exits 2, pointing there."""
+
+    def test_every_command_lists_every_option_and_the_exit_codes(self):
+        for cmd, options in OPTIONS.items():
+            with self.subTest(cmd=cmd):
+                code, out, err = run(cmd, "--help")
+                self.assertEqual(code, 0, out + err)
+                self.assertEqual(err, "")
+                self.assertTrue(out.startswith("usage: conform " + cmd), out)
+                for o in options:
+                    self.assertRegex(out, r"(?m)^  %s\b" % o, "%s --help does not list %s" % (cmd, o))
+                self.assertIn("exit codes: 0 ", out)
+                self.assertIn("2 bad input or usage", out)
+                # The same from `conform help CMD`, and --help wins over anything else given.
+                self.assertEqual(run("help", cmd), (0, out, ""))
+                self.assertEqual(run(cmd, "--only", "nope", "-h"), (0, out, ""))
+
+    def test_overview_names_every_command(self):
+        for args in (["--help"], ["-h"], ["help"]):
+            code, out, err = run(*args)
+            self.assertEqual(code, 0, out + err)
+            for cmd in list(OPTIONS) + ["help"]:
+                self.assertRegex(out, r"(?m)^  %s " % cmd)
+            self.assertIn("exit codes:", out)
+
+    def test_unknown_options_and_commands_still_exit_2(self):
+        for cmd in OPTIONS:
+            args = [cmd, "--frobnicate"] + ([GOLDENS, GOLDENS] if cmd == "drift" else [])
+            assert_bad_input(self, run(*args), cmd + ": unknown option --frobnicate", "conform %s --help" % cmd)
+        assert_bad_input(self, run("help", "frobnicate"), "unknown command 'frobnicate'")
+        assert_bad_input(self, run("check", "--format", "xml"), "--format", "'xml'")
+        assert_bad_input(self, run("spec", "--pretty"), "--json")
+
+
+class Spec(unittest.TestCase):
+    """`conform spec` reads as a description; `--json` stays the machine form."""
+
+    @classmethod
+    def setUpClass(cls):
+        code, out, err = run("spec", "--json")
+        assert code == 0, err
+        cls.json_text = out
+        cls.functions = json.loads(out)["functions"]
+
+    def test_one_function_of_each_family(self):
+        families = {}
+        for f in self.functions:
+            families.setdefault(f["family"], f)
+        self.assertGreaterEqual(len(families), 7)
+        names = [f["name"] for f in self.functions]
+        for family, f in sorted(families.items()):
+            key = f["name"] if names.count(f["name"]) == 1 else family + "/" + f["name"]
+            with self.subTest(key=key):
+                code, out, err = run("spec", key)
+                self.assertEqual(code, 0, out + err)
+                blocks = [l for l in out.splitlines() if l and not l.startswith(" ")]
+                self.assertEqual(blocks, [family + "/" + f["name"]], out)  # exactly one function
+                self.assertIn("mirrors verl's " + f["verl_symbol"], out)
+                for i in f["inputs"]:
+                    self.assertRegex(out, r"(?m)^    %s +\S" % re.escape(i["name"]))
+                    self.assertIn(i["role"], out)
+                for c in f["config"]:
+                    self.assertRegex(out, r"(?m)^    %s +\S+ += " % re.escape(c["name"]))
+                for o in f["outputs"]:
+                    self.assertRegex(out, r"(?m)^    %s: (scalar|tensor)" % re.escape(o["name"]))
+                for m in f["metrics"] + f["grads"]:
+                    self.assertIn(m, out)
+                for c in f["config"]:  # verl's default, as Python spells it
+                    d = c["verl_default"]
+                    shown = "None" if d is None else repr(bool(d)) if c["type"] == "bool" else (
+                        '"%s"' % d if isinstance(d, str) else repr(d))
+                    self.assertRegex(out, r"(?m)^    %s +\S+ += %s( |$)" % (re.escape(c["name"]), re.escape(shown)))
+                if f["notes"]:  # wrapped to the terminal's width
+                    self.assertIn(" ".join(("notes: " + f["notes"]).split()), " ".join(out.split()))
+
+    def test_shapes_and_defaults_read_as_written(self):
+        code, out, err = run("spec", "policy_loss/vanilla")
+        self.assertEqual(code, 0, out + err)
+        self.assertRegex(out, r"(?m)^    old_log_prob +B x T +tokens")
+        self.assertRegex(out, r"(?m)^    response_mask +B x T +tokens, mask \(0/1\)")
+        vanilla = next(f for f in self.functions if f["name"] == "vanilla" and f["family"] == "policy_loss")
+        clip = next(c for c in vanilla["config"] if c["name"] == "clip_ratio")
+        self.assertRegex(out, r"(?m)^    clip_ratio +float += %s " % re.escape(repr(clip["verl_default"])))
+
+    def test_ambiguous_name_qualified_and_unknown(self):
+        code, out, err = run("spec", "advantage/gpg")
+        self.assertEqual(code, 0, out + err)
+        self.assertIn("advantage/gpg\n", out)
+        self.assertNotIn("policy_loss/gpg", out)
+        code, out, err = run("spec", "reward_kl")  # a family: all of its functions
+        self.assertEqual(code, 0, out + err)
+        self.assertEqual([l for l in out.splitlines() if l.startswith("reward_kl/")],
+                         ["reward_kl/" + f["name"] for f in self.functions if f["family"] == "reward_kl"])
+        code, out, err = run("spec", "kl")  # the KL estimator "kl", not the family "kl"
+        self.assertEqual(code, 0, out + err)
+        self.assertEqual([l for l in out.splitlines() if l and not l.startswith(" ")], ["kl/kl"])
+        assert_bad_input(self, run("spec", "no_such_function"), "'no_such_function'")
+
+    def test_json_is_the_machine_form_and_pretty_is_the_same_document(self):
+        code, out, err = run("spec", "--json", "--pretty")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(json.loads(out), json.loads(self.json_text))
+        self.assertGreater(out.count("\n"), 100)
+        self.assertEqual(self.json_text.count("\n"), 1)  # the compact form stays one line
+        code, out, err = run("spec", "k3", "--json")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(json.loads(out)["functions"], [f for f in self.functions if f["name"] == "k3"])
+
+    def test_without_a_name_every_function_is_described(self):
+        code, out, err = run("spec")
+        self.assertEqual(code, 0, out + err)
+        for f in self.functions:
+            self.assertIn("\n%s/%s\n" % (f["family"], f["name"]), out)
+
+
+class CheckReport(unittest.TestCase):
+    """The table's err/tol columns and the JSON report say what the verdict says."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    copy = ConformCli.copy
+
+    def plant(self):
+        """A float64 GRPO case of a copy of advantage.h5 with one element off: (path, case,
+        (i, j), got, want)."""
+        path = self.copy("advantage.h5")
+        with h5py.File(path, "r+") as f:
+            case = next(c for c in sorted(f["grpo"].keys()) if c.endswith("_f64")
+                        and np.any(f["grpo"][c]["outputs"]["advantages"][()] != 0))
+            ds = f["grpo"][case]["outputs"]["advantages"]
+            data = ds[()]
+            i, j = (int(x) for x in np.argwhere(data != 0)[0])
+            want = float(data[i, j])
+            data[i, j] = want * 1.5 + 0.25
+            ds[...] = data
+            got = float(ds[i, j])
+        return path, case, (i, j), got, want
+
+    def test_planted_error_read_back_from_json(self):
+        path, case, (i, j), got, want = self.plant()
+        code, out, err = run("check", "--against", GOLDENS, "--candidate", path, "--format", "json")
+        self.assertEqual(code, 1, err)
+        doc = json.loads(out)  # stdout is the one JSON object, nothing else
+        self.assertEqual((doc["schema"], doc["schema_version"]), ("verlconf.check", 1))
+        self.assertEqual(doc["exit_code"], 1)
+        # (The golden file stores equal datasets once, so the planted element may show in
+        # other functions' cases too: grpo_vectorized, outputs/returns.)
+        self.assertEqual(doc["totals"]["failed"], sum(f["outcomes"]["FAILED"] for f in doc["functions"]))
+        fn = next(f for f in doc["functions"] if f["function"] == "grpo")
+        self.assertEqual(fn["family"], "advantage")
+        self.assertEqual(fn["outcomes"]["FAILED"], 1)
+        failed = [c for c in fn["cases"] if c["outcome"] == "FAILED"]
+        self.assertEqual([c["case"] for c in failed], [case])
+        c = failed[0]
+        self.assertEqual(c["dtype"], "float64")
+        self.assertIn("--only grpo/" + case, c["repro"])
+        field = next(f for f in c["fields"] if f["field"] == "outputs/advantages")
+        self.assertEqual(field["outcome"], "FAILED")
+        self.assertEqual(field["worst_index"], [i, j])
+        self.assertEqual(field["mismatched"], 1)
+        # The documented float64 default, and the ratio is |got - want| / (atol + rtol |want|).
+        self.assertEqual(field["tolerance"]["rtol"], 2.0 ** 18 * EPS64)
+        self.assertEqual(field["tolerance"]["atol"], 2.0 ** 10 * EPS64)
+        ratio = abs(got - want) / (field["tolerance"]["atol"] + field["tolerance"]["rtol"] * abs(want))
+        self.assertAlmostEqual(field["err_tol"] / ratio, 1.0, places=12)
+        self.assertGreater(field["err_tol"], 1.0)
+        self.assertEqual(c["err_tol"], max(f["err_tol"] for f in c["fields"] if f["err_tol"] is not None))
+        self.assertEqual(fn["err_tol"]["float64"], c["err_tol"])
+        self.assertAlmostEqual(field["worst_abs"], abs(got - want), places=15)
+        # Every other case and field: the figure agrees with the verdict.
+        for f in doc["functions"]:
+            for cc in f["cases"]:
+                if cc["outcome"] in ("PASSED", "MISTRUSTED"):
+                    self.assertTrue(cc["err_tol"] is None or cc["err_tol"] <= 1.0, cc)
+                if cc["outcome"] == "FAILED":
+                    self.assertTrue(cc["err_tol"] == "inf" or cc["err_tol"] > 1.0, cc)
+        # The table shows the same figure, as a multiple of the tolerance.
+        code, text, err = run("check", "--against", GOLDENS, "--candidate", path)
+        self.assertEqual(code, 1, err)
+        header = text.splitlines()[1].split()
+        self.assertIn("err/tol", header)
+        cells = row(text, "grpo")
+        self.assertAlmostEqual(float(cells[7]) / field["err_tol"], 1.0, delta=0.01)  # 3 significant digits
+        self.assertGreater(float(cells[7]), 1.0)
+
+    def test_passing_run_shows_ratios_at_most_one(self):
+        code, out, err = run("check", "--against", GOLDENS, "--only", "vanilla,grpo,k3,token-mean")
+        self.assertEqual(code, 0, out + err)
+        for fn in ("vanilla", "grpo", "k3", "token-mean"):
+            cells = row(out, fn)
+            for cell in cells[7:9]:
+                self.assertTrue(cell == "-" or float(cell) <= 1.0, out)
+        code, out, err = run("check", "--against", GOLDENS, "--only", "vanilla", "--format", "json")
+        self.assertEqual(code, 0, err)
+        doc = json.loads(out)
+        self.assertEqual(doc["exit_code"], 0)
+        (fn,) = doc["functions"]
+        self.assertLessEqual(fn["err_tol"]["float64"], 1.0)
+        self.assertLessEqual(fn["err_tol"]["float32"], 1.0)
+
+    def test_jobs_change_nothing_but_the_time(self):
+        only = ("--only", "grpo,vanilla,clip_cov,k3,token-mean,decoupled_seq_is,masked_whiten")
+        serial = run("check", "--against", GOLDENS, *only)
+        self.assertEqual(serial[0], 0, serial[1] + serial[2])
+        self.assertEqual(run("check", "--against", GOLDENS, *only, "--jobs", "3"), serial)
+        path, case, _, _, _ = self.plant()
+        serial = run("check", "--against", GOLDENS, "--candidate", path, "--format", "json")
+        self.assertEqual(serial[0], 1, serial[2])
+        self.assertEqual(run("check", "--against", GOLDENS, "--candidate", path, "--format", "json", "--jobs", "4"),
+                         serial)
+        for bad in ("0", "-1", "x", "257"):
+            assert_bad_input(self, run("check", "--jobs", bad), "--jobs")
+        assert_bad_input(self, run("check", "--impl", "cuda-host", "--jobs", "2"), "--jobs", "one case at a time")
+
+    def test_functions_not_provided_are_one_line(self):
+        cand = os.path.join(self.tmp, "cand")
+        os.mkdir(cand)
+        shutil.copyfile(os.path.join(GOLDENS, "kl.h5"), os.path.join(cand, "kl.h5"))
+        code, out, err = run("check", "--against", GOLDENS, "--candidate", cand, "--verbose")
+        self.assertEqual(code, 0, out + err)
+        row(out, "k3")  # provided: a row
+        self.assertFalse([l for l in out.splitlines() if l.split()[:1] == ["grpo"]], out)
+        line = next(l for l in out.splitlines() if "function(s) not provided" in l)
+        names = line.split(": ", 1)[1].split(", ")
+        self.assertIn("grpo", names)
+        self.assertIn("policy_loss/gpg", names)  # a name in two families is qualified
+        self.assertNotIn("k3", names)
+        self.assertNotIn("has no cases of", out)  # --verbose is about what was provided
+        code, out, err = run("check", "--against", GOLDENS, "--candidate", cand, "--show-unsupported")
+        self.assertEqual(code, 0, out + err)
+        cells = row(out, "grpo")
+        self.assertEqual((int(cells[3]), int(cells[6])), (0, int(cells[2])))
+        self.assertEqual((cells[7], cells[8]), ("-", "-"))  # nothing compared
+        self.assertNotIn("function(s) not provided", out)
+
+
 class Options(unittest.TestCase):
     """Every option means what it says: an empty or repeated value, a value given to a
     flag and a name --only cannot resolve are usage errors (exit 2, one line), never a
@@ -224,6 +477,34 @@ class Drift(unittest.TestCase):
         self.assertEqual(miss, 1)
         self.assertEqual(same, compared)  # the missing case is not among the "same"
         self.assertIn("drift found beyond tolerance", out)
+
+    def test_drift_json_names_the_changed_case_and_field(self):
+        with h5py.File(os.path.join(self.new, "kl.h5"), "r+") as f:
+            case = sorted(c for c in f["k3"] if "expect_error" not in f["k3"][c].attrs and c.endswith("_f64"))[0]
+            ds = f["k3"][case]["outputs"]["kl"]
+            data = ds[()]
+            data.flat[0] += 1e-3
+            ds[...] = data
+        code, out, err = run("drift", self.old, self.new, "--format", "json")
+        self.assertEqual(code, 1, out + err)
+        doc = json.loads(out)
+        self.assertEqual((doc["schema"], doc["schema_version"], doc["exit_code"], doc["drift"]),
+                         ("verlconf.drift", 1, 1, True))
+        # (k3+ takes k3's value, and the golden file stores equal datasets once, so the
+        # planted change shows there too.)
+        self.assertTrue(all(c["err_tol"] == "inf" or c["err_tol"] > 1.0 for c in doc["changes"]), doc["changes"])
+        (change,) = [c for c in doc["changes"] if c["function"] == "k3"]
+        self.assertEqual((change["function"], change["case"], change["field"]), ("k3", case, "outputs/kl"))
+        self.assertGreater(change["err_tol"], 1.0)
+        self.assertIn("--only kl/k3/" + case, change["repro"])
+        k3 = next(f for f in doc["functions"] if f["function"] == "k3")
+        kl = next(f for f in k3["fields"] if f["field"] == "outputs/kl")
+        self.assertEqual(kl["changed"], 1)
+        self.assertEqual(kl["err_tol"], change["err_tol"])
+        code, out, err = run("drift", self.old, self.old, "--format", "json")
+        self.assertEqual(code, 0, out + err)
+        doc = json.loads(out)
+        self.assertEqual((doc["drift"], doc["changes"]), (False, []))
 
     def test_drift_validates_before_it_compares(self):
         # A malformed case shared by both sets, of a function whose comparison runs the

@@ -1,8 +1,13 @@
 // `conform check`: the conformance table of an implementation or a candidate set
 // against a golden set.
+#include <atomic>
+#include <exception>
 #include <iostream>
+#include <mutex>
+#include <optional>
 #include <ostream>
 #include <set>
+#include <thread>
 
 #include "cuda_impl/core/device.h"
 #include "oracle/core/candidate.h"
@@ -35,6 +40,39 @@ CaseReport Unsupported(const Case& c, const std::string& why) {
 
 CaseReport Skipped(const Case& c, const std::string& why) { return CaseReport::NotCompared(c, Outcome::kSkipped, why); }
 
+// body(k) for k in [0, n), on `jobs` threads, the reports in k's order: exactly what a
+// loop over k gives. An item that throws stops the run as in that loop: the exception of
+// the first such item in k's order is rethrown (later items may have run; their results
+// are dropped). nullopt: the item selects no case.
+template <class Body>
+std::vector<CaseReport> InOrder(size_t n, int jobs, const Body& body) {
+  std::vector<std::optional<CaseReport>> results(n);
+  if (jobs <= 1) {
+    for (size_t k = 0; k < n; ++k) results[k] = body(k);
+  } else {
+    std::vector<std::exception_ptr> errors(n);
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t k; (k = next.fetch_add(1)) < n;) {
+        try {
+          results[k] = body(k);
+        } catch (...) {
+          errors[k] = std::current_exception();
+        }
+      }
+    };
+    std::vector<std::thread> threads;
+    for (int t = 0; t < jobs && static_cast<size_t>(t) < n; ++t) threads.emplace_back(work);
+    for (auto& t : threads) t.join();
+    for (const auto& e : errors)
+      if (e) std::rethrow_exception(e);
+  }
+  std::vector<CaseReport> out;
+  for (auto& r : results)
+    if (r) out.push_back(std::move(*r));
+  return out;
+}
+
 // A candidate set judges every golden case of the functions it is responsible for: a
 // directory (what the harness writes) every function of the golden set, a single file
 // the functions of its family, and --only whatever it names.
@@ -50,18 +88,24 @@ std::vector<CaseReport> CheckCandidateSet(const CheckOptions& o, const GoldenSet
   std::set<std::pair<std::string, std::string>> provided;  // (family, function) with a candidate case
   for (const auto& [key, c] : cand.index) provided.insert({c->family, c->function});
 
-  std::vector<CaseReport> reports;
-  Progress progress(cand.index.size());
-  for (const auto& [key, c] : cand.index) {
-    progress.Step(c->function + "/" + c->name);
+  std::vector<std::pair<GoldenSet::Key, const Case*>> cases(cand.index.begin(), cand.index.end());
+  Progress progress(cases.size());
+  std::mutex progress_mutex;
+  std::vector<CaseReport> reports = InOrder(cases.size(), o.jobs, [&](size_t k) -> std::optional<CaseReport> {
+    const auto& [key, c] = cases[k];
+    {
+      std::lock_guard<std::mutex> lock(progress_mutex);
+      progress.Step(c->function + "/" + c->name);
+    }
     auto g = golden.index.find(key);
     if (g == golden.index.end()) throw BadInput(c->Where() + ": no golden case of that name in " + o.against);
-    if (!only.Selects(*c)) continue;
+    if (!only.Selects(*c)) return std::nullopt;
     const FunctionSpec* spec = SpecFor(*c);
     if (!spec) throw BadInput(c->Where() + ": unknown function '" + c->function + "'");
-    reports.push_back(CheckCandidate(*spec, *g->second, *c));
-    reports.back().repro = Repro(o, *c);
-  }
+    CaseReport r = CheckCandidate(*spec, *g->second, *c);
+    r.repro = Repro(o, *c);
+    return r;
+  });
   // Golden cases the candidate left out are not passes.
   for (const auto& [key, g] : golden.index) {
     if (cand.index.count(key) || !only.Selects(*g) || (only.All() && !families.count(g->family))) continue;
@@ -69,21 +113,28 @@ std::vector<CaseReport> CheckCandidateSet(const CheckOptions& o, const GoldenSet
     const bool any = provided.count({g->family, g->function}) > 0;
     reports.push_back(NotProvided(
         *g, any ? "missing from the candidate set" : "the candidate set has no cases of '" + g->function + "'"));
+    reports.back().not_provided = true;
     reports.back().repro = Repro(o, *g);
   }
   return reports;
 }
 
 std::vector<CaseReport> CheckImplementationSet(const CheckOptions& o, const GoldenSet& golden, const Selection& only) {
-  std::vector<CaseReport> reports;
   const Impl impl = *ParseImpl(o.impl);
   const std::string device_unavailable = impl == Impl::kCuda ? cuda::DeviceUnavailableReason() : "";
-  Progress progress(golden.index.size());
-  for (const auto& [key, g] : golden.index) {
-    progress.Step(g->function + "/" + g->name);
-    if (!only.Selects(*g)) continue;
+  const std::vector<const Case*> cases = golden.Cases();
+  Progress progress(cases.size());
+  std::mutex progress_mutex;
+  return InOrder(cases.size(), o.jobs, [&](size_t k) -> std::optional<CaseReport> {
+    const Case* g = cases[k];
+    {
+      std::lock_guard<std::mutex> lock(progress_mutex);
+      progress.Step(g->function + "/" + g->name);
+    }
+    if (!only.Selects(*g)) return std::nullopt;
     const FunctionSpec* spec = SpecFor(*g);
     CaseReport r;
+    const bool absent = !spec || !spec->Implementation(impl);
     if (!spec) {
       r = Unsupported(*g, "no registry entry for '" + g->function + "'");
     } else if (ValidateCase(*spec, *g); !device_unavailable.empty()) {
@@ -97,9 +148,9 @@ std::vector<CaseReport> CheckImplementationSet(const CheckOptions& o, const Gold
       r = Unsupported(*g, std::string("no ") + ImplName(impl) + " implementation of " + g->family + "/" + g->function);
     }
     r.repro = Repro(o, *g);
-    reports.push_back(std::move(r));
-  }
-  return reports;
+    r.not_provided = absent;
+    return r;
+  });
 }
 
 }  // namespace
@@ -112,6 +163,12 @@ int RunCheck(const CheckOptions& o, std::ostream& out) {
   }
   if (!o.candidate.empty() && o.impl != "oracle")
     throw BadInput("--impl and --candidate: a candidate file is checked as it is; give one of them");
+  // The CUDA implementation shares its device (and cuda-host its workspace plumbing)
+  // between calls: it is checked one case at a time.
+  if (o.jobs > 1 && o.impl != "oracle")
+    throw BadInput("--jobs: the " + o.impl +
+                   " implementation is checked one case at a time; --jobs is for the "
+                   "oracle and candidates");
   const Selection only(o.only);
   const GoldenSet golden = GoldenSet::Load(o.against);
   only.RequireResolved(golden.Cases(), o.against);
@@ -120,15 +177,29 @@ int RunCheck(const CheckOptions& o, std::ostream& out) {
   if (reports.empty()) throw BadInput(o.against + ": no cases to check");
 
   const std::string what = o.candidate.empty() ? o.impl : o.candidate;
-  out << "conform check: " << what << " against " << o.against << " (verl " << golden.VerlVersion() << ")\n";
-  if (o.impl == "cuda" && o.candidate.empty() && !cuda::DeviceUnavailableReason().empty())
-    out << "CUDA: " << cuda::DeviceUnavailableReason() << "\n";
-  PrintTable(reports, out);
   bool failed = false;
-  for (const auto& r : reports) {
-    const bool show = r.outcome == Outcome::kFailed || (o.verbose && (r.outcome != Outcome::kPassed || r.partial));
-    if (show) out << "\n" << r.Describe() << "\n";
-    failed |= r.outcome == Outcome::kFailed;
+  for (const auto& r : reports) failed |= r.outcome == Outcome::kFailed;
+  const Coverage coverage = CountCoverage(reports);
+  const bool incomplete = o.require_all && (coverage.unsupported_cases || coverage.unsupported_fields);
+  const int code = failed || incomplete ? kExitFailure : kExitOk;
+  if (o.json) {
+    out << CheckJson(reports, what, o.against, golden.VerlVersion(), code) << "\n";
+  } else {
+    out << "conform check: " << what << " against " << o.against << " (verl " << golden.VerlVersion() << ")\n";
+    if (o.impl == "cuda" && o.candidate.empty() && !cuda::DeviceUnavailableReason().empty())
+      out << "CUDA: " << cuda::DeviceUnavailableReason() << "\n";
+    PrintTable(reports, out, o.show_unsupported);
+    std::set<std::pair<std::string, std::string>> hidden;
+    if (!o.show_unsupported)
+      for (const auto& key : FunctionsNotProvided(reports)) hidden.insert(key);
+    for (const auto& r : reports) {
+      // --verbose is about what was provided; a function not provided at all is the
+      // table's summary line (or its row, with --show-unsupported), not one block per case.
+      const bool quiet = hidden.count({r.function, r.family}) > 0;
+      const bool show =
+          r.outcome == Outcome::kFailed || (o.verbose && !quiet && (r.outcome != Outcome::kPassed || r.partial));
+      if (show) out << "\n" << r.Describe() << "\n";
+    }
   }
   // The table is the result: if it did not reach stdout, no report claims otherwise.
   out.flush();
@@ -138,15 +209,10 @@ int RunCheck(const CheckOptions& o, std::ostream& out) {
                         MarkdownReport("conform check: " + what + " against verl " + golden.VerlVersion(), reports));
   if (!o.junit.empty())
     WriteJunit(o.junit, "conform." + (o.candidate.empty() ? o.impl : std::string("candidate")), reports);
-  if (o.require_all) {
-    const Coverage c = CountCoverage(reports);
-    if (c.unsupported_cases || c.unsupported_fields) {
-      std::cerr << "conform: --require-all: " << c.unsupported_cases << " case(s) and " << c.unsupported_fields
-                << " field(s) not provided (UNSUPPORTED)\n";
-      return kExitFailure;
-    }
-  }
-  return failed ? kExitFailure : kExitOk;
+  if (incomplete)
+    std::cerr << "conform: --require-all: " << coverage.unsupported_cases << " case(s) and "
+              << coverage.unsupported_fields << " field(s) not provided (UNSUPPORTED)\n";
+  return code;
 }
 
 }  // namespace verlconf::tools

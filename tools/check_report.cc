@@ -1,24 +1,39 @@
 #include "tools/check_report.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
+#include <optional>
+#include <set>
 #include <sstream>
 
-namespace verlconf::tools {
-namespace {
+#include "oracle/core/json.h"
+#include "tools/commands.h"
 
-std::string Sci(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.2e", v);
+namespace verlconf::tools {
+
+std::string RatioText(const std::optional<double>& ratio) {
+  if (!ratio) return "-";
+  if (std::isinf(*ratio)) return "inf";
+  // Three significant digits, more where rounding would show a failing ratio as 1.
+  char b[40];
+  for (int digits = 3; digits <= 17; ++digits) {
+    std::snprintf(b, sizeof b, "%.*g", digits, *ratio);
+    if (!(*ratio > 1.0) || std::strtod(b, nullptr) > 1.0) break;
+  }
   return b;
 }
+
+namespace {
 
 struct Row {
   std::string family;
   int cases = 0;
   std::map<Outcome, int> by;
-  double worst64 = 0.0, worst32 = 0.0;
+  std::optional<double> worst64, worst32;  // err/tol per dtype; nullopt: nothing compared
   int64_t flips = 0;
   int partial = 0;
   int fields_unsupported = 0;
@@ -42,8 +57,8 @@ std::map<std::pair<std::string, std::string>, Row> Tabulate(const std::vector<Ca
     row.family = r.family.empty() ? "?" : r.family;
     ++row.cases;
     ++row.by[r.outcome];
-    double& w = r.dtype == DType::kFloat64 ? row.worst64 : row.worst32;
-    w = std::max(w, r.worst_rel);
+    std::optional<double>& w = r.dtype == DType::kFloat64 ? row.worst64 : row.worst32;
+    if (r.err_tol) w = std::max(w.value_or(0.0), *r.err_tol);
     row.flips += r.flips;
     row.partial += r.partial;
     row.fields_unsupported += UnsupportedFields(r);
@@ -111,19 +126,50 @@ std::string Totals(const std::vector<CaseReport>& reports) {
          std::to_string(c.unsupported_fields) + " field(s) not provided";
 }
 
-void PrintTable(const std::vector<CaseReport>& reports, std::ostream& out) {
+std::vector<std::pair<std::string, std::string>> FunctionsNotProvided(const std::vector<CaseReport>& reports) {
+  std::map<std::pair<std::string, std::string>, bool> all;  // (function, family) -> every case not provided
+  for (const auto& r : reports) {
+    auto [it, fresh] = all.emplace(std::make_pair(r.function, r.family), true);
+    it->second = it->second && r.not_provided;
+  }
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [key, none] : all)
+    if (none) out.push_back(key);
+  return out;
+}
+
+void PrintTable(const std::vector<CaseReport>& reports, std::ostream& out, bool show_unsupported) {
+  const auto absent = FunctionsNotProvided(reports);
+  const std::set<std::pair<std::string, std::string>> hidden =
+      show_unsupported ? std::set<std::pair<std::string, std::string>>{}
+                       : std::set<std::pair<std::string, std::string>>(absent.begin(), absent.end());
   char line[320];
-  std::snprintf(line, sizeof line, "%-46s %-18s %5s %6s %6s %6s %6s %10s %10s %6s %7s %9s\n", "function", "family",
-                "cases", "passed", "failed", "mistr", "unsup", "worst f64", "worst f32", "flips", "partial",
+  std::snprintf(line, sizeof line, "%-46s %-18s %5s %6s %6s %6s %6s %11s %11s %6s %7s %9s\n", "function", "family",
+                "cases", "passed", "failed", "mistr", "unsup", "f64 err/tol", "f32 err/tol", "flips", "partial",
                 "unsup-fld");
   out << line;
   for (const auto& [key, row] : Tabulate(reports)) {
-    std::snprintf(line, sizeof line, "%-46s %-18s %5d %6d %6d %6d %6d %10s %10s %6lld %7d %9d\n", key.first.c_str(),
+    if (hidden.count(key)) continue;
+    std::snprintf(line, sizeof line, "%-46s %-18s %5d %6d %6d %6d %6d %11s %11s %6lld %7d %9d\n", key.first.c_str(),
                   row.family.c_str(), row.cases, row.n(Outcome::kPassed), row.n(Outcome::kFailed),
                   row.n(Outcome::kMistrusted), row.n(Outcome::kUnsupported) + row.n(Outcome::kSkipped),
-                  Sci(row.worst64).c_str(), Sci(row.worst32).c_str(), static_cast<long long>(row.flips), row.partial,
-                  row.fields_unsupported);
+                  RatioText(row.worst64).c_str(), RatioText(row.worst32).c_str(), static_cast<long long>(row.flips),
+                  row.partial, row.fields_unsupported);
     out << line;
+  }
+  if (!hidden.empty()) {
+    // Functions not provided at all would be rows of zeros; one line names them all.
+    int cases = 0;
+    for (const auto& r : reports) cases += hidden.count({r.function, r.family}) > 0;
+    std::string names;
+    for (const auto& [fn, family] : absent) {
+      int same_name = 0;
+      for (const auto& [f2, fam2] : absent) same_name += f2 == fn;
+      names += (names.empty() ? "" : ", ") + (same_name > 1 ? family + "/" + fn : fn);
+    }
+    out << "\n"
+        << hidden.size() << " function(s) not provided (" << cases
+        << " case(s) UNSUPPORTED; --show-unsupported lists them): " << names << "\n";
   }
   out << "\n" << Totals(reports) << "\n";
 }
@@ -131,14 +177,16 @@ void PrintTable(const std::vector<CaseReport>& reports, std::ostream& out) {
 std::string MarkdownReport(const std::string& title, const std::vector<CaseReport>& reports) {
   std::ostringstream o;
   o << "# " << title << "\n\n" << Totals(reports) << "\n\n";
-  o << "| function | family | cases | passed | failed | mistrusted | unsupported/skipped | worst rel f64 | worst rel "
-       "f32 | "
+  o << "err/tol: the worst error as a multiple of the tolerance, per dtype (<= 1 passes; - where nothing was "
+       "compared).\n\n";
+  o << "| function | family | cases | passed | failed | mistrusted | unsupported/skipped | f64 err/tol | f32 err/tol | "
        "flips | partial | fields not provided |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& [key, row] : Tabulate(reports))
     o << "| `" << key.first << "` | " << row.family << " | " << row.cases << " | " << row.n(Outcome::kPassed) << " | "
       << row.n(Outcome::kFailed) << " | " << row.n(Outcome::kMistrusted) << " | "
-      << row.n(Outcome::kUnsupported) + row.n(Outcome::kSkipped) << " | " << Sci(row.worst64) << " | "
-      << Sci(row.worst32) << " | " << row.flips << " | " << row.partial << " | " << row.fields_unsupported << " |\n";
+      << row.n(Outcome::kUnsupported) + row.n(Outcome::kSkipped) << " | " << RatioText(row.worst64) << " | "
+      << RatioText(row.worst32) << " | " << row.flips << " | " << row.partial << " | " << row.fields_unsupported
+      << " |\n";
   o << "\n## Fields\n\nPer function and field, over its cases: how many times the field passed, failed, was not "
        "provided (UNSUPPORTED), or agreed where agreement proves nothing (mistrusted). A framework that computes "
        "some fields of a function is conforming on those it computes.\n\n"
@@ -155,6 +203,137 @@ std::string MarkdownReport(const std::string& title, const std::vector<CaseRepor
     o << "\n```\n" << r.Describe() << "\n```\n";
   }
   return o.str();
+}
+
+namespace {
+
+// err/tol in JSON: a number, "inf" (JSON has no infinity), or null where nothing was compared.
+void RatioJson(JsonWriter& j, const std::optional<double>& ratio) {
+  if (!ratio)
+    j.Null();
+  else if (std::isinf(*ratio))
+    j.String("inf");
+  else
+    j.Number(*ratio);
+}
+
+void IndexJson(JsonWriter& j, int64_t flat, const std::vector<int64_t>& shape) {
+  j.BeginArray();
+  if (flat >= 0) {
+    std::vector<int64_t> idx(shape.size());
+    for (size_t k = shape.size(); k-- > 0;) {
+      idx[k] = shape[k] ? flat % shape[k] : 0;
+      flat = shape[k] ? flat / shape[k] : 0;
+    }
+    for (int64_t i : idx) j.Int(i);
+  }
+  j.EndArray();
+}
+
+void FieldJson(JsonWriter& j, const FieldReport& f) {
+  j.BeginObject();
+  j.Key("field").String(f.field);
+  j.Key("outcome").String(OutcomeName(f.outcome));
+  j.Key("note").String(f.note);
+  const bool compared = f.outcome != Outcome::kUnsupported;
+  j.Key("err_tol");
+  RatioJson(
+      j, compared && (f.total > 0 || f.outcome == Outcome::kFailed) ? std::optional<double>(f.err_tol) : std::nullopt);
+  if (compared) {
+    j.Key("worst_abs").Number(f.worst_abs);
+    j.Key("worst_rel").Number(f.worst_rel);
+    j.Key("worst_index");
+    IndexJson(j, f.worst_index, f.shape);
+    j.Key("mismatched").Int(f.mismatched);
+    j.Key("total").Int(f.total);
+    j.Key("flips").Int(f.flips);
+    j.Key("tolerance").BeginObject();
+    j.Key("rtol").Number(f.tol.rtol);
+    j.Key("atol").Number(f.tol.atol);
+    j.Key("reason").String(f.tol.reason);
+    j.EndObject();
+  }
+  j.EndObject();
+}
+
+}  // namespace
+
+std::string CheckJson(const std::vector<CaseReport>& reports, const std::string& implementation,
+                      const std::string& against, const std::string& verl_version, int exit_code) {
+  int t[5] = {0, 0, 0, 0, 0};
+  for (const auto& r : reports) ++t[static_cast<int>(r.outcome)];
+  const Coverage c = CountCoverage(reports);
+  JsonWriter j;
+  j.BeginObject();
+  j.Key("schema").String(kCheckSchema);
+  j.Key("schema_version").Int(kSchemaVersion);
+  j.Key("implementation").String(implementation);
+  j.Key("against").String(against);
+  j.Key("verl_version").String(verl_version);
+  j.Key("exit_code").Int(exit_code);
+  j.Key("totals").BeginObject();
+  j.Key("cases").Int(static_cast<int64_t>(reports.size()));
+  for (Outcome o :
+       {Outcome::kPassed, Outcome::kFailed, Outcome::kMistrusted, Outcome::kUnsupported, Outcome::kSkipped}) {
+    std::string name = OutcomeName(o);
+    for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    j.Key(name).Int(t[static_cast<int>(o)]);
+  }
+  j.Key("partial").Int(c.partial_cases);
+  j.Key("fields_not_provided").Int(c.unsupported_fields);
+  j.EndObject();
+  const auto absent = FunctionsNotProvided(reports);
+  const std::set<std::pair<std::string, std::string>> not_provided(absent.begin(), absent.end());
+  // Functions in the table's order; cases in the order they were checked.
+  std::map<std::pair<std::string, std::string>, std::vector<const CaseReport*>> by_function;
+  for (const auto& r : reports) by_function[{r.function, r.family}].push_back(&r);
+  const auto rows = Tabulate(reports);
+  j.Key("functions").BeginArray();
+  for (const auto& [key, cases] : by_function) {
+    const Row& row = rows.at(key);
+    j.BeginObject();
+    j.Key("function").String(key.first);
+    j.Key("family").String(key.second);
+    j.Key("provided").Bool(!not_provided.count(key));
+    j.Key("cases_total").Int(row.cases);
+    j.Key("outcomes").BeginObject();
+    for (Outcome o :
+         {Outcome::kPassed, Outcome::kFailed, Outcome::kMistrusted, Outcome::kUnsupported, Outcome::kSkipped})
+      j.Key(OutcomeName(o)).Int(row.n(o));
+    j.EndObject();
+    j.Key("err_tol").BeginObject();
+    j.Key("float64");
+    RatioJson(j, row.worst64);
+    j.Key("float32");
+    RatioJson(j, row.worst32);
+    j.EndObject();
+    j.Key("flips").Int(row.flips);
+    j.Key("partial").Int(row.partial);
+    j.Key("fields_not_provided").Int(row.fields_unsupported);
+    j.Key("cases").BeginArray();
+    for (const CaseReport* r : cases) {
+      j.BeginObject();
+      j.Key("case").String(r->case_name);
+      j.Key("dtype").String(DTypeName(r->dtype));
+      j.Key("outcome").String(OutcomeName(r->outcome));
+      j.Key("detail").String(r->detail);
+      j.Key("err_tol");
+      RatioJson(j, r->err_tol);
+      j.Key("partial").Bool(r->partial);
+      j.Key("flips").Int(r->flips);
+      j.Key("where").String(r->where);
+      j.Key("repro").String(r->repro);
+      j.Key("fields").BeginArray();
+      for (const auto& f : r->fields) FieldJson(j, f);
+      j.EndArray();
+      j.EndObject();
+    }
+    j.EndArray();
+    j.EndObject();
+  }
+  j.EndArray();
+  j.EndObject();
+  return j.str();
 }
 
 }  // namespace verlconf::tools

@@ -2,8 +2,10 @@
 // the Markdown report (the table, a function x field matrix, the failures).
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "oracle/core/check.h"
@@ -22,9 +24,24 @@ Coverage CountCoverage(const std::vector<CaseReport>& reports);
 // "N cases: P passed, F failed, ...; K partial, M field(s) not provided"
 std::string Totals(const std::vector<CaseReport>& reports);
 
-// One row per function: case outcomes, worst errors, flips, partial cases and fields
-// not provided.
-void PrintTable(const std::vector<CaseReport>& reports, std::ostream& out);
+// An err/tol figure as the reports print it: "-" for nothing compared, "inf", else three
+// significant digits (more where that would round a ratio above 1 down to 1).
+std::string RatioText(const std::optional<double>& ratio);
+
+// (function, family) of the functions whose every case is CaseReport::not_provided.
+std::vector<std::pair<std::string, std::string>> FunctionsNotProvided(const std::vector<CaseReport>& reports);
+
+// One row per function: case outcomes, the worst err/tol per dtype, flips, partial cases
+// and fields not provided. Functions not provided at all are one summary line unless
+// `show_unsupported`.
+void PrintTable(const std::vector<CaseReport>& reports, std::ostream& out, bool show_unsupported = false);
+
+// `check --format json`: one object, schema kCheckSchema (tools/commands.h): totals, then
+// per function its outcome counts, worst err/tol per dtype and its cases, each with its
+// outcome, err/tol, repro command and fields (outcome, err/tol, raw worst errors, index,
+// tolerance). err/tol is a number, "inf", or null where nothing was compared.
+std::string CheckJson(const std::vector<CaseReport>& reports, const std::string& implementation,
+                      const std::string& against, const std::string& verl_version, int exit_code);
 
 std::string MarkdownReport(const std::string& title, const std::vector<CaseReport>& reports);
 

@@ -21,18 +21,31 @@ struct CheckOptions {
   bool against_given = false;  // the user named it (else the bundled set): repro lines repeat it
   std::string candidate;       // candidate file, or ""
   std::string impl = "oracle";
-  std::string junit;         // JUnit XML path, or ""
-  std::string report;        // Markdown report path, or ""
-  std::string only;          // --only entries, comma-joined (tools/selection.h), or ""
-  bool verbose = false;      // describe every non-passing or partial case, not just failures
-  bool require_all = false;  // any UNSUPPORTED case or field is a failure (exit 1)
+  std::string junit;              // JUnit XML path, or ""
+  std::string report;             // Markdown report path, or ""
+  std::string only;               // --only entries, comma-joined (tools/selection.h), or ""
+  bool verbose = false;           // describe every non-passing or partial case, not just failures
+  bool require_all = false;       // any UNSUPPORTED case or field is a failure (exit 1)
+  bool show_unsupported = false;  // table rows for functions not provided at all, not one summary line
+  bool json = false;              // stdout: one JSON object (schema verlconf.check), not the table
+  int jobs = 1;                   // cases checked in parallel (the reports keep the cases' order)
 };
+
+// The machine-readable reports' schema names and versions (`--format json`). The
+// version changes whenever a key changes meaning or goes away; new keys may be added.
+inline constexpr const char* kCheckSchema = "verlconf.check";
+inline constexpr const char* kDriftSchema = "verlconf.drift";
+inline constexpr int kSchemaVersion = 1;
 
 int RunCheck(const CheckOptions& o, std::ostream& out);
 int RunList(const std::string& against, bool json, std::ostream& out);
-int RunSpec(std::ostream& out);
-// `report`: also write the drift as Markdown to that file ("" for none).
+// `name`: "" for every function, else a function (NAME or FAMILY/NAME) or a family.
+// `json`: the registry's stable machine form (all of it without a name); `pretty`
+// indents it.
+int RunSpec(const std::string& name, bool json, bool pretty, std::ostream& out);
+// `report`: also write the drift as Markdown to that file ("" for none). `json`: stdout
+// gets one JSON object (schema verlconf.drift) instead of the text report.
 int RunDrift(const std::string& old_dir, const std::string& new_dir, const std::string& only, const std::string& report,
-             std::ostream& out);
+             bool json, std::ostream& out);
 
 }  // namespace verlconf::tools

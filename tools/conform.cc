@@ -12,27 +12,157 @@
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: conform [COMMAND] [OPTIONS]
-
-commands:
-  check   [--against DIR] [--candidate FILE|DIR] [--impl oracle|cuda] [--junit FILE]
-          [--report FILE.md] [--only NAME,...] [--require-all] [--verbose]
-          compare an implementation (default: the oracle) or a candidate file with
-          the goldens in DIR (default: the bundled verl 0.9.1 set)
-  list    [--against DIR] [--json]   functions, golden case counts, verl names not covered
-  spec    --json                     the function registry as JSON
-  drift   OLD_DIR NEW_DIR [--only NAME,...] [--report FILE.md]
-          what changed between two golden sets (exit 1 when something changed)
-
---only NAME: FUNCTION, FAMILY/FUNCTION, FUNCTION/CASE or FAMILY/FUNCTION/CASE;
-repeatable or comma-separated; every name must match something.
-With no command, conform runs `check` on the bundled goldens.
-exit codes: 0 passed, 1 conformance failure or drift (--require-all: or anything
-UNSUPPORTED), 2 bad input or usage, 3 internal error of conform
-)";
-
 using verlconf::BadInput;
 namespace t = verlconf::tools;
+
+// One option of a command: what `conform CMD --help` lists, and what the parser accepts
+// (a command takes exactly the options its table names, so the help cannot miss one).
+struct Option {
+  const char* name;
+  const char* value;  // the value's placeholder, or nullptr for a flag
+  const char* help;
+};
+
+struct Command {
+  const char* name;
+  const char* synopsis;  // after "conform NAME"
+  const char* summary;   // one line, for `conform --help`
+  const char* description;
+  std::vector<Option> options;
+  const char* exit_codes;
+};
+
+constexpr const char* kOnlyHelp =
+    "select cases: FUNCTION, FAMILY/FUNCTION (advantage/gpg), FUNCTION/CASE or FAMILY/FUNCTION/CASE; repeatable or "
+    "comma-separated; every name must match a golden case";
+
+const std::vector<Command>& Commands() {
+  static const std::vector<Command> commands = {
+      {"check",
+       "[OPTIONS]",
+       "compare an implementation (default: the oracle) or a candidate set with the goldens",
+       "Compares an implementation (default: the oracle) or a candidate set (what\n"
+       "tools/harness/run_candidate.py writes) with the golden cases, and prints one row per\n"
+       "function: case outcomes, and per dtype the worst error as a multiple of the tolerance\n"
+       "(err/tol; <= 1 passes, \"-\" where nothing was compared). Every failure is described\n"
+       "below the table, with a repro command. With no command, conform runs check.",
+       {{"--against", "DIR", "the golden set to compare with (default: the bundled verl 0.9.1 set)"},
+        {"--candidate", "FILE|DIR", "a candidate file or directory, judged as stored (instead of --impl)"},
+        {"--impl", "oracle|cuda|cuda-host",
+         "the implementation to run on the golden inputs (default: oracle); cuda computes in float32 only"},
+        {"--only", "NAME,...", kOnlyHelp},
+        {"--junit", "FILE", "also write JUnit XML (one test case per golden case) to FILE"},
+        {"--report", "FILE.md", "also write the table, a function x field matrix and the failures as Markdown"},
+        {"--format", "text|json",
+         "what goes to stdout: the table (text, the default) or one JSON object (schema verlconf.check)"},
+        {"--jobs", "N",
+         "check N cases at a time (default 1; the oracle and candidates only); the output is the same, in the "
+         "same order"},
+        {"--require-all", nullptr, "any UNSUPPORTED case or field is a failure (exit 1)"},
+        {"--show-unsupported", nullptr,
+         "list functions the candidate does not provide at all in the table (default: one summary line)"},
+        {"--verbose", nullptr, "describe every provided case that did not pass, and every partial one"},
+        {"--help", nullptr, "this help"}},
+       "exit codes: 0 every compared case passed (MISTRUSTED, UNSUPPORTED and SKIPPED are shown, not\n"
+       "failures, unless --require-all), 1 a conformance failure (--require-all: or anything\n"
+       "UNSUPPORTED), 2 bad input or usage, 3 an internal error of conform"},
+      {"list",
+       "[OPTIONS]",
+       "functions, oracle/CUDA coverage, golden case counts, verl names not covered",
+       "Lists every registry function: whether the oracle and CUDA implement it, its golden\n"
+       "case counts per dtype (per mode, in brackets, for entries that stand for several of\n"
+       "verl's modes), and the names verl's registries define that have no oracle entry.",
+       {{"--against", "DIR", "the golden set to count (default: the bundled verl 0.9.1 set)"},
+        {"--json", nullptr, "print the same as one JSON object"},
+        {"--help", nullptr, "this help"}},
+       "exit codes: 0 listed, 2 bad input or usage, 3 an internal error of conform"},
+      {"spec",
+       "[FAMILY/NAME | NAME] [OPTIONS]",
+       "the function registry: inputs, config keys with verl's defaults, outputs, gradients",
+       "Describes the registry functions: inputs (shape and role), config keys with verl's\n"
+       "defaults, outputs, gradients, metrics, the verl function mirrored, and notes. NAME (or\n"
+       "FAMILY/NAME where a name is in two families, e.g. advantage/gpg) shows one function;\n"
+       "a family name shows that family's.",
+       {{"--json", nullptr, "the whole registry as JSON, the stable machine form the harness reads"},
+        {"--pretty", nullptr, "with --json: indented"},
+        {"--help", nullptr, "this help"}},
+       "exit codes: 0 printed, 2 bad input or usage (an unknown or ambiguous NAME), 3 an internal\n"
+       "error of conform"},
+      {"drift",
+       "OLD_DIR NEW_DIR [OPTIONS]",
+       "what changed between two golden sets",
+       "Compares every case present in both golden sets with identical inputs, field by field,\n"
+       "with the conformance tolerances: bitwise same, rounding, or changed; then the cases\n"
+       "whose error behaviour changed, fields and cases on one side only, and cases whose\n"
+       "inputs differ.",
+       {{"--only", "NAME,...", kOnlyHelp},
+        {"--report", "FILE.md", "also write the drift as Markdown (with verl's registry names gained or lost)"},
+        {"--format", "text|json",
+         "what goes to stdout: the text report (the default) or one JSON object "
+         "(schema verlconf.drift)"},
+        {"--help", nullptr, "this help"}},
+       "exit codes: 0 no change beyond tolerance, 1 a change beyond tolerance or a field on one\n"
+       "side only, 2 bad input or usage, 3 an internal error of conform"},
+      {"help",
+       "[COMMAND]",
+       "this overview, or one command's options",
+       "Prints this overview, or with COMMAND the same as `conform COMMAND --help`.",
+       {},
+       "exit codes: 0 printed, 2 an unknown COMMAND"},
+  };
+  return commands;
+}
+
+const Command* FindCommand(const std::string& name) {
+  for (const auto& c : Commands())
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+std::string Usage() {
+  std::string s = "usage: conform [COMMAND] [OPTIONS]\n\ncommands:\n";
+  for (const auto& c : Commands()) {
+    char line[256];
+    std::snprintf(line, sizeof line, "  %-6s %s\n", c.name, c.summary);
+    s += line;
+  }
+  s += "\nWith no command, conform runs `check` on the bundled goldens.\n"
+       "`conform COMMAND --help` lists the command's options.\n\n"
+       "exit codes: 0 passed, 1 conformance failure or drift (check --require-all: or anything\n"
+       "UNSUPPORTED), 2 bad input or usage, 3 internal error of conform\n";
+  return s;
+}
+
+// Wraps `text` to `width` columns, every line after the first indented by `indent`.
+std::string Wrap(const std::string& text, size_t indent, size_t width) {
+  std::string out, line;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t sp = text.find(' ', pos);
+    if (sp == std::string::npos) sp = text.size();
+    const std::string word = text.substr(pos, sp - pos);
+    if (!line.empty() && indent + line.size() + 1 + word.size() > width) {
+      out += line + "\n" + std::string(indent, ' ');
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+    pos = sp + 1;
+  }
+  return out + line;
+}
+
+std::string CommandHelp(const Command& c) {
+  std::string s = std::string("usage: conform ") + c.name + " " + c.synopsis + "\n\n" + c.description + "\n";
+  if (!c.options.empty()) s += "\noptions:\n";
+  for (const auto& o : c.options) {
+    const std::string head = std::string(o.name) + (o.value ? std::string(" ") + o.value : "");
+    constexpr size_t kColumn = 32;
+    s += "  " + head;
+    s += head.size() + 2 < kColumn ? std::string(kColumn - 2 - head.size(), ' ') : "\n" + std::string(kColumn, ' ');
+    s += Wrap(o.help, kColumn, 100) + "\n";
+  }
+  return s + "\n" + c.exit_codes + "\n";
+}
 
 struct Args {
   std::vector<std::string> positional;
@@ -40,10 +170,12 @@ struct Args {
   std::vector<std::string> flags;                            // --name
 };
 
-// Options that take a value; everything else starting with -- is a flag.
+// Options that take a value (in any command's table); everything else starting with --
+// is a flag.
 bool TakesValue(const std::string& o) {
-  for (const char* v : {"--against", "--candidate", "--impl", "--junit", "--only", "--report"})
-    if (o == v) return true;
+  for (const auto& c : Commands())
+    for (const auto& opt : c.options)
+      if (o == opt.name && opt.value) return true;
   return false;
 }
 
@@ -87,16 +219,18 @@ Args Parse(int argc, char** argv, int first) {
   return a;
 }
 
-void Allow(const Args& a, const std::vector<std::string>& allowed, size_t max_positional, const std::string& cmd) {
+// The command's table (Commands()) is what it accepts.
+void Allow(const Args& a, size_t max_positional, const std::string& cmd) {
+  const Command* c = FindCommand(cmd);
   auto ok = [&](const std::string& n) {
-    for (const auto& x : allowed)
-      if (x == n) return true;
+    for (const auto& o : c->options)
+      if (n == o.name) return true;
     return false;
   };
   for (const auto& [n, v] : a.options)
-    if (!ok(n)) throw BadInput(cmd + ": unknown option " + n);
+    if (!ok(n)) throw BadInput(cmd + ": unknown option " + n + " (try: conform " + cmd + " --help)");
   for (const auto& f : a.flags)
-    if (!ok(f)) throw BadInput(cmd + ": unknown option " + f);
+    if (!ok(f)) throw BadInput(cmd + ": unknown option " + f + " (try: conform " + cmd + " --help)");
   if (a.positional.size() > max_positional) throw BadInput(cmd + ": unexpected argument '" + a.positional.back() + "'");
 }
 
@@ -132,17 +266,48 @@ bool Flag(const Args& a, const std::string& name) {
   return false;
 }
 
+// --format: text (the default) or json.
+bool JsonFormat(const Args& a) {
+  const std::string f = Opt(a, "--format", "text");
+  if (f != "text" && f != "json") throw BadInput("--format: expected text or json, got '" + f + "'");
+  return f == "json";
+}
+
+// --jobs N: a whole number from 1 to 256.
+int Jobs(const Args& a) {
+  const std::string v = Opt(a, "--jobs", "1");
+  if (v.size() > 3 || v.find_first_not_of("0123456789") != std::string::npos || std::stoi(v) < 1 || std::stoi(v) > 256)
+    throw BadInput("--jobs: expected a whole number from 1 to 256, got '" + v + "'");
+  return std::stoi(v);
+}
+
 int Main(int argc, char** argv) {
   std::string cmd = argc > 1 ? argv[1] : "check";
   int first = 2;
-  if (argc > 1 && std::strncmp(argv[1], "--", 2) == 0) {  // options straight after the binary: check
+  if (cmd == "--help") cmd = "help";
+  if (argc > 1 && std::strncmp(argv[1], "--", 2) == 0 && cmd != "help") {  // options straight after the binary: check
     cmd = "check";
     first = 1;
   }
-  if (cmd == "help" || cmd == "-h" || cmd == "--help") {
-    std::cout << kUsage;
+  if (cmd == "help" || cmd == "-h") {
+    if (argc > 3) throw BadInput("help: expected at most one COMMAND");
+    if (argc == 3) {
+      const Command* c = FindCommand(argv[2]);
+      if (!c) throw BadInput("help: unknown command '" + std::string(argv[2]) + "' (try: conform help)");
+      std::cout << CommandHelp(*c);
+    } else {
+      std::cout << Usage();
+    }
     return t::kExitOk;
   }
+  const Command* command = FindCommand(cmd);
+  if (!command) throw BadInput("unknown command '" + cmd + "' (try: conform help)");
+  // --help anywhere after the command wins over everything else on the line: it runs nothing.
+  for (int i = first; i < argc; ++i)
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::cout << CommandHelp(*command);
+      return t::kExitOk;
+    }
   const Args a = Parse(argc, argv, first);
   const std::string bundled = t::BundledGoldenDir(argv[0]);
   auto against = [&] {
@@ -151,8 +316,7 @@ int Main(int argc, char** argv) {
   };
   if (cmd == "check") {
     ClaimOutputs(a, {against(), t::ResolveUserPath(Opt(a, "--candidate"))});
-    Allow(a, {"--against", "--candidate", "--impl", "--junit", "--report", "--only", "--require-all", "--verbose"}, 0,
-          "check");
+    Allow(a, 0, "check");
     t::CheckOptions o;
     o.against = against();
     o.against_given = !Opt(a, "--against").empty();
@@ -163,26 +327,29 @@ int Main(int argc, char** argv) {
     o.only = OptAll(a, "--only");
     o.verbose = Flag(a, "--verbose");
     o.require_all = Flag(a, "--require-all");
+    o.show_unsupported = Flag(a, "--show-unsupported");
+    o.json = JsonFormat(a);
+    o.jobs = Jobs(a);
     return t::RunCheck(o, std::cout);
   }
   if (cmd == "list") {
-    Allow(a, {"--against", "--json"}, 0, "list");
+    Allow(a, 0, "list");
     return t::RunList(against(), Flag(a, "--json"), std::cout);
   }
   if (cmd == "spec") {
-    Allow(a, {"--json"}, 0, "spec");
-    return t::RunSpec(std::cout);
+    Allow(a, 1, "spec");
+    const bool pretty = Flag(a, "--pretty");
+    if (pretty && !Flag(a, "--json")) throw BadInput("spec: --pretty formats the JSON; give --json too");
+    return t::RunSpec(a.positional.empty() ? "" : a.positional[0], Flag(a, "--json"), pretty, std::cout);
   }
-  if (cmd == "drift") {
-    std::vector<std::string> dirs;
-    for (const auto& p : a.positional) dirs.push_back(t::ResolveUserPath(p));
-    ClaimOutputs(a, dirs);
-    Allow(a, {"--only", "--report"}, 2, "drift");
-    if (a.positional.size() != 2) throw BadInput("drift: expected OLD_DIR NEW_DIR");
-    return t::RunDrift(t::ResolveUserPath(a.positional[0]), t::ResolveUserPath(a.positional[1]), OptAll(a, "--only"),
-                       t::ResolveUserPath(Opt(a, "--report")), std::cout);
-  }
-  throw BadInput("unknown command '" + cmd + "' (try: conform help)");
+  // drift
+  std::vector<std::string> dirs;
+  for (const auto& p : a.positional) dirs.push_back(t::ResolveUserPath(p));
+  ClaimOutputs(a, dirs);
+  Allow(a, 2, "drift");
+  if (a.positional.size() != 2) throw BadInput("drift: expected OLD_DIR NEW_DIR (try: conform drift --help)");
+  return t::RunDrift(t::ResolveUserPath(a.positional[0]), t::ResolveUserPath(a.positional[1]), OptAll(a, "--only"),
+                     t::ResolveUserPath(Opt(a, "--report")), JsonFormat(a), std::cout);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // cases they share. A change is reported when it exceeds the comparison tolerance of
 // the case's dtype; smaller differences are counted as rounding.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <ostream>
@@ -10,6 +11,7 @@
 #include "oracle/core/candidate.h"
 #include "oracle/core/check.h"
 #include "oracle/core/errors.h"
+#include "oracle/core/json.h"
 #include "oracle/core/validate.h"
 #include "tools/commands.h"
 #include "tools/golden_set.h"
@@ -25,7 +27,14 @@ struct FieldDrift {
   int only_old = 0, only_new = 0;
   int missing() const { return only_old + only_new; }
   double max_abs = 0.0, max_rel = 0.0;
+  double max_err_tol = 0.0;  // the largest change as a multiple of the tolerance (FieldReport::err_tol)
   std::string worst_case;
+};
+
+// One field of one case that changed beyond tolerance (for --format json).
+struct CaseChange {
+  std::string row, family, function, case_name, field;
+  double err_tol, worst_abs, worst_rel;
 };
 
 // Everything the report says, computed once and rendered as text or Markdown.
@@ -37,6 +46,7 @@ struct Drift {
   std::vector<std::string> fields_one_side;
   // Names in verl's own registries (/_verl_registry) on one side only: "list: name".
   std::vector<std::string> registry_removed, registry_added;
+  std::vector<CaseChange> changes;
   bool AnyChange() const {
     if (!error_changes.empty() || !fields_one_side.empty()) return true;
     for (const auto& [fn, fs] : fields)
@@ -67,6 +77,7 @@ void Accumulate(FieldDrift& d, const FieldReport& r, const std::string& case_nam
   }
   d.max_abs = std::max(d.max_abs, r.worst_abs);
   d.max_rel = std::max(d.max_rel, r.worst_rel);
+  d.max_err_tol = std::max(d.max_err_tol, r.err_tol);
 }
 
 bool SameInputs(const Case& a, const Case& b) {
@@ -118,7 +129,12 @@ Drift Compute(const GoldenSet& a, const GoldenSet& b, const Selection& only) {
     const Result got = Result::Of(nc);
     const CaseReport r = CompareResult(spec ? *spec : generic, *oc, &got, std::nullopt);
     auto& row = d.fields[RowName(std::get<0>(key), fn)];
-    for (const auto& f : r.fields) Accumulate(row[f.field], f, std::get<2>(key));
+    for (const auto& f : r.fields) {
+      Accumulate(row[f.field], f, std::get<2>(key));
+      if (f.outcome == Outcome::kFailed)
+        d.changes.push_back({RowName(std::get<0>(key), fn), std::get<0>(key), fn, std::get<2>(key), f.field, f.err_tol,
+                             f.worst_abs, f.worst_rel});
+    }
     const std::vector<std::string> old_fields = FieldNames(*oc), new_fields = FieldNames(nc);
     for (const auto& f : old_fields)
       if (std::find(new_fields.begin(), new_fields.end(), f) == new_fields.end()) {
@@ -178,6 +194,87 @@ void RenderText(const Drift& d, std::ostream& out) {
   out << "\n" << (d.AnyChange() ? "drift found beyond tolerance" : "no drift beyond tolerance") << "\n";
 }
 
+void RatioJson(JsonWriter& j, double ratio) {
+  if (std::isinf(ratio))
+    j.String("inf");
+  else
+    j.Number(ratio);
+}
+
+// --format json: one object, schema kDriftSchema. Every number the text report shows, and
+// per changed case and field its err/tol and the command that shows it alone.
+std::string RenderJson(const Drift& d, int exit_code) {
+  JsonWriter j;
+  j.BeginObject();
+  j.Key("schema").String(kDriftSchema);
+  j.Key("schema_version").Int(kSchemaVersion);
+  j.Key("old").BeginObject();
+  j.Key("dir").String(d.old_dir);
+  j.Key("verl_version").String(d.old_version);
+  j.EndObject();
+  j.Key("new").BeginObject();
+  j.Key("dir").String(d.new_dir);
+  j.Key("verl_version").String(d.new_version);
+  j.EndObject();
+  j.Key("exit_code").Int(exit_code);
+  j.Key("drift").Bool(d.AnyChange());
+  j.Key("functions").BeginArray();
+  for (const auto& [fn, fields] : d.fields) {
+    j.BeginObject();
+    j.Key("function").String(fn);
+    j.Key("fields").BeginArray();
+    for (const auto& [field, f] : fields) {
+      j.BeginObject();
+      j.Key("field").String(field);
+      j.Key("cases").Int(f.compared);
+      j.Key("same").Int(f.identical);
+      j.Key("rounding").Int(f.rounding);
+      j.Key("changed").Int(f.changed);
+      j.Key("missing").Int(f.missing());
+      j.Key("max_abs").Number(f.max_abs);
+      j.Key("max_rel").Number(f.max_rel);
+      j.Key("err_tol");
+      RatioJson(j, f.max_err_tol);
+      j.Key("largest_change_in").String(f.changed ? f.worst_case : "");
+      j.EndObject();
+    }
+    j.EndArray();
+    j.EndObject();
+  }
+  j.EndArray();
+  j.Key("changes").BeginArray();
+  for (const auto& c : d.changes) {
+    j.BeginObject();
+    j.Key("function").String(c.function);
+    j.Key("family").String(c.family);
+    j.Key("case").String(c.case_name);
+    j.Key("field").String(c.field);
+    j.Key("outcome").String("CHANGED");
+    j.Key("err_tol");
+    RatioJson(j, c.err_tol);
+    j.Key("worst_abs").Number(c.worst_abs);
+    j.Key("worst_rel").Number(c.worst_rel);
+    j.Key("repro").String("bazel run //tools:conform -- drift " + d.old_dir + " " + d.new_dir + " --only " + c.family +
+                          "/" + c.function + "/" + c.case_name);
+    j.EndObject();
+  }
+  j.EndArray();
+  auto list = [&](const char* key, const std::vector<std::string>& v) {
+    j.Key(key).BeginArray();
+    for (const auto& s : v) j.String(s);
+    j.EndArray();
+  };
+  list("registry_names_added", d.registry_added);
+  list("registry_names_removed", d.registry_removed);
+  list("error_behaviour_changed", d.error_changes);
+  list("fields_one_side", d.fields_one_side);
+  list("inputs_differ", d.inputs_differ);
+  list("only_in_old", d.only_old);
+  list("only_in_new", d.only_new);
+  j.EndObject();
+  return j.str();
+}
+
 // Markdown for a committed report: only what the goldens determine (versions, counts,
 // errors), nothing machine- or path-specific, so that a re-run reproduces it exactly.
 std::string RenderMarkdown(const Drift& d) {
@@ -229,7 +326,7 @@ std::string RenderMarkdown(const Drift& d) {
 }  // namespace
 
 int RunDrift(const std::string& old_dir, const std::string& new_dir, const std::string& only, const std::string& report,
-             std::ostream& out) {
+             bool json, std::ostream& out) {
   const Selection selection(only);
   const GoldenSet a = GoldenSet::Load(old_dir);
   const GoldenSet b = GoldenSet::Load(new_dir);
@@ -241,11 +338,15 @@ int RunDrift(const std::string& old_dir, const std::string& new_dir, const std::
   Drift d = Compute(a, b, selection);
   d.old_dir = old_dir;
   d.new_dir = new_dir;
-  RenderText(d, out);
+  const int code = d.AnyChange() ? kExitFailure : kExitOk;
+  if (json)
+    out << RenderJson(d, code) << "\n";
+  else
+    RenderText(d, out);
   out.flush();
   if (!out) throw BadInput("cannot write the results to standard output");
   if (!report.empty()) WriteFileAtomically(report, RenderMarkdown(d));
-  return d.AnyChange() ? kExitFailure : kExitOk;
+  return code;
 }
 
 }  // namespace verlconf::tools

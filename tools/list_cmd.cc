@@ -1,10 +1,14 @@
 // `conform list` and `conform spec`: what the registry holds, what the goldens cover,
 // and which names verl defines that have no oracle entry.
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <ostream>
 #include <set>
+#include <variant>
 
+#include "oracle/core/errors.h"
 #include "oracle/core/json.h"
 #include "oracle/core/registry.h"
 #include "oracle/core/validate.h"
@@ -13,8 +17,172 @@
 
 namespace verlconf::tools {
 
-int RunSpec(std::ostream& out) {
-  out << RegistryJson() << "\n";
+namespace {
+
+// The shape an input of each role has: B sequences x T tokens, K reward components,
+// V vocabulary entries.
+const char* RoleShape(Role r) {
+  switch (r) {
+    case Role::kTokens: return "B x T";
+    case Role::kSequences: return "B";
+    case Role::kGroupIndex: return "B";
+    case Role::kScalar: return "()";
+    case Role::kComponents: return "B x K";
+    case Role::kComponentWeights: return "K";
+    case Role::kVocabLogits: return "B x T x V";
+  }
+  return "?";
+}
+
+std::string ValueText(const ConfigValue& v, const std::string& type = "") {
+  if (std::holds_alternative<std::monostate>(v)) return "None";
+  if (auto* i = std::get_if<int64_t>(&v); i && type == "bool") return *i ? "True" : "False";
+  if (auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+  if (auto* d = std::get_if<double>(&v)) {
+    // The shortest form that reads back as the same double (0.2, not 0.20000000000000001).
+    char b[32];
+    for (int digits = 1; digits <= 17; ++digits) {
+      std::snprintf(b, sizeof b, "%.*g", digits, *d);
+      if (std::strtod(b, nullptr) == *d) break;
+    }
+    return b;
+  }
+  return "\"" + std::get<std::string>(v) + "\"";
+}
+
+// `text` as lines of at most `width` columns, every line after the first indented by
+// `indent` (the first continues wherever the caller's line is).
+std::string Wrapped(const std::string& text, size_t first_column, size_t indent, size_t width = 100) {
+  std::string out;
+  size_t column = first_column, pos = 0;
+  while (pos < text.size()) {
+    size_t sp = text.find(' ', pos);
+    if (sp == std::string::npos) sp = text.size();
+    const std::string word = text.substr(pos, sp - pos);
+    pos = sp + 1;
+    if (word.empty()) continue;
+    if (!out.empty()) {
+      if (column + 1 + word.size() > width) {
+        out += "\n" + std::string(indent, ' ');
+        column = indent;
+      } else {
+        out += ' ';
+        ++column;
+      }
+    }
+    out += word;
+    column += word.size();
+  }
+  return out;
+}
+
+std::string Joined(const std::vector<std::string>& v, const char* sep = ", ") {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s.empty() ? "(none)" : s;
+}
+
+void Describe(const FunctionSpec& s, std::ostream& out) {
+  out << s.family << "/" << s.name << "\n";
+  out << "  mirrors verl's " << s.verl_symbol << "\n";
+  std::vector<std::string> impls;
+  for (Impl impl : kImpls)
+    if (s.Implementation(impl)) impls.push_back(ImplName(impl));
+  out << "  implementations: " << Joined(impls) << "\n";
+  out << "  inputs (B sequences, T tokens):\n";
+  for (const auto& in : s.inputs) {
+    std::string role = RoleName(in.role);
+    if (in.role == Role::kGroupIndex) role += ", int64 codes";
+    if (in.is_mask) role += ", mask (0/1)";
+    if (in.optional) role += ", optional (verl's None when absent)";
+    char line[256];
+    std::snprintf(line, sizeof line, "    %-28s %-10s ", in.name.c_str(), RoleShape(in.role));
+    const std::string head = line;
+    out << head << Wrapped(role + (in.doc.empty() ? "" : "; " + in.doc), head.size(), head.size()) << "\n";
+  }
+  out << "  config (verl's default):";
+  if (s.config.empty()) out << " (none)";
+  out << "\n";
+  for (const auto& c : s.config) {
+    char line[256];
+    std::snprintf(line, sizeof line, "    %-28s %-5s = %-12s ", c.name.c_str(), c.type.c_str(),
+                  ValueText(c.verl_default, c.type).c_str());
+    const std::string head = line;
+    std::string text = c.doc;
+    if (!c.choices.empty()) text += " (one of: " + Joined(c.choices) + ")";
+    if (c.absent_is_none) text += " (absent means None)";
+    out << head << Wrapped(text, head.size(), head.size()) << "\n";
+  }
+  for (const auto& [k, v] : s.fixed_config)
+    out << "    " << k << " is ignored by verl, which uses " << ValueText(v) << "\n";
+  out << "  outputs:\n";
+  for (const auto& o : s.outputs)
+    out << "    " << o.name << ": " << (o.kind == OutputKind::kScalar ? "scalar" : "tensor")
+        << (o.discrete ? ", discrete (exact in float64)" : "") << "\n";
+  out << "  gradients (grads/): " << Joined(s.grads) << "\n";
+  if (!s.VjpFields().empty()) {
+    std::vector<std::string> zero;
+    for (const auto& f : s.VjpFields())
+      if (s.VjpIsZero(f.substr(0, f.find('/')))) zero.push_back(f);
+    out << "  stop-gradient VJPs (vjps/): " << Joined(s.VjpFields()) << "\n";
+    if (!zero.empty()) out << "    exactly zero (verl detaches): " << Joined(zero) << "\n";
+  }
+  out << "  metrics: " << Wrapped(Joined(s.metrics), 11, 11) << "\n";
+  if (s.straight_through)
+    out << "  straight-through: the value of " << s.straight_through->value_of << ", the gradient of "
+        << s.straight_through->gradient_of << "\n";
+  if (!s.dispatch_kwargs.empty()) out << "  verl's compute_advantage passes: " << Joined(s.dispatch_kwargs) << "\n";
+  for (const auto& t : s.tolerances) {
+    char line[128];
+    std::snprintf(line, sizeof line, "  tolerance %s [%s]: rtol=%.3g atol=%.3g", t.field.c_str(), DTypeName(t.dtype),
+                  t.rtol, t.atol);
+    out << line << " (" << t.reason << ")\n";
+  }
+  if (!s.notes.empty()) out << "  notes: " << Wrapped(s.notes, 9, 9) << "\n";
+}
+
+// The entries `name` selects: a function (NAME, or FAMILY/NAME), else a family (the KL
+// estimator "kl" is a function of the family "kl": the function wins); every entry when
+// empty. BadInput when it selects nothing.
+std::vector<const FunctionSpec*> Select(const std::string& name) {
+  std::vector<const FunctionSpec*> functions, family;
+  const bool qualified = name.find('/') != std::string::npos;
+  for (const auto& s : Registry()) {
+    if (name.empty() || (qualified ? s.family + "/" + s.name == name : s.name == name)) functions.push_back(&s);
+    if (s.family == name) family.push_back(&s);
+  }
+  if (!functions.empty()) return functions;
+  if (family.empty()) throw BadInput("spec: no registry function or family '" + name + "' (see: conform list)");
+  return family;
+}
+
+}  // namespace
+
+int RunSpec(const std::string& name, bool json, bool pretty, std::ostream& out) {
+  if (json) {
+    // The whole registry is the stable form the harness and fixtures/spec.json read.
+    std::string text;
+    if (name.empty()) {
+      text = RegistryJson();
+    } else {
+      const auto picked = Select(name);
+      text = RegistryJson(
+          [&](const FunctionSpec& s) { return std::find(picked.begin(), picked.end(), &s) != picked.end(); });
+    }
+    out << (pretty ? PrettyJson(text) : text) << "\n";
+    return kExitOk;
+  }
+  const auto picked = Select(name);
+  if (name.empty())
+    out << Registry().size()
+        << " registry functions; `conform spec NAME` shows one, `conform spec --json` is the "
+           "machine form.\n";
+  bool first = true;
+  for (const FunctionSpec* s : picked) {
+    out << (first ? "" : "\n");
+    first = false;
+    Describe(*s, out);
+  }
   return kExitOk;
 }
 

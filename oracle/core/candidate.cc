@@ -1,6 +1,7 @@
 #include "oracle/core/candidate.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -164,7 +165,11 @@ CaseReport CheckCandidate(const FunctionSpec& spec, const Case& golden, const Ca
            "raised has none");
     return at_candidate(CompareResult(spec, golden, nullptr, cand.expect_error));
   }
-  if (!HasResult(cand)) return at_candidate(NotProvided(golden, "the candidate file has no outputs for this case"));
+  if (!HasResult(cand)) {
+    CaseReport r = NotProvided(golden, "the candidate file has no outputs for this case");
+    r.not_provided = true;
+    return at_candidate(std::move(r));
+  }
   // Judged on the fields provided: the comparison reports each missing one UNSUPPORTED
   // and the case partial, and fails a float array of the other dtype itself.
   const Result got = Result::Of(cand);
@@ -177,6 +182,9 @@ CaseReport CheckCandidate(const FunctionSpec& spec, const Case& golden, const Ca
     f.note = f.note.empty() ? what : what + "; " + f.note;
     if (f.outcome != Outcome::kFailed) {
       f.outcome = Outcome::kFailed;
+      // The values may agree; the precision does not, so the figures read as a failure.
+      f.err_tol = std::numeric_limits<double>::infinity();
+      r.err_tol = f.err_tol;
       r.outcome = Outcome::kFailed;
       r.detail = what + (r.detail.empty() ? "" : "; " + r.detail);
     }

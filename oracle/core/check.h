@@ -23,6 +23,15 @@ struct CaseReport {
   std::vector<FieldReport> fields;
   std::string repro;  // a command line that reproduces this check
   double worst_rel = 0.0;
+  // The worst FieldReport::err_tol over the compared fields (+inf when the case failed on
+  // its error semantics): <= 1 for a case that did not fail, > 1 for one that did. nullopt
+  // when nothing numeric was compared (UNSUPPORTED, SKIPPED, raised as verl does).
+  std::optional<double> err_tol;
+  // The implementation or candidate gave nothing for this case: no result, no error and
+  // no decline (a candidate without the case or without its outputs, an implementation
+  // without the function). `conform check` folds a function whose every case is so into
+  // one line.
+  bool not_provided = false;
   // Elements that differ only where rounding can flip a threshold decision (the fields
   // still pass; the count is shown so that a decision difference is never invisible).
   int64_t flips = 0;

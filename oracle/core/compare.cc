@@ -1,5 +1,6 @@
 #include "oracle/core/compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -46,6 +47,18 @@ Tolerance DefaultTolerance(DType d) {
 
 Tolerance ExactTolerance() { return {0.0, 0.0, "discrete output: compared exactly"}; }
 
+double ErrorRatio(double got, double want, const Tolerance& tol) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if (!std::isfinite(got) || !std::isfinite(want)) return SameSpecial(got, want) ? 0.0 : kInf;
+  const double diff = std::fabs(got - want);  // +inf when the difference overflows
+  const double allowed = tol.atol + tol.rtol * std::fabs(want);
+  if (!(allowed > 0.0)) return diff == 0.0 ? 0.0 : kInf;
+  // Correctly rounded division is monotone and allowed / allowed == 1, so diff <= allowed
+  // gives a ratio <= 1; diff > allowed means diff >= the next double above allowed, whose
+  // quotient exceeds 1 by more than half an ulp of 1 and so rounds above 1.
+  return diff / allowed;
+}
+
 std::string FormatIndex(int64_t flat, const std::vector<int64_t>& shape) {
   if (shape.empty()) return "()";
   std::vector<int64_t> idx(shape.size());
@@ -77,35 +90,42 @@ FieldReport CompareField(const std::string& field, const Array* got, const Array
   }
   if (got->shape != want.shape) {
     r.outcome = Outcome::kFailed;
+    r.err_tol = std::numeric_limits<double>::infinity();
     r.note = "shape " + got->ShapeString() + " but expected " + want.ShapeString();
     return r;
   }
-  const auto close = [&](double g, double w) {
-    if (!std::isfinite(g) || !std::isfinite(w)) return SameSpecial(g, w);
-    return std::fabs(g - w) <= tol.atol + tol.rtol * std::fabs(w);
-  };
   double worst_excess = -1.0;
   bool all_zero = true;
   for (int64_t k = 0; k < want.size(); ++k) {
     const double g = (*got)[k], w = want[k];
     if (w != 0.0) all_zero = false;
     if (std::isfinite(w)) r.compared_finite = true;
-    const bool ok = close(g, w);
+    const double ratio = ErrorRatio(g, w, tol);
+    const bool ok = ratio <= 1.0;
     const double diff = ok && !std::isfinite(w) ? 0.0 : std::fabs(g - w);  // NaN when g is NaN
     if (!(diff <= r.worst_abs)) r.worst_abs = diff;                        // keeps a NaN
     if (w != 0.0 && std::isfinite(w) && !(diff / std::fabs(w) <= r.worst_rel)) r.worst_rel = diff / std::fabs(w);
-    const double allowed = tol.atol + tol.rtol * (std::isfinite(w) ? std::fabs(w) : 0.0);
-    const double excess = ok ? (allowed > 0 ? diff / allowed : 0.0) : std::numeric_limits<double>::infinity();
-    const double e = std::isnan(excess) ? std::numeric_limits<double>::infinity() : excess;
-    if (e > worst_excess) {
-      worst_excess = e;
-      r.worst_index = k;
+    // The worst element has the largest ratio as judged (a flip against the value it
+    // matched), so a mismatch always comes before any element that passed.
+    auto judged = [&](double e) {
+      r.err_tol = std::max(r.err_tol, e);
+      if (e > worst_excess) {
+        worst_excess = e;
+        r.worst_index = k;
+      }
+    };
+    if (ok) {
+      judged(ratio);
+      continue;
     }
-    if (ok) continue;
-    // The other decision's value, where the reference says the decision may flip.
-    bool flip = false;
+    // The other decision's value, where the reference says the decision may flip: the
+    // element is then judged against the closest such value.
+    double flip_ratio = std::numeric_limits<double>::infinity();
     if (boundary && (*boundary)[k] != 0.0 && std::isfinite(g))
-      for (const Array* b : branches) flip = flip || (std::isfinite((*b)[k]) && close(g, (*b)[k]));
+      for (const Array* b : branches)
+        if (std::isfinite((*b)[k])) flip_ratio = std::min(flip_ratio, ErrorRatio(g, (*b)[k], tol));
+    const bool flip = flip_ratio <= 1.0;
+    judged(flip ? flip_ratio : ratio);
     if (flip) {
       ++r.flips;
       r.flipped.push_back(k);
@@ -144,7 +164,7 @@ std::string FieldReport::Describe() const {
   std::snprintf(pbuf, sizeof pbuf, "%.2f", pct);
   o << "\n    mismatched " << mismatched << " of " << total << " (" << pbuf << "%)";
   o << "\n    worst abs error " << Num(worst_abs) << ", worst rel error " << Num(worst_rel) << ", at index "
-    << FormatIndex(worst_index, shape);
+    << FormatIndex(worst_index, shape) << "; worst err/tol " << Num(err_tol);
   o << "\n    tolerance atol=" << Num(tol.atol) << " rtol=" << Num(tol.rtol);
   if (!tol.reason.empty()) o << " (" << tol.reason << ")";
   for (const auto& p : first_mismatches)

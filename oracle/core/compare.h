@@ -37,6 +37,14 @@ Tolerance DefaultTolerance(DType d);
 // Tolerance for discrete outputs (masks, fractions): exact.
 Tolerance ExactTolerance();
 
+// |got - want| as a multiple of what the tolerance allows at `want`, atol + rtol * |want|.
+// This is the element test itself: an element is within tolerance exactly when the ratio
+// is <= 1 (Close), so a figure reported from it can never contradict the verdict. 0 for
+// matching non-finite values (NaN and NaN, the same infinity); +inf for any other pair
+// with a non-finite value, and for any difference where nothing is allowed (exact).
+double ErrorRatio(double got, double want, const Tolerance& tol);
+inline bool Close(double got, double want, const Tolerance& tol) { return ErrorRatio(got, want, tol) <= 1.0; }
+
 struct FieldReport {
   std::string field;  // "outputs/advantages", "grads/log_prob", "metrics/actor/ppo_kl"
   Outcome outcome = Outcome::kPassed;
@@ -57,6 +65,11 @@ struct FieldReport {
     double got, want;
   };
   std::vector<Pair> first_mismatches;  // up to 5
+
+  // The largest ErrorRatio over the elements (at a flipped element, against the decision
+  // value it matched): <= 1 exactly when no element is mismatched. +inf when the field
+  // failed for a reason no element shows (a shape, a dtype). 0 when nothing was compared.
+  double err_tol = 0.0;
 
   // Multi-line description: counts, worst errors with index, pairs, tolerance.
   std::string Describe() const;

@@ -78,4 +78,56 @@ JsonWriter& JsonWriter::Number(double d) {
   return *this;
 }
 
+std::string PrettyJson(const std::string& json) {
+  std::string o;
+  int depth = 0;
+  bool in_string = false;
+  auto newline = [&] { o += '\n' + std::string(2 * static_cast<size_t>(depth), ' '); };
+  for (size_t k = 0; k < json.size(); ++k) {
+    const char c = json[k];
+    if (in_string) {
+      o += c;
+      if (c == '\\' && k + 1 < json.size()) {
+        o += json[++k];  // an escaped character, never the string's end
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"':
+        in_string = true;
+        o += c;
+        break;
+      case '{':
+      case '[': {
+        const char close = c == '{' ? '}' : ']';
+        if (k + 1 < json.size() && json[k + 1] == close) {  // empty: {} or []
+          o += c;
+          o += close;
+          ++k;
+          break;
+        }
+        o += c;
+        ++depth;
+        newline();
+        break;
+      }
+      case '}':
+      case ']':
+        --depth;
+        newline();
+        o += c;
+        break;
+      case ',':
+        o += c;
+        newline();
+        break;
+      case ':': o += ": "; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
 }  // namespace verlconf

@@ -50,4 +50,8 @@ class JsonWriter {
 
 std::string JsonEscape(const std::string& s);
 
+// `json` (as JsonWriter writes it: no whitespace outside strings) indented by two spaces
+// per level, one member or element a line; the same document.
+std::string PrettyJson(const std::string& json);
+
 }  // namespace verlconf

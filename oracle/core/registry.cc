@@ -222,11 +222,12 @@ static void WriteConfigValue(JsonWriter& j, const ConfigValue& v) {
     j.String(std::get<std::string>(v));
 }
 
-std::string RegistryJson() {
+std::string RegistryJson(const std::function<bool(const FunctionSpec&)>& pick) {
   JsonWriter j;
   j.BeginObject();
   j.Key("functions").BeginArray();
   for (const auto& s : Registry()) {
+    if (pick && !pick(s)) continue;
     j.BeginObject();
     j.Key("name").String(s.name);
     j.Key("family").String(s.family);

@@ -4,6 +4,7 @@
 // oracle/<family>/spec.h.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,8 @@ const FunctionSpec* FindSpec(const std::string& name, const std::string& family 
 // The spec for a case: by its family when it has one.
 const FunctionSpec* SpecFor(const Case& c);
 
-// The registry as JSON (`conform spec --json`).
-std::string RegistryJson();
+// The registry as JSON (`conform spec --json`); with `pick`, only the entries it accepts
+// (the same object, its "functions" filtered).
+std::string RegistryJson(const std::function<bool(const FunctionSpec&)>& pick = {});
 
 }  // namespace verlconf

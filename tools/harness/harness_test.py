@@ -37,9 +37,9 @@ def harness(out, bug=""):
                     "--conform", CONFORM], check=True, env=env, capture_output=True, text=True)
 
 
-def check(candidate):
-    p = subprocess.run([CONFORM, "check", "--against", GOLDENS, "--candidate", candidate], capture_output=True,
-                       text=True)
+def check(candidate, *options):
+    p = subprocess.run([CONFORM, "check", "--against", GOLDENS, "--candidate", candidate, *options],
+                       capture_output=True, text=True)
     return p.returncode, p.stdout + p.stderr
 
 
@@ -61,7 +61,13 @@ class Harness(unittest.TestCase):
                 cases, passed, failed = (int(x) for x in row(text, fn)[2:5])
                 self.assertEqual(failed, 0, fn)
                 self.assertGreater(passed, 0, fn)
-            # Not implemented by the example: reported, never passed.
+            # Not implemented by the example: reported, never passed; named in one line,
+            # and a row of its own with --show-unsupported.
+            self.assertFalse([l for l in text.splitlines() if l.split()[:1] == ["grpo_vectorized"]], text)
+            line = next(l for l in text.splitlines() if "function(s) not provided" in l)
+            self.assertIn("grpo_vectorized", line.split(": ", 1)[1].split(", "))
+            code, text = check(out, "--show-unsupported")
+            self.assertEqual(code, 0, text)
             cells = row(text, "grpo_vectorized")
             self.assertEqual(int(cells[3]), 0)
             self.assertEqual(int(cells[6]), int(cells[2]))
