@@ -344,6 +344,46 @@ class CheckReport(unittest.TestCase):
         self.assertAlmostEqual(float(cells[7]) / field["err_tol"], 1.0, delta=0.01)  # 3 significant digits
         self.assertGreater(float(cells[7]), 1.0)
 
+    def test_markdown_report_has_provenance_matrix_and_differences(self):
+        path, case, (i, j), got, want = self.plant()
+        with h5py.File(path, "r+") as f:
+            f.attrs["producer"] = "planted-framework"
+            f.attrs["planted_version"] = "9.9.9"
+        report = os.path.join(self.tmp, "report.md")
+        code, out, err = run("check", "--against", GOLDENS, "--candidate", path, "--report", report)
+        self.assertEqual(code, 1, err)
+        with open(report) as f:
+            md = f.read()
+        sections = [l for l in md.splitlines() if l.startswith("## ")]
+        self.assertEqual(sections, ["## Provenance", "## Fields", "## Differences", "## Failures"])
+        prov = md.split("## Provenance")[1].split("## Fields")[0]
+        with h5py.File(os.path.join(GOLDENS, "advantage.h5"), "r") as f:
+            verl = f.attrs["verl_version"]
+            verl = verl.decode() if isinstance(verl, bytes) else str(verl)
+        self.assertIn(f"| goldens | verl_version | {verl} |", prov)
+        self.assertIn("| candidate | producer | planted-framework |", prov)
+        self.assertIn("| candidate | planted_version | 9.9.9 |", prov)
+        # Copied unchanged from the goldens, verl_version says nothing about the candidate.
+        self.assertNotIn("| candidate | verl_version |", prov)
+        fields = md.split("## Fields")[1].split("## Differences")[0]
+        grpo = [l for l in fields.splitlines() if l.startswith("| `grpo` | advantage | `outputs/advantages` |")]
+        self.assertEqual(len(grpo), 1, fields)
+        self.assertEqual(grpo[0].split("|")[5].strip(), "1")  # failed once
+        diffs = md.split("## Differences")[1].split("## Failures")[0]
+        line = next(l for l in diffs.splitlines() if l.startswith("| `grpo` | advantage | `outputs/advantages` |"))
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        self.assertEqual(cells[3], "1")
+        self.assertGreater(float(cells[4]), 1.0)
+        self.assertEqual(cells[5], f"`{case}` (float64)")
+        self.assertAlmostEqual(float(cells[6]) / abs(got - want), 1.0, delta=0.01)
+        self.assertIn(f"--only grpo/{case}", cells[8])
+        # The JSON form carries the same provenance.
+        code, out, err = run("check", "--against", GOLDENS, "--candidate", path, "--format", "json")
+        doc = json.loads(out)
+        self.assertEqual(doc["provenance"]["candidate"]["producer"], "planted-framework")
+        self.assertEqual(doc["provenance"]["goldens"]["verl_version"], verl)
+        self.assertNotIn("verl_version", doc["provenance"]["candidate"])
+
     def test_passing_run_shows_ratios_at_most_one(self):
         code, out, err = run("check", "--against", GOLDENS, "--only", "vanilla,grpo,k3,token-mean")
         self.assertEqual(code, 0, out + err)

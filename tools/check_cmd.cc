@@ -76,10 +76,17 @@ std::vector<CaseReport> InOrder(size_t n, int jobs, const Body& body) {
 // A candidate set judges every golden case of the functions it is responsible for: a
 // directory (what the harness writes) every function of the golden set, a single file
 // the functions of its family, and --only whatever it names.
-std::vector<CaseReport> CheckCandidateSet(const CheckOptions& o, const GoldenSet& golden, const Selection& only) {
+std::vector<CaseReport> CheckCandidateSet(const CheckOptions& o, const GoldenSet& golden, const Selection& only,
+                                          std::map<std::string, std::string>& candidate_attrs) {
   const bool dir = IsDirectory(o.candidate);
   const GoldenSet cand = dir ? GoldenSet::Load(o.candidate) : GoldenSet::LoadFile(o.candidate);
   RequireCandidateRoots(cand, golden);
+  // The harness copies the goldens' root into the candidate's: only what differs is the candidate's own.
+  const auto golden_attrs = golden.Provenance();
+  for (const auto& [k, v] : cand.Provenance()) {
+    auto g = golden_attrs.find(k);
+    if (g == golden_attrs.end() || g->second != v) candidate_attrs[k] = v;
+  }
   if (cand.index.empty())
     throw BadInput(o.candidate + ": no cases: the candidate " + (dir ? "files hold" : "file holds") +
                    " no function groups (an adapter that provides nothing?)");
@@ -172,8 +179,11 @@ int RunCheck(const CheckOptions& o, std::ostream& out) {
   const Selection only(o.only);
   const GoldenSet golden = GoldenSet::Load(o.against);
   only.RequireResolved(golden.Cases(), o.against);
-  const std::vector<CaseReport> reports =
-      o.candidate.empty() ? CheckImplementationSet(o, golden, only) : CheckCandidateSet(o, golden, only);
+  Provenance provenance{o.against, golden.Provenance(), o.candidate.empty() ? o.impl : o.candidate, {}};
+  if (o.candidate.empty()) provenance.candidate_attrs["producer"] = "verlconf, built-in " + o.impl + " implementation";
+  const std::vector<CaseReport> reports = o.candidate.empty()
+                                              ? CheckImplementationSet(o, golden, only)
+                                              : CheckCandidateSet(o, golden, only, provenance.candidate_attrs);
   if (reports.empty()) throw BadInput(o.against + ": no cases to check");
 
   const std::string what = o.candidate.empty() ? o.impl : o.candidate;
@@ -183,7 +193,7 @@ int RunCheck(const CheckOptions& o, std::ostream& out) {
   const bool incomplete = o.require_all && (coverage.unsupported_cases || coverage.unsupported_fields);
   const int code = failed || incomplete ? kExitFailure : kExitOk;
   if (o.json) {
-    out << CheckJson(reports, what, o.against, golden.VerlVersion(), code) << "\n";
+    out << CheckJson(reports, provenance, code) << "\n";
   } else {
     out << "conform check: " << what << " against " << o.against << " (verl " << golden.VerlVersion() << ")\n";
     if (o.impl == "cuda" && o.candidate.empty() && !cuda::DeviceUnavailableReason().empty())
@@ -205,8 +215,8 @@ int RunCheck(const CheckOptions& o, std::ostream& out) {
   out.flush();
   if (!out) throw BadInput("cannot write the results to standard output");
   if (!o.report.empty())
-    WriteFileAtomically(o.report,
-                        MarkdownReport("conform check: " + what + " against verl " + golden.VerlVersion(), reports));
+    WriteFileAtomically(o.report, MarkdownReport("conform check: " + what + " against verl " + golden.VerlVersion(),
+                                                 reports, provenance));
   if (!o.junit.empty())
     WriteJunit(o.junit, "conform." + (o.candidate.empty() ? o.impl : std::string("candidate")), reports);
   if (incomplete)

@@ -5,10 +5,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "oracle/core/json.h"
 #include "tools/commands.h"
@@ -174,7 +176,59 @@ void PrintTable(const std::vector<CaseReport>& reports, std::ostream& out, bool 
   out << "\n" << Totals(reports) << "\n";
 }
 
-std::string MarkdownReport(const std::string& title, const std::vector<CaseReport>& reports) {
+namespace {
+
+// A failing (function, field): its count, worst err/tol and first failing case.
+struct Difference {
+  int cases = 0;
+  double worst = 0.0;
+  const CaseReport* first = nullptr;
+  const FieldReport* first_field = nullptr;  // null where the whole case failed
+};
+
+std::map<std::tuple<std::string, std::string, std::string>, Difference> Differences(
+    const std::vector<CaseReport>& reports) {
+  std::map<std::tuple<std::string, std::string, std::string>, Difference> d;
+  for (const auto& r : reports) {
+    if (r.outcome != Outcome::kFailed) continue;
+    bool any_field = false;
+    for (const auto& f : r.fields) {
+      if (f.outcome != Outcome::kFailed) continue;
+      any_field = true;
+      Difference& e = d[{r.function, r.family, f.field}];
+      ++e.cases;
+      e.worst = std::max(e.worst, f.err_tol);
+      if (!e.first) e.first = &r, e.first_field = &f;
+    }
+    if (!any_field) {
+      // An error case: raised where verl returned, returned where verl raised, or another error.
+      Difference& e = d[{r.function, r.family, "(raises as verl does)"}];
+      ++e.cases;
+      e.worst = std::numeric_limits<double>::infinity();
+      if (!e.first) e.first = &r;
+    }
+  }
+  return d;
+}
+
+std::string MarkdownCell(std::string s) {
+  for (char& c : s)
+    if (c == '\n' || c == '|') c = c == '|' ? '/' : ' ';
+  return s;
+}
+
+void ProvenanceMarkdown(std::ostream& o, const Provenance& p) {
+  o << "\n## Provenance\n\n| side | attribute | value |\n|---|---|---|\n";
+  o << "| goldens | directory | `" << MarkdownCell(p.goldens_dir) << "` |\n";
+  for (const auto& [k, v] : p.goldens) o << "| goldens | " << k << " | " << MarkdownCell(v) << " |\n";
+  o << "| candidate | checked | `" << MarkdownCell(p.candidate) << "` |\n";
+  for (const auto& [k, v] : p.candidate_attrs) o << "| candidate | " << k << " | " << MarkdownCell(v) << " |\n";
+}
+
+}  // namespace
+
+std::string MarkdownReport(const std::string& title, const std::vector<CaseReport>& reports,
+                           const Provenance& provenance) {
   std::ostringstream o;
   o << "# " << title << "\n\n" << Totals(reports) << "\n\n";
   o << "err/tol: the worst error as a multiple of the tolerance, per dtype (<= 1 passes; - where nothing was "
@@ -187,6 +241,7 @@ std::string MarkdownReport(const std::string& title, const std::vector<CaseRepor
       << row.n(Outcome::kUnsupported) + row.n(Outcome::kSkipped) << " | " << RatioText(row.worst64) << " | "
       << RatioText(row.worst32) << " | " << row.flips << " | " << row.partial << " | " << row.fields_unsupported
       << " |\n";
+  ProvenanceMarkdown(o, provenance);
   o << "\n## Fields\n\nPer function and field, over its cases: how many times the field passed, failed, was not "
        "provided (UNSUPPORTED), or agreed where agreement proves nothing (mistrusted). A framework that computes "
        "some fields of a function is conforming on those it computes.\n\n"
@@ -195,6 +250,25 @@ std::string MarkdownReport(const std::string& title, const std::vector<CaseRepor
     for (const auto& [field, c] : fields)
       o << "| `" << key.first << "` | " << key.second << " | `" << field << "` | " << c.passed << " | " << c.failed
         << " | " << c.not_provided << " | " << c.mistrusted << " |\n";
+  const auto diffs = Differences(reports);
+  if (!diffs.empty()) {
+    o << "\n## Differences\n\nEach field that failed, with the first case it failed in (the full message is under "
+         "Failures).\n\n| function | family | field | failed cases | worst err/tol | first failing case | worst abs "
+         "| worst rel | repro |\n|---|---|---|---|---|---|---|---|---|\n";
+    for (const auto& [key, d] : diffs) {
+      const auto& [fn, family, field] = key;
+      o << "| `" << fn << "` | " << family << " | `" << field << "` | " << d.cases << " | " << RatioText(d.worst)
+        << " | `" << MarkdownCell(d.first->case_name) << "` (" << DTypeName(d.first->dtype) << ") | ";
+      if (d.first_field) {
+        char b[64];
+        std::snprintf(b, sizeof b, "%.3g | %.3g", d.first_field->worst_abs, d.first_field->worst_rel);
+        o << b;
+      } else {
+        o << MarkdownCell(d.first->detail) << " | -";
+      }
+      o << " | `" << MarkdownCell(d.first->repro) << "` |\n";
+    }
+  }
   bool first = true;
   for (const auto& r : reports) {
     if (r.outcome != Outcome::kFailed) continue;
@@ -258,8 +332,7 @@ void FieldJson(JsonWriter& j, const FieldReport& f) {
 
 }  // namespace
 
-std::string CheckJson(const std::vector<CaseReport>& reports, const std::string& implementation,
-                      const std::string& against, const std::string& verl_version, int exit_code) {
+std::string CheckJson(const std::vector<CaseReport>& reports, const Provenance& provenance, int exit_code) {
   int t[5] = {0, 0, 0, 0, 0};
   for (const auto& r : reports) ++t[static_cast<int>(r.outcome)];
   const Coverage c = CountCoverage(reports);
@@ -267,10 +340,19 @@ std::string CheckJson(const std::vector<CaseReport>& reports, const std::string&
   j.BeginObject();
   j.Key("schema").String(kCheckSchema);
   j.Key("schema_version").Int(kSchemaVersion);
-  j.Key("implementation").String(implementation);
-  j.Key("against").String(against);
-  j.Key("verl_version").String(verl_version);
+  j.Key("implementation").String(provenance.candidate);
+  j.Key("against").String(provenance.goldens_dir);
+  auto verl = provenance.goldens.find("verl_version");
+  j.Key("verl_version").String(verl == provenance.goldens.end() ? "" : verl->second);
   j.Key("exit_code").Int(exit_code);
+  j.Key("provenance").BeginObject();
+  j.Key("goldens").BeginObject();
+  for (const auto& [k, v] : provenance.goldens) j.Key(k).String(v);
+  j.EndObject();
+  j.Key("candidate").BeginObject();
+  for (const auto& [k, v] : provenance.candidate_attrs) j.Key(k).String(v);
+  j.EndObject();
+  j.EndObject();
   j.Key("totals").BeginObject();
   j.Key("cases").Int(static_cast<int64_t>(reports.size()));
   for (Outcome o :

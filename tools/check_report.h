@@ -2,6 +2,7 @@
 // the Markdown report (the table, a function x field matrix, the failures).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -40,9 +41,23 @@ void PrintTable(const std::vector<CaseReport>& reports, std::ostream& out, bool 
 // per function its outcome counts, worst err/tol per dtype and its cases, each with its
 // outcome, err/tol, repro command and fields (outcome, err/tol, raw worst errors, index,
 // tolerance). err/tol is a number, "inf", or null where nothing was compared.
-std::string CheckJson(const std::vector<CaseReport>& reports, const std::string& implementation,
-                      const std::string& against, const std::string& verl_version, int exit_code);
+// Where both sides of a check come from: the goldens' root attributes, and the
+// candidate's (its producer and versions; for a built-in implementation, what it is).
+// Candidate attributes copied unchanged from the goldens are left out: they say nothing
+// about the candidate.
+struct Provenance {
+  std::string goldens_dir;
+  std::map<std::string, std::string> goldens;
+  std::string candidate;  // the --candidate path or the --impl name
+  std::map<std::string, std::string> candidate_attrs;
+};
 
-std::string MarkdownReport(const std::string& title, const std::vector<CaseReport>& reports);
+std::string CheckJson(const std::vector<CaseReport>& reports, const Provenance& provenance, int exit_code);
+
+// The table, the provenance of both sides, the function x field matrix, the differences
+// (per failing field: how many cases, the worst err/tol, the first failing case and its
+// repro) and every failing case in full.
+std::string MarkdownReport(const std::string& title, const std::vector<CaseReport>& reports,
+                           const Provenance& provenance);
 
 }  // namespace verlconf::tools

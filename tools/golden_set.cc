@@ -60,6 +60,19 @@ std::string GoldenSet::VerlVersion() const {
   return v;
 }
 
+std::map<std::string, std::string> GoldenSet::Provenance() const {
+  std::map<std::string, std::set<std::string>> values;
+  for (const auto& f : files)
+    for (const auto& [k, v] : f.provenance) values[k].insert(v);
+  std::map<std::string, std::string> out;
+  for (const auto& [k, vs] : values) {
+    std::string joined;
+    for (const auto& v : vs) joined += (joined.empty() ? "" : " | ") + v;
+    out[k] = joined;
+  }
+  return out;
+}
+
 std::map<std::string, std::vector<std::string>> GoldenSet::VerlRegistry() const {
   std::map<std::string, std::set<std::string>> merged;
   for (const auto& f : files)

@@ -23,6 +23,9 @@ struct GoldenSet {
   static GoldenSet LoadFile(const std::string& path);
   // verl_version from the files' provenance; BadInput if the files disagree.
   std::string VerlVersion() const;
+  // The files' root provenance (verl_version, torch_version, producer, ...): one value per
+  // key, or "a | b" where the files disagree.
+  std::map<std::string, std::string> Provenance() const;
   // The union of every file's /_verl_registry lists, keyed by the list's name
   // (adv_estimators, policy_losses, kl_penalty_names, ...).
   std::map<std::string, std::vector<std::string>> VerlRegistry() const;

@@ -453,5 +453,31 @@ class Projections(unittest.TestCase):
         self.assertEqual(len(bad.problems), 1, bad.problems)
 
 
+class ProgressLine(unittest.TestCase):
+    """The harness's bar: on a terminal only, with counts, the case and an ETA."""
+
+    def test_not_a_terminal_sees_nothing(self):
+        import io
+        from progress import Progress
+        buf = io.StringIO()
+        p = Progress(3, stream=buf)
+        for k in range(3):
+            p.step(f"grpo/case{k}")
+        p.close()
+        self.assertEqual(buf.getvalue(), "")
+
+    def test_the_line_counts_names_and_estimates(self):
+        import io
+        from progress import Progress
+        p = Progress(10, stream=io.StringIO(), force=True)
+        p.start = 100.0
+        p.done = 4
+        line = p.line("vanilla/seed3_f32", now=108.0)  # 2 s per case, 6 to go
+        self.assertEqual(line, "harness [#########...............] 4/10 ETA 0:12 vanilla/seed3_f32")
+        p.step("vanilla/seed4_f32")
+        p.close()
+        self.assertTrue(p.stream.getvalue().endswith("\r\033[K"))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -39,6 +39,9 @@ import adapter_keys  # noqa: E402
 import h5schema  # noqa: E402
 import registry_spec  # noqa: E402
 
+sys.path.insert(0, HERE)
+from progress import Progress  # noqa: E402
+
 
 class HarnessError(Exception):
     def __init__(self, problems: List[str]):
@@ -70,54 +73,59 @@ def run(adapter_spec: str, goldens: str, out_dir: str, spec: Dict[str, Any]) -> 
     adapter_errors: List[str] = []
     problems: List[str] = []
     files: List[Tuple[str, Dict[str, Any], List[h5schema.CaseRecord]]] = []
-    for p in paths:
-        golden = h5schema.read_fixture_file(os.path.join(goldens, p))
-        family = golden.attrs.get("family")
-        records = []
-        for (fn, cn), g in sorted(golden.cases.items()):
-            entry = entries.get((family, fn))
-            if entry is None:
-                raise HarnessError([f"{p}:/{fn}: {family}/{fn} is not in the registry (conform spec --json)"])
-            rec = h5schema.CaseRecord(function=fn, name=cn, dtype=g.dtype, seed=g.seed, why=g.why,
-                                      cfg=dict(g.cfg), inputs=g.inputs)
-            records.append(rec)
-            call = adapter.functions.get((family, fn))
-            if call is None:
-                counts["not_provided"] += 1
-                continue
-            # Golden projections (where the golden set has them) travel with the case so
-            # that conform can compare the candidate's vjps.
-            projections = getattr(g, "projections", None) or None
-            if projections is not None:
-                if not (_has_field("projections") and _has_field("vjps")):
-                    raise HarnessError([f"{p}:/{fn}/{cn}: the golden has projections, which this "
-                                        "h5schema cannot write"])
-                rec.projections = dict(projections)
-            out = adapter_call.call(call, adapter.path, f"{fn}/{cn}", entry, g.inputs, _config(entry, g.cfg),
-                                    g.dtype, projections)
-            problems.extend(out.problems)
-            if out.kind != "result":
-                rec.projections = {}  # a case without a result carries no fields at all
-            if out.kind == "declined":
-                counts["declined"] += 1
-                rec.declined = out.declined
-            elif out.kind in ("raised", "adapter"):
-                rec.expect_error = out.error
-                if out.kind == "adapter":
-                    counts["adapter_errors"] += 1
-                    adapter_errors.append(f"{family}/{fn}/{cn}: {out.error}")
+    goldens_read = [(p, h5schema.read_fixture_file(os.path.join(goldens, p))) for p in paths]
+    progress = Progress(sum(len(g.cases) for _, g in goldens_read))
+    try:
+        for p, golden in goldens_read:
+            family = golden.attrs.get("family")
+            records = []
+            for (fn, cn), g in sorted(golden.cases.items()):
+                entry = entries.get((family, fn))
+                if entry is None:
+                    raise HarnessError([f"{p}:/{fn}: {family}/{fn} is not in the registry (conform spec --json)"])
+                rec = h5schema.CaseRecord(function=fn, name=cn, dtype=g.dtype, seed=g.seed, why=g.why,
+                                          cfg=dict(g.cfg), inputs=g.inputs)
+                records.append(rec)
+                progress.step(f"{fn}/{cn}")
+                call = adapter.functions.get((family, fn))
+                if call is None:
+                    counts["not_provided"] += 1
+                    continue
+                # Golden projections (where the golden set has them) travel with the case so
+                # that conform can compare the candidate's vjps.
+                projections = getattr(g, "projections", None) or None
+                if projections is not None:
+                    if not (_has_field("projections") and _has_field("vjps")):
+                        raise HarnessError([f"{p}:/{fn}/{cn}: the golden has projections, which this "
+                                            "h5schema cannot write"])
+                    rec.projections = dict(projections)
+                out = adapter_call.call(call, adapter.path, f"{fn}/{cn}", entry, g.inputs, _config(entry, g.cfg),
+                                        g.dtype, projections)
+                problems.extend(out.problems)
+                if out.kind != "result":
+                    rec.projections = {}  # a case without a result carries no fields at all
+                if out.kind == "declined":
+                    counts["declined"] += 1
+                    rec.declined = out.declined
+                elif out.kind in ("raised", "adapter"):
+                    rec.expect_error = out.error
+                    if out.kind == "adapter":
+                        counts["adapter_errors"] += 1
+                        adapter_errors.append(f"{family}/{fn}/{cn}: {out.error}")
+                    else:
+                        counts["raised"] += 1
                 else:
-                    counts["raised"] += 1
-            else:
-                counts["called"] += 1
-                # Only what the adapter returned: a missing field stays missing.
-                rec.outputs, rec.grads, rec.metrics = out.outputs, out.grads, out.metrics
-                if out.vjps:
-                    rec.vjps = out.vjps
-        root = dict(golden.attrs)
-        root["producer"] = adapter.name
-        root.update({k: str(v) for k, v in adapter.module.versions().items()})
-        files.append((p, root, records))
+                    counts["called"] += 1
+                    # Only what the adapter returned: a missing field stays missing.
+                    rec.outputs, rec.grads, rec.metrics = out.outputs, out.grads, out.metrics
+                    if out.vjps:
+                        rec.vjps = out.vjps
+            root = dict(golden.attrs)
+            root["producer"] = adapter.name
+            root.update({k: str(v) for k, v in adapter.module.versions().items()})
+            files.append((p, root, records))
+    finally:
+        progress.close()
     if problems:
         raise HarnessError(problems)
     for p, root, records in files:
