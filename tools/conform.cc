@@ -7,6 +7,7 @@
 
 #include "oracle/core/errors.h"
 #include "tools/commands.h"
+#include "tools/conform_main.h"
 #include "tools/paths.h"
 #include "tools/report_file.h"
 
@@ -361,7 +362,7 @@ bool StdoutWritten() {
   return std::cout.good() && std::fflush(stdout) == 0 && !std::ferror(stdout);
 }
 
-int main(int argc, char** argv) {
+int verlconf::tools::ConformMain(int argc, char** argv) {
   try {
     const int code = Main(argc, argv);
     if (!StdoutWritten()) throw BadInput("cannot write the results to standard output");

@@ -6,8 +6,10 @@ plain genrule, because nvcc must see the headers of every C++ dependency
 and its -I/-isystem/-D flags. Each .cu is compiled whole-program (no -rdc).
 Device code: by default compute_90 PTX only (the CPU-only builds of CI never run it,
 and ptxas per architecture would double their nvcc time); with
---define=cuda_fatbin=1 (tools/gpu_check.sh) sm_80 and sm_90 SASS plus compute_90 PTX,
-so the GPU runs prebuilt code and newer GPUs can JIT.
+--define=cuda_fatbin=1 sm_80 and sm_90 SASS plus compute_90 PTX, so the GPU runs
+prebuilt code and newer GPUs can JIT; with --define=cuda_fatbin=sm_90
+(tools/gpu_check.sh: the lent machine is an H200) sm_90 SASS alone, compressed for
+size, because the bundle must travel in the device tool's 64 MiB.
 """
 
 load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
@@ -23,6 +25,8 @@ NVCC_FLAGS = [
 ]
 
 GENCODE_PTX = ["-gencode", "arch=compute_90,code=compute_90"]
+
+GENCODE_SM90 = ["-gencode", "arch=compute_90,code=sm_90", "--compress-mode=size"]
 
 GENCODE_FATBIN = [
     "-gencode",
@@ -113,6 +117,7 @@ def cuda_library(name, srcs, hdrs = [], deps = [], copts = [], **kwargs):
         deps = deps + ["@cuda//:cuda_headers"],
         copts = copts + select({
             "//third_party/cuda:fatbin": GENCODE_FATBIN,
+            "//third_party/cuda:sm_90": GENCODE_SM90,
             "//conditions:default": GENCODE_PTX,
         }),
         testonly = kwargs.get("testonly", False),

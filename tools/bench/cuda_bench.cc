@@ -16,6 +16,8 @@
 // Exit codes: 0 measured, or skipped because no device is usable (the JSON then says
 // "status": "skipped" with the reason); 1 a CUDA error or an entry that failed at the
 // smallest shape's conformance check; 2 usage.
+#include "tools/bench/cuda_bench.h"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -514,7 +516,7 @@ int Run(const Options& o) {
 }  // namespace
 }  // namespace verlconf::bench
 
-int main(int argc, char** argv) {
+int verlconf::bench::BenchMain(int argc, char** argv) {
   using verlconf::bench::Options;
   using verlconf::bench::UsageError;
   Options o;
