@@ -1,6 +1,9 @@
 // Mirrors verl 0.9.1 core_algos.agg_loss.
 #include "oracle/aggregation/agg_loss.h"
 
+#include <cmath>
+
+#include "oracle/core/aggregate_probe.h"
 #include "oracle/core/errors.h"
 #include "oracle/core/sum.h"
 #include "oracle/torch_functional/masked.h"
@@ -92,6 +95,19 @@ double agg_loss(const Array& loss_mat, const Array& mask, const std::string& mod
       total.Add(row.Value());
     }
   }
+  // The magnitude the float32 sums of this aggregation round against (aggregate_probe.h).
+  ExactSum magnitude;
+  int64_t terms = 0;
+  for (int64_t i = 0; i < mask.rows(); ++i) {
+    if (p.seq && p.alive[static_cast<size_t>(i)] == 0.0) continue;
+    for (int64_t t = 0; t < mask.cols(); ++t) {
+      const double w = p.coef.at(i, t);
+      if (w == 0.0 || mask.at(i, t) == 0.0) continue;
+      magnitude.Add(std::fabs(loss_mat.at(i, t) * w));
+      ++terms;
+    }
+  }
+  ReportAggregate(magnitude.Value() / p.divisor * static_cast<double>(info.dp_size) / p.norm, terms);
   return total.Value() / p.divisor * static_cast<double>(info.dp_size) / p.norm;
 }
 

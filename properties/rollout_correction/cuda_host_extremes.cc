@@ -7,10 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <iostream>
+#include <cmath>
 #include <string>
 #include <vector>
 
+#include "oracle/core/check.h"
+#include "oracle/core/compare.h"
 #include "oracle/core/generate.h"
 #include "oracle/core/registry.h"
 #include "properties/cuda_host_check.h"
@@ -49,26 +51,39 @@ Case Extreme(const FunctionSpec& spec, uint64_t seed) {
   return c;
 }
 
-// Found by this test and not yet explained: pg_loss 1.9e-4 relative off (tolerance
-// 3.1e-5) with the gradient and every metric passing. It is reported on every run (the
-// test's output and the README's test list name it) and must fail again once it is
-// understood, so it is checked to still differ rather than skipped.
-bool KnownOpen(const FunctionSpec& spec, uint64_t seed) { return spec.name == "bypass_ppo_clip_geo_rs" && seed == 3; }
-
 TEST(CudaHostRolloutCorrection, OverflowingRowsAndExactRatios) {
   const std::vector<const FunctionSpec*> entries = Entries();
   ASSERT_GE(entries.size(), 38u);  // the 37 rollout_correction entries and bypass_mode
   for (const FunctionSpec* spec : entries)
     for (uint64_t seed = 1; seed <= 3; ++seed) {
       const std::string why = testing::CheckCudaHostAgainstOracle(*spec, Extreme(*spec, seed));
-      if (KnownOpen(*spec, seed)) {
-        std::cout << "KNOWN OPEN: " << spec->name << " seed " << seed << ": " << why.substr(0, why.find('\n', 200))
-                  << "\n";
-        EXPECT_NE(why, "") << spec->name << " seed " << seed << " conforms now: remove it from KnownOpen";
-        continue;
-      }
       EXPECT_EQ(why, "") << spec->family << "/" << spec->name << " seed " << seed;
     }
+}
+
+// Found by the test above: with only the ratio-1 row kept (geo RS rejects the others),
+// bypass_ppo_clip_geo_rs's seq-mean-token-sum loss is -sum(A) over 8192 advantages
+// whose magnitudes add to ~6500 and whose sum is ~0.29. cuda-host's float32 sum is off
+// by 5e-5, 1e-8 of that magnitude: correct float32 rounding, which a bound relative to
+// |loss| (256 eps32) fails; the judge allows for the terms' magnitude (check.cc).
+TEST(CudaHostRolloutCorrection, ACancellingLossIsJudgedAgainstItsTermsMagnitude) {
+  const FunctionSpec* spec = FindSpec("bypass_ppo_clip_geo_rs", "rollout_correction");
+  ASSERT_NE(spec, nullptr);
+  Case golden = Extreme(*spec, 3);
+  const Result want = spec->oracle(golden);
+  golden.outputs = want.outputs;
+  golden.grads = want.grads;
+  golden.metrics = want.metrics;
+  const CaseReport r = CheckImplementation(*spec, golden, spec->cuda_host);
+  EXPECT_EQ(r.outcome, Outcome::kPassed) << r.Describe();
+  const FieldReport* loss = nullptr;
+  for (const auto& f : r.fields)
+    if (f.field == "outputs/pg_loss") loss = &f;
+  ASSERT_NE(loss, nullptr);
+  EXPECT_NE(loss->tol.reason.find("float32 sum of 8192 terms"), std::string::npos) << loss->tol.reason;
+  const Tolerance plain = DefaultTolerance(DType::kFloat32);
+  const double w = want.outputs.at("pg_loss").data[0];
+  EXPECT_GT(loss->worst_abs, plain.atol + plain.rtol * std::fabs(w)) << "the loss no longer cancels: update this test";
 }
 
 }  // namespace
