@@ -221,7 +221,26 @@ def cmd_readme(a) -> int:
         if all(c == "not provided" for c in cells):
             continue
         out.append(f"| {key[0]} | `{key[1]}` | " + " | ".join(cells) + " |")
-    out += ["", "Versions:", ""]
+    out += ["", "## How the environments are built", "",
+            "`tools/peers/run.sh NAME` installs one torch for all frameworks (`.venv-peers/torch`, "
+            "`tools/peers/torch-requirements.txt`: torch 2.10.0, the newest inside AReaL 1.0.4's declared "
+            "range; OpenRLHF and SkyRL accept any torch) and gives each framework a venv of its own that sees "
+            "that torch through a `.pth` file and gets the framework wheel plus the few light packages its "
+            "algorithm modules import, pinned in `tools/peers/NAME-requirements.txt`, installed with "
+            "`--no-deps`. Trainer-stack modules the math does not use are placeholders, named in each "
+            "adapter's docstring and report. SkyRL: PyPI's `skyrl` 0.3.0 declares Requires-Python >=3.11 and "
+            "installs and imports on Debian 12's python 3.11 as it is; no older release or bypass was needed.",
+            "",
+            "The goldens were captured with torch 2.15 and these runs use torch 2.10: where a difference "
+            "comes from torch rather than from the framework's code (a clamp's gradient at its bound), the "
+            "report's cause says so.", "",
+            "## Not covered", "",
+            "- TRL (`trl` 1.16.0): its GRPO and PPO losses, advantage normalisation and KL term are written "
+            "inside trainer methods (`trl/trainer/grpo_trainer.py`, `GRPOTrainer._compute_loss` and "
+            "`_generate_and_score_completions`), which need a model, a tokenizer and an Accelerator; the only "
+            "free functions in `trl/trainer/utils.py` are log-prob and entropy helpers that match no verl "
+            "registry function. An adapter would have to re-implement the math, which the suite forbids.",
+            "", "Versions:", ""]
     for n in names:
         h = reports[n].header
         out.append(f"- [{TITLES.get(n, n)}]({n}.md): `{h['framework']}`, torch `{h['torch'].split('`')[0].strip()}`, "
