@@ -2,11 +2,13 @@
 """Write a peer framework's conformance report, or the cross-framework matrix.
 
     make_report.py report --name NAME --adapter A --requirements R --causes C.tsv
-        --freeze PIP_FREEZE --python VERSION --out docs/peers/NAME.md SET=CHECK.json ...
+        --unjudged U.tsv --versions V.json --freeze PIP_FREEZE --python VERSION --out docs/peers/NAME.md SET=CHECK.json ...
     make_report.py readme --out docs/peers/README.md
 
-`report` reads `conform check --format json` results (schema verlconf.check), one per golden
-set, and the causes file: one line per function that differs, `family/function<TAB>cause`,
+`report` reads `conform check --format json` results (schema verlconf.check), one or more
+per golden set (SET=A.json,B.json: one per family file), the golden files conform refused
+(U.tsv: SET<TAB>FAMILY<TAB>reason; allowed only outside the primary set and for families the
+adapter provides nothing of), and the causes file: one line per function that differs, `family/function<TAB>cause`,
 the cause naming the framework's file and function (read in its installed source). A
 function that differs without a stated cause, or a cause for a function that does not
 differ, is an error (exit 1): the report never shows an unexplained difference.
@@ -78,6 +80,17 @@ def read_causes(path: str) -> Dict[str, str]:
     return causes
 
 
+def read_unjudged(path: str) -> List[Tuple[str, str, str]]:
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) != 3:
+                raise SystemExit(f"{path}:{i}: expected 'SET<TAB>FAMILY<TAB>reason'")
+            rows.append((parts[0], parts[1], parts[2].replace("|", "/")))
+    return rows
+
+
 def field_matrix(fn: Dict) -> Dict[str, collections.Counter]:
     m: Dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for case in fn["cases"]:
@@ -92,10 +105,14 @@ def cmd_report(a) -> int:
         s, _, path = arg.partition("=")
         if s not in peer_report.SETS or not path:
             raise SystemExit(f"bad set argument '{arg}' (want one of {peer_report.SETS}=FILE)")
-        checks[s] = load_check(path)
+        docs = [load_check(p) for p in path.split(",")]
+        merged = dict(docs[0])
+        merged["functions"] = [fn for d in docs for fn in d["functions"]]
+        checks[s] = merged
     if set(checks) != set(peer_report.SETS):
         raise SystemExit(f"need results for every golden set: {peer_report.SETS}")
     causes = read_causes(a.causes)
+    unjudged = read_unjudged(a.unjudged)
     with open(a.requirements, encoding="utf-8") as f:
         pins = [l.strip() for l in f if l.strip() and not l.startswith("#")]
     with open(a.freeze, encoding="utf-8") as f:
@@ -104,6 +121,13 @@ def cmd_report(a) -> int:
     for s, doc in checks.items():
         for fn in doc["functions"]:
             by_fn[(fn["family"], fn["function"])][s] = fn
+    for s, fam, why in unjudged:
+        provided = [fn["function"] for d in checks.values() for fn in d["functions"]
+                    if fn["family"] == fam and fn["provided"]]
+        if s == peer_report.SETS[0] or provided:
+            print(f"{a.unjudged}: {s}/{fam}.h5 was not judged ({why}), yet the report needs it "
+                  f"(provided: {', '.join(provided) or 'primary golden set'})", file=sys.stderr)
+            return 1
     differs = sorted(f"{fam}/{fn}" for (fam, fn), per in by_fn.items()
                      if any(verdict(x)[0] == "differs" for x in per.values()))
     missing = [k for k in differs if k not in causes]
@@ -115,7 +139,8 @@ def cmd_report(a) -> int:
             print(f"{a.causes}: {k} has a cause but does not differ", file=sys.stderr)
         return 1
     first = checks[peer_report.SETS[0]]
-    cand = first["provenance"]["candidate"]
+    with open(a.versions, encoding="utf-8") as f:
+        vers = json.load(f)
     title = TITLES.get(a.name, a.name)
     out: List[str] = [f"# {title} against verl: conformance report", "", peer_report.MARKER, "",
                       f"Produced by `tools/peers/run.sh {a.name}` on "
@@ -127,11 +152,11 @@ def cmd_report(a) -> int:
                       f"| adapter sha256 | `{sha256(os.path.join(REPO, a.adapter))}` |",
                       f"| requirements | `{a.requirements}` |",
                       f"| requirements sha256 | `{sha256(os.path.join(REPO, a.requirements))}` |",
-                      f"| torch | `{cand.get('torch_version', '?')}` (shared venv, `tools/peers/torch-requirements.txt`) |",
+                      f"| torch | `{vers['torch']}` (shared venv, `tools/peers/torch-requirements.txt`) |",
                       f"| python | `{a.python}` |",
                       f"| environment | `{' '.join(freeze)}` |"]
     for s in peer_report.SETS:
-        g = checks[s]["provenance"]["goldens"]
+        g = vers["goldens"][s]
         out.append(f"| goldens {s} | verl `{g.get('verl_version', '?')}`, torch `{g.get('torch_version', '?')}` |")
     out += ["", "## Verdicts", "",
             "Per function and golden set: conforms (every compared case PASSED), differs (at least one FAILED), "
@@ -139,11 +164,17 @@ def cmd_report(a) -> int:
             "'other' counts declined (UNSUPPORTED) and MISTRUSTED cases.", "",
             "| family | function | " + " | ".join(peer_report.SETS) + " | worst err/tol f64 / f32 (0.9.1) |",
             "|---|---|" + "---|" * len(peer_report.SETS) + "---|"]
+    not_judged = {(s, fam) for s, fam, _ in unjudged}
     for (fam, fn), per in sorted(by_fn.items()):
-        cells = [verdict(per[s])[1] if s in per else "not provided" for s in peer_report.SETS]
+        cells = [verdict(per[s])[1] if s in per else
+                 "not provided (file not judged)" if (s, fam) in not_judged else "not provided"
+                 for s in peer_report.SETS]
         e = per.get(peer_report.SETS[0], {}).get("err_tol", {})
         out.append(f"| {fam} | `{fn}` | " + " | ".join(cells)
                    + f" | {ratio(e.get('float64'))} / {ratio(e.get('float32'))} |")
+    if unjudged:
+        out += ["", "Golden files `conform check` refused, so not judged (the adapter provides no function of them):", ""]
+        out += [f"- `fixtures/{s}/{fam}.h5`: {why}" for s, fam, why in unjudged]
     out += ["", "## Function x field matrix", "",
             "Provided functions only; per field and golden set, the case count per outcome "
             "(P passed, F failed, M mistrusted, U not provided or declined).", "",
@@ -171,7 +202,9 @@ def cmd_report(a) -> int:
                 continue
             failed = [c for c in x["cases"] if c["outcome"] == "FAILED"]
             flds = collections.Counter(f["field"] for c in failed for f in c["fields"] if f["outcome"] == "FAILED")
-            what = ", ".join(f"`{k}` {v}" for k, v in sorted(flds.items())) or "the error raised"
+            errors = sum(1 for c in failed if not any(f["outcome"] == "FAILED" for f in c["fields"]))
+            what = ", ".join([f"`{k}` {v}" for k, v in sorted(flds.items())]
+                             + ([f"raised or returned unlike verl {errors}"] if errors else []))
             worst = max(failed, key=lambda c: float("inf") if c["err_tol"] in (None, "inf") else c["err_tol"])
             out.append(f"  - {s}: {len(failed)} case(s) failed ({what}); e.g. `{worst['case']}`: "
                        f"{worst['detail'][:160].replace('|', '/')}")
@@ -231,9 +264,9 @@ def cmd_readme(a) -> int:
             "adapter's docstring and report. SkyRL: PyPI's `skyrl` 0.3.0 declares Requires-Python >=3.11 and "
             "installs and imports on Debian 12's python 3.11 as it is; no older release or bypass was needed.",
             "",
-            "The goldens were captured with torch 2.15 and these runs use torch 2.10: where a difference "
-            "comes from torch rather than from the framework's code (a clamp's gradient at its bound), the "
-            "report's cause says so.", "",
+            "The goldens were captured with torch 2.15 and these runs use torch 2.10. Decisions exactly at a "
+            "clip bound, where the two torches' clamp gradients differ, are judged as boundary flips, not "
+            "failures; every difference listed in the reports was traced to the framework's own code.", "",
             "## Not covered", "",
             "- TRL (`trl` 1.16.0): its GRPO and PPO losses, advantage normalisation and KL term are written "
             "inside trainer methods (`trl/trainer/grpo_trainer.py`, `GRPOTrainer._compute_loss` and "
@@ -243,7 +276,7 @@ def cmd_readme(a) -> int:
             "", "Versions:", ""]
     for n in names:
         h = reports[n].header
-        out.append(f"- [{TITLES.get(n, n)}]({n}.md): `{h['framework']}`, torch `{h['torch'].split('`')[0].strip()}`, "
+        out.append(f"- [{TITLES.get(n, n)}]({n}.md): `{h['framework']}`, torch `{h['torch'].split('`')[1] if h['torch'].startswith('`') else h['torch']}`, "
                    f"adapter `{h['adapter']}` (sha256 `{h['adapter sha256'][:12]}`)")
     with open(os.path.join(REPO, a.out) if not os.path.isabs(a.out) else a.out, "w", encoding="utf-8") as f:
         f.write("\n".join(out) + "\n")
@@ -254,7 +287,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("report")
-    for opt in ("--name", "--adapter", "--requirements", "--causes", "--freeze", "--python", "--out"):
+    for opt in ("--name", "--adapter", "--requirements", "--causes", "--unjudged", "--versions", "--freeze", "--python", "--out"):
         r.add_argument(opt, required=True)
     r.add_argument("sets", nargs="+", metavar="SET=CHECK.json")
     m = sub.add_parser("readme")

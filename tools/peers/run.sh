@@ -9,7 +9,7 @@
 #    frameworks' declared dependencies are trainer stacks of many GB that their algorithm
 #    modules do not import; every package is pinned in those files);
 # 2. runs the candidate harness with that venv's python over fixtures/verl-0.9.1 and
-#    fixtures/verl-0.8.0 and judges each candidate set with `conform check --format json`;
+#    fixtures/verl-0.8.0 and judges each family file with `conform check --format json`;
 # 3. writes docs/peers/NAME.md (tools/peers/make_report.py, with the causes stated in
 #    tools/peers/causes/NAME.tsv) and regenerates docs/peers/README.md.
 #
@@ -72,8 +72,21 @@ fi
 [ -x "$CONFORM" ] || die "$CONFORM: not an executable conform binary"
 rm -rf "$WORK"
 mkdir -p "$WORK"
+: > "$WORK/unjudged.tsv"
 "$FW/bin/pip" freeze --disable-pip-version-check > "$WORK/pip-freeze.txt"
 "$FW/bin/python" --version > "$WORK/python-version.txt" 2>&1
+# What the report states about versions: the shared torch as the framework's venv imports it,
+# and each golden set's root attributes.
+"$FW/bin/python" - "$WORK/versions.json" <<'PYEOF' || die "could not read the versions"
+import glob, json, sys
+import h5py, torch
+out = {"torch": torch.__version__, "goldens": {}}
+for s in ("verl-0.9.1", "verl-0.8.0"):
+    with h5py.File(sorted(glob.glob(f"fixtures/{s}/*.h5"))[0], "r") as f:
+        out["goldens"][s] = {k: str(f.attrs[k]) for k in ("verl_version", "torch_version") if k in f.attrs}
+with open(sys.argv[1], "w") as f:
+    json.dump(out, f)
+PYEOF
 sets=()
 for set in verl-0.9.1 verl-0.8.0; do
   echo "== $NAME on fixtures/$set"
@@ -81,17 +94,27 @@ for set in verl-0.9.1 verl-0.8.0; do
     --out "$WORK/$set" > "$WORK/$set.harness.txt" 2>&1 \
     || { cat "$WORK/$set.harness.txt" >&2; die "harness failed on fixtures/$set"; }
   tail -n 3 "$WORK/$set.harness.txt"
-  rc=0
-  "$CONFORM" check --candidate "$WORK/$set" --against "fixtures/$set" --format json > "$WORK/$set.json" \
-    2> "$WORK/$set.check-stderr.txt" || rc=$?
-  # 1 is a conformance failure (the point of the report); anything else is not a result.
-  [ "$rc" -le 1 ] || { cat "$WORK/$set.check-stderr.txt" >&2; die "conform check exited $rc on fixtures/$set"; }
-  sets+=("$set=$WORK/$set.json")
+  # Judged one family file at a time: a golden file that this conform refuses (a case its
+  # verl's config rules reject) is then reported as not judged, not silently dropped.
+  jsons=""
+  for cand in "$WORK/$set"/*.h5; do
+    fam=$(basename "$cand" .h5)
+    rc=0
+    "$CONFORM" check --candidate "$cand" --against "fixtures/$set" --format json > "$WORK/$set.$fam.json" \
+      2> "$WORK/$set.$fam.stderr.txt" || rc=$?
+    case $rc in
+      0|1) jsons+="${jsons:+,}$WORK/$set.$fam.json" ;;  # 1: a conformance failure, the point of the report
+      2) printf '%s\t%s\t%s\n' "$set" "$fam" "$(head -n 1 "$WORK/$set.$fam.stderr.txt")" >> "$WORK/unjudged.tsv" ;;
+      *) cat "$WORK/$set.$fam.stderr.txt" >&2; die "conform check exited $rc on $cand" ;;
+    esac
+  done
+  [ -n "$jsons" ] || die "conform judged no family of fixtures/$set"
+  sets+=("$set=$jsons")
 done
 
 # --- 3. the report and the cross-framework matrix
 "$PY" tools/peers/make_report.py report --name "$NAME" --adapter "$ADAPTER" --requirements "$REQ" \
-  --causes "$CAUSES" --freeze "$WORK/pip-freeze.txt" --python "$(cat "$WORK/python-version.txt")" \
+  --causes "$CAUSES" --unjudged "$WORK/unjudged.tsv" --versions "$WORK/versions.json" --freeze "$WORK/pip-freeze.txt" --python "$(cat "$WORK/python-version.txt")" \
   --out "docs/peers/$NAME.md" "${sets[@]}" || die "make_report.py report failed"
 "$PY" tools/peers/make_report.py readme --out docs/peers/README.md || die "make_report.py readme failed"
 echo "== wrote docs/peers/$NAME.md and docs/peers/README.md"
