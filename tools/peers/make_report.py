@@ -18,6 +18,7 @@ Standard library only."""
 from __future__ import annotations
 
 import argparse
+import ast
 import collections
 import datetime
 import glob
@@ -158,6 +159,12 @@ def cmd_report(a) -> int:
     for s in peer_report.SETS:
         g = vers["goldens"][s]
         out.append(f"| goldens {s} | verl `{g.get('verl_version', '?')}`, torch `{g.get('torch_version', '?')}` |")
+    with open(os.path.join(REPO, a.adapter), encoding="utf-8") as f:
+        doc = ast.get_docstring(ast.parse(f.read(), a.adapter)) or ""
+    out += ["", "## Adapter", "",
+            f"What `{a.adapter}` calls, how verl's config keys map onto the framework's settings, what it "
+            "declines and which placeholders stand in for modules the math does not use (its docstring):", "",
+            "```text", doc, "```"]
     out += ["", "## Verdicts", "",
             "Per function and golden set: conforms (every compared case PASSED), differs (at least one FAILED), "
             "not provided (the framework has no such function, or the adapter declined every case). "
