@@ -10,6 +10,7 @@ or from the repository root."""
 
 from __future__ import annotations
 
+import ast
 import glob
 import hashlib
 import os
@@ -48,6 +49,13 @@ def problems(path: str):
     want_adapter = f"fixtures/adapters/peers/{stem}_adapter.py"
     if h["adapter"] != want_adapter:
         out.append(f"{path}: adapter is {h['adapter']}, expected {want_adapter}")
+    pins = []
+    if os.path.isfile(os.path.join(REPO, h["requirements"])):
+        with open(os.path.join(REPO, h["requirements"]), encoding="utf-8") as f:
+            pins = [l.strip() for l in f if l.strip() and not l.startswith("#")]
+    if pins and (h["framework"] != pins[0] or pins[0] not in h["environment"].split()):
+        out.append(f"{path}: framework {h['framework']} is not the first pin of {h['requirements']} "
+                   f"({pins[0]}) installed in the environment it lists")
     for key in ("adapter", "requirements"):
         f = os.path.join(REPO, h[key])
         if not os.path.isfile(f):
@@ -67,7 +75,26 @@ def problems(path: str):
     return out
 
 
+def imported_modules(path: str):
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            yield node.module
+
+
 class ReportsTest(unittest.TestCase):
+    def test_adapters_call_their_framework_not_verl(self):
+        # A peer adapter that imported verl could hand verl's own results in as the framework's.
+        adapters = sorted(glob.glob(os.path.join(REPO, "fixtures", "adapters", "peers", "*_adapter.py")))
+        self.assertTrue(adapters)
+        for path in adapters:
+            with self.subTest(adapter=os.path.basename(path)):
+                bad = [m for m in imported_modules(path) if m == "verl" or m.startswith("verl.")]
+                self.assertEqual(bad, [])
+
     def test_at_least_three_frameworks(self):
         self.assertGreaterEqual(len(reports()), 3, [os.path.basename(p) for p in reports()])
 

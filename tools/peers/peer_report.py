@@ -66,7 +66,8 @@ def parse(path: str) -> Report:
         if len(cells) != 2:
             raise ReportError(f"{path}: Provenance row {cells} does not have 2 cells")
         rep.header[cells[0]] = _unquote(cells[1])
-    for key in ("framework", "adapter", "adapter sha256", "requirements", "requirements sha256", "torch", "python"):
+    for key in ("framework", "adapter", "adapter sha256", "requirements", "requirements sha256", "torch", "python",
+                "environment"):
         if not rep.header.get(key):
             raise ReportError(f"{path}: Provenance has no '{key}'")
     for cells in _table(_section(lines, "## Verdicts", path), path, "Verdicts"):
