@@ -1,0 +1,90 @@
+"""Reading a peer report back (docs/peers/NAME.md): the header table and the verdict
+table, in the exact form make_report.py writes them. Shared by make_report.py (to build
+docs/peers/README.md from the committed reports) and docs/peers/reports_test.py.
+Standard library only: CI runs it with the system python3."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Tuple
+
+MARKER = "<!-- verlconf peer report, schema 1 -->"
+VERDICTS = ("conforms", "differs", "not provided")
+SETS = ("verl-0.9.1", "verl-0.8.0")
+
+
+class ReportError(Exception):
+    pass
+
+
+@dataclass
+class Report:
+    path: str
+    header: Dict[str, str] = field(default_factory=dict)
+    # (family, function) -> {set: verdict}
+    verdicts: Dict[Tuple[str, str], Dict[str, str]] = field(default_factory=dict)
+    # function -> cause line, for every function that differs
+    causes: Dict[str, str] = field(default_factory=dict)
+
+
+def _cells(line: str) -> List[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def _unquote(cell: str) -> str:
+    return cell[1:-1] if len(cell) >= 2 and cell[0] == cell[-1] == "`" else cell
+
+
+def _section(lines: List[str], title: str, path: str) -> List[str]:
+    try:
+        start = lines.index(title)
+    except ValueError:
+        raise ReportError(f"{path}: no '{title}' section") from None
+    out = []
+    for line in lines[start + 1:]:
+        if line.startswith("## "):
+            break
+        out.append(line)
+    return out
+
+
+def _table(block: List[str], path: str, title: str) -> List[List[str]]:
+    rows = [l for l in block if l.startswith("|")]
+    if len(rows) < 2:
+        raise ReportError(f"{path}: '{title}' has no table")
+    return [_cells(r) for r in rows[2:]]
+
+
+def parse(path: str) -> Report:
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    if MARKER not in lines:
+        raise ReportError(f"{path}: not a peer report (no '{MARKER}' line)")
+    rep = Report(path=path)
+    for cells in _table(_section(lines, "## Provenance", path), path, "Provenance"):
+        if len(cells) != 2:
+            raise ReportError(f"{path}: Provenance row {cells} does not have 2 cells")
+        rep.header[cells[0]] = _unquote(cells[1])
+    for key in ("framework", "adapter", "adapter sha256", "requirements", "requirements sha256", "torch", "python",
+                "environment"):
+        if not rep.header.get(key):
+            raise ReportError(f"{path}: Provenance has no '{key}'")
+    for cells in _table(_section(lines, "## Verdicts", path), path, "Verdicts"):
+        if len(cells) != 2 + len(SETS) + 1:
+            raise ReportError(f"{path}: Verdicts row {cells} does not have {3 + len(SETS)} cells")
+        fam, fn = _unquote(cells[0]), _unquote(cells[1])
+        v = {}
+        for s, cell in zip(SETS, cells[2:2 + len(SETS)]):
+            verdict = cell.split(" (")[0]
+            if verdict not in VERDICTS:
+                raise ReportError(f"{path}: {fam}/{fn}: verdict '{cell}' for {s} is not one of {VERDICTS}")
+            v[s] = verdict
+        if (fam, fn) in rep.verdicts:
+            raise ReportError(f"{path}: {fam}/{fn} listed twice in Verdicts")
+        rep.verdicts[(fam, fn)] = v
+    for line in _section(lines, "## Differences and their causes", path):
+        m = re.match(r"^- `([^`]+)`: (.+)$", line)
+        if m:
+            rep.causes[m.group(1)] = m.group(2)
+    return rep

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Conformance report of one peer RL framework against verl's goldens:
+#
+#   tools/peers/run.sh NAME        # NAME: a fixtures/adapters/peers/NAME_adapter.py
+#
+# 1. builds the shared torch environment .venv-peers/torch (tools/peers/torch-requirements.txt,
+#    once) and the framework's own venv .venv-peers/NAME, which sees that torch through a
+#    .pth file and gets tools/peers/NAME-requirements.txt installed with --no-deps (the
+#    frameworks' declared dependencies are trainer stacks of many GB that their algorithm
+#    modules do not import; every package is pinned in those files);
+# 2. runs the candidate harness with that venv's python over fixtures/verl-0.9.1 and
+#    fixtures/verl-0.8.0 and judges each family file with `conform check --format json`;
+# 3. writes docs/peers/NAME.md (tools/peers/make_report.py, with the causes stated in
+#    tools/peers/causes/NAME.tsv) and regenerates docs/peers/README.md.
+#
+# Heavy (torch alone is about 7 GB) and never run by CI; CI only checks the committed
+# reports (docs/peers/reports_test.py).
+#
+# Environment: PEERS_PYTHON (the interpreter the venvs are made from, default
+# /usr/bin/python3), PEERS_ENV_DIR (default .venv-peers), CONFORM (a built conform binary;
+# default: bazel build --config=ci //tools:conform), PEERS_WORK (scratch, default
+# /tmp/verlconf-peers/NAME).
+# Exit: 0 report written; 2 bad usage or a step that failed (named on stderr).
+set -euo pipefail
+
+die() { echo "tools/peers/run.sh: $*" >&2; exit 2; }
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$REPO"
+[ $# -eq 1 ] || die "usage: tools/peers/run.sh NAME (one of: $(ls fixtures/adapters/peers | sed -n 's/_adapter\.py$//p' | tr '\n' ' '))"
+NAME=$1
+case "$NAME" in *[!a-z0-9_]*|"") die "bad framework name '$NAME'" ;; esac
+ADAPTER=fixtures/adapters/peers/${NAME}_adapter.py
+REQ=tools/peers/${NAME}-requirements.txt
+CAUSES=tools/peers/causes/${NAME}.tsv
+for f in "$ADAPTER" "$REQ" "$CAUSES"; do [ -f "$f" ] || die "$f: missing (no peer named '$NAME'?)"; done
+
+PY=${PEERS_PYTHON:-/usr/bin/python3}
+ENVS=${PEERS_ENV_DIR:-$REPO/.venv-peers}
+WORK=${PEERS_WORK:-/tmp/verlconf-peers/$NAME}
+BASE=$ENVS/torch
+FW=$ENVS/$NAME
+stamp() { sha256sum "$@" | sha256sum | cut -c1-16; }
+
+# --- 1. environments
+if [ "$(cat "$BASE/.verlconf-stamp" 2>/dev/null)" != "$(stamp tools/peers/torch-requirements.txt)" ]; then
+  echo "== building $BASE (torch, once)"
+  rm -rf "$BASE"
+  "$PY" -m venv "$BASE" || die "python -m venv $BASE failed"
+  "$BASE/bin/pip" install -q --disable-pip-version-check --no-deps -r tools/peers/torch-requirements.txt \
+    || die "pip install of tools/peers/torch-requirements.txt failed"
+  stamp tools/peers/torch-requirements.txt > "$BASE/.verlconf-stamp"
+fi
+if [ "$(cat "$FW/.verlconf-stamp" 2>/dev/null)" != "$(stamp tools/peers/torch-requirements.txt "$REQ")" ]; then
+  echo "== building $FW"
+  rm -rf "$FW"
+  "$PY" -m venv "$FW" || die "python -m venv $FW failed"
+  base_site=$("$BASE/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  fw_site=$("$FW/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  # The framework's own packages come first on sys.path, the shared torch after them.
+  echo "$base_site" > "$fw_site/verlconf-peers-torch.pth"
+  "$FW/bin/pip" install -q --disable-pip-version-check --no-deps -r "$REQ" || die "pip install of $REQ failed"
+  stamp tools/peers/torch-requirements.txt "$REQ" > "$FW/.verlconf-stamp"
+fi
+"$FW/bin/python" -c 'import torch, numpy, h5py' || die "$FW: torch, numpy or h5py does not import"
+
+# --- 2. harness and judge, per golden set
+if [ -z "${CONFORM:-}" ]; then
+  bazel build --config=ci //tools:conform >&2 || die "bazel build //tools:conform failed"
+  CONFORM=$REPO/bazel-bin/tools/conform
+fi
+[ -x "$CONFORM" ] || die "$CONFORM: not an executable conform binary"
+rm -rf "$WORK"
+mkdir -p "$WORK"
+: > "$WORK/unjudged.tsv"
+"$FW/bin/pip" freeze --disable-pip-version-check > "$WORK/pip-freeze.txt"
+"$FW/bin/python" --version > "$WORK/python-version.txt" 2>&1
+# What the report states about versions: the shared torch as the framework's venv imports it,
+# and each golden set's root attributes.
+"$FW/bin/python" - "$WORK/versions.json" <<'PYEOF' || die "could not read the versions"
+import glob, json, sys
+import h5py, torch
+out = {"torch": torch.__version__, "goldens": {}}
+for s in ("verl-0.9.1", "verl-0.8.0"):
+    with h5py.File(sorted(glob.glob(f"fixtures/{s}/*.h5"))[0], "r") as f:
+        out["goldens"][s] = {k: str(f.attrs[k]) for k in ("verl_version", "torch_version") if k in f.attrs}
+with open(sys.argv[1], "w") as f:
+    json.dump(out, f)
+PYEOF
+sets=()
+for set in verl-0.9.1 verl-0.8.0; do
+  echo "== $NAME on fixtures/$set"
+  "$FW/bin/python" tools/harness/run_candidate.py --adapter "$ADAPTER" --goldens "fixtures/$set" \
+    --out "$WORK/$set" > "$WORK/$set.harness.txt" 2>&1 \
+    || { cat "$WORK/$set.harness.txt" >&2; die "harness failed on fixtures/$set"; }
+  tail -n 3 "$WORK/$set.harness.txt"
+  # Judged one family file at a time: a golden file that this conform refuses (a case its
+  # verl's config rules reject) is then reported as not judged, not silently dropped.
+  jsons=""
+  for cand in "$WORK/$set"/*.h5; do
+    fam=$(basename "$cand" .h5)
+    rc=0
+    "$CONFORM" check --candidate "$cand" --against "fixtures/$set" --format json > "$WORK/$set.$fam.json" \
+      2> "$WORK/$set.$fam.stderr.txt" || rc=$?
+    case $rc in
+      0|1) jsons+="${jsons:+,}$WORK/$set.$fam.json" ;;  # 1: a conformance failure, the point of the report
+      2) printf '%s\t%s\t%s\n' "$set" "$fam" "$(head -n 1 "$WORK/$set.$fam.stderr.txt")" >> "$WORK/unjudged.tsv" ;;
+      *) cat "$WORK/$set.$fam.stderr.txt" >&2; die "conform check exited $rc on $cand" ;;
+    esac
+  done
+  [ -n "$jsons" ] || die "conform judged no family of fixtures/$set"
+  sets+=("$set=$jsons")
+done
+
+# --- 3. the report and the cross-framework matrix
+"$PY" tools/peers/make_report.py report --name "$NAME" --adapter "$ADAPTER" --requirements "$REQ" \
+  --causes "$CAUSES" --unjudged "$WORK/unjudged.tsv" --versions "$WORK/versions.json" --freeze "$WORK/pip-freeze.txt" --python "$(cat "$WORK/python-version.txt")" \
+  --out "docs/peers/$NAME.md" "${sets[@]}" || die "make_report.py report failed"
+"$PY" tools/peers/make_report.py readme --out docs/peers/README.md || die "make_report.py readme failed"
+echo "== wrote docs/peers/$NAME.md and docs/peers/README.md"
