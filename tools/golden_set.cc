@@ -60,6 +60,17 @@ std::string GoldenSet::VerlVersion() const {
   return v;
 }
 
+std::string GoldenSet::CommonProvenance(const std::string& key) const {
+  std::set<std::string> values;
+  for (const auto& f : files) {
+    const std::string v = f.Provenance(key);
+    if (!v.empty()) values.insert(v);
+  }
+  std::string out;
+  for (const auto& v : values) out += (out.empty() ? "" : ", ") + v;
+  return out;
+}
+
 std::map<std::string, std::vector<std::string>> GoldenSet::VerlRegistry() const {
   std::map<std::string, std::set<std::string>> merged;
   for (const auto& f : files)

@@ -23,6 +23,10 @@ struct GoldenSet {
   static GoldenSet LoadFile(const std::string& path);
   // verl_version from the files' provenance; BadInput if the files disagree.
   std::string VerlVersion() const;
+  // A root attribute of the files' provenance (torch_version, device, ...): "" when no
+  // file has it, the values joined by ", " when the files disagree (a set merged from
+  // several captures).
+  std::string CommonProvenance(const std::string& key) const;
   // The union of every file's /_verl_registry lists, keyed by the list's name
   // (adv_estimators, policy_losses, kl_penalty_names, ...).
   std::map<std::string, std::vector<std::string>> VerlRegistry() const;
