@@ -90,7 +90,7 @@ compiled=("tensordict==$(pin tensordict)" "orjson==$(pin orjson)")
 for p in "${pure[@]}" "${compiled[@]}"; do [[ "$p" != *== ]] || die "no pin for ${p%==} in $req"; done
 wheels="${VERL_WHEEL_DIR:-$HOME/.cache/verlconf/wheels}"
 mkdir -p "$wheels"
-have() { ls "$wheels"/"$(echo "${1%%==*}" | tr - _)"-"${1##*==}"-$2*.whl >/dev/null 2>&1; }
+have() { ls "$wheels"/"$(echo "${1%%==*}" | tr - _)"-"${1##*==}"-"$2"*.whl >/dev/null 2>&1; }
 for p in "${pure[@]}"; do
   have "$p" py3 || { say "downloading $p into $wheels"; python3 -m pip download -q --disable-pip-version-check \
     --no-deps --only-binary=:all: "$p" -d "$wheels"; }
