@@ -1,6 +1,6 @@
 // `conform drift OLD NEW`: how two golden sets (two verl versions, two torch versions,
-// CPU and GPU) differ on the cases they share. A change is reported when it exceeds the comparison tolerance of
-// the case's dtype; smaller differences are counted as rounding.
+// CPU and GPU) differ on the cases they share. A change is reported when it exceeds the
+// comparison tolerance of the case's dtype; smaller differences are counted as rounding.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -104,7 +104,8 @@ void Accumulate(FieldDrift& d, const FieldReport& r, const std::string& case_nam
   d.flips += r.flips;
 }
 
-// err/tol as the tables print it: "inf" for a failure no element shows (shape, dtype).
+// err/tol as the tables print it: "inf" where an exactly compared field changed or no
+// element shows the failure (shape, dtype).
 std::string RatioText(double ratio) {
   if (std::isinf(ratio)) return "inf";
   char buf[32];
@@ -145,9 +146,11 @@ void Validate(const GoldenSet& g, const Selection& only) {
 bool Captures(const GoldenSet& g, DType dtype) {
   const std::string dtypes = g.CommonProvenance("dtypes");
   if (dtypes.empty()) return true;
-  std::stringstream ss(dtypes);
-  for (std::string d; std::getline(ss, d, ',');)
-    if (d == DTypeName(dtype) || d == " " + std::string(DTypeName(dtype))) return true;
+  std::stringstream ss(dtypes);  // "float64,float32"; files that disagree are joined by ", "
+  for (std::string d; std::getline(ss, d, ',');) {
+    d.erase(0, d.find_first_not_of(' '));
+    if (d == DTypeName(dtype)) return true;
+  }
   return false;
 }
 
