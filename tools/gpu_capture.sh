@@ -204,6 +204,13 @@ chmod +x "$bundle/run.sh"
 bytes="$(du -sb "$bundle" | cut -f1)"
 [[ $bytes -lt $((16 * 1024 * 1024)) ]] || die "bundle is $((bytes / 1024)) KiB; keep it well under the 64 MiB a device call carries"
 say "bundle ready: $bundle ($(du -sh "$bundle" | cut -f1))"
+# The device call carries the working tree too (every tracked file, the golden sets
+# included) within the same 64 MiB.
+if tree="$(git ls-files -z 2>/dev/null | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)" && [[ -n "$tree" ]]; then
+  total=$((tree + bytes))
+  say "tracked tree $((tree / 1024 / 1024)) MiB + bundle = $((total / 1024 / 1024)) MiB of the 64 MiB a device call carries"
+  [[ $total -lt $((64 * 1024 * 1024)) ]] || die "tree and bundle together exceed what a device call carries"
+fi
 if [[ $build_only -eq 1 ]]; then
   say "device command (repo root, carry [\"$(basename "$bundle")\"]): bash $(basename "$bundle")/run.sh \"\$OUT\""
   exit 0
