@@ -12,9 +12,10 @@
 #   TORCH_VERSION  the torch to capture under (default 2.15.0, the primary set's). Another
 #            version reads its own pins, tools/capture-requirements-torch-<version>.txt (the
 #            same packages, with that torch and the CUDA/triton wheels it requires). The
-#            torch drift set uses TORCH_VERSION=2.11.0 tools/setup_capture.sh .venv-torch-2.11:
-#            torch 2.11.0 is the one verl 0.9.1's own extras pin (cpu, fsdp, vllm, sglang,
-#            megatron), the perf anchor's and the GPU machine's.
+#            torch drift set uses TORCH_VERSION=2.11.0 tools/setup_capture.sh .venv-torch-2.11
+#            and holds the float32 cases only: torch 2.11.0 is the one verl 0.9.1's own
+#            extras pin (cpu, fsdp, vllm, sglang, megatron), the perf anchor's and the GPU
+#            machine's.
 #   PYTHON   interpreter used to create the venv (default: python3; must be 3.11 or 3.12,
 #            the range both verl 0.9.1 and torch 2.15 accept; Debian 12's python3 is 3.11)
 #
@@ -105,5 +106,7 @@ EOF
 if [ "$TORCH_VERSION" = 2.15.0 ]; then
   say "run the capture with: $vpy fixtures/capture.py --out fixtures/verl-$VERL_VERSION"
 else
-  say "run the capture with: $vpy fixtures/capture.py --out fixtures/verl-$VERL_VERSION-torch-$TORCH_VERSION"
+  # A torch drift set holds the float32 cases only (docs/drift-torch-2.11.0-to-2.15.0.md):
+  # the device tool carries the whole tracked tree, golden sets included, within 64 MiB.
+  say "run the capture with: $vpy fixtures/capture.py --out fixtures/verl-$VERL_VERSION-torch-$TORCH_VERSION --dtype float32"
 fi
