@@ -558,6 +558,49 @@ class Drift(unittest.TestCase):
                 g["response_mask"] = data[:, :-1]
         self.assertBadInput(["drift", self.old, self.new], "vanilla/" + case, "inputs/response_mask", "T is")
 
+    def test_markdown_report_gives_err_tol_abs_rel_and_one_side_fields(self):
+        with h5py.File(os.path.join(self.new, "kl.h5"), "r+") as f:
+            ok = sorted(c for c in f["k3"] if "expect_error" not in f["k3"][c].attrs and c.endswith("_f64"))
+            ds = f["k3"][ok[0]]["outputs"]["kl"]
+            data = ds[()]
+            data.flat[0] += 1e-3
+            ds[...] = data
+            del f["k1"][sorted(c for c in f["k1"] if "expect_error" not in f["k1"][c].attrs)[0]]["outputs"]
+            f.attrs["torch_version"] = "9.9.9"
+        report = os.path.join(self.tmp, "drift.md")
+        code, out, err = run("drift", self.old, self.new, "--report", report)
+        self.assertEqual(code, 1, out + err)
+        with open(report) as f:
+            md = f.read()
+        # Both sides' provenance, the per-file value where the files of a set disagree.
+        self.assertRegex(md, r"\| `torch_version` \| `[^`|]+` \| `[^`|]*9\.9\.9[^`|]*` \|")
+        changed = md.split("### Changed beyond tolerance, or on one side only", 1)[1].split("###", 1)[0]
+        self.assertIn("| max err/tol | max abs | max rel |", changed)
+        k3 = next(l for l in changed.splitlines() if l.startswith("| `k3` | `outputs/kl` |")).split("|")
+        self.assertGreater(float(k3[6]), 1.0)                     # err/tol beyond the tolerance
+        self.assertAlmostEqual(float(k3[7]), 1e-3, delta=1e-9)    # the planted absolute change
+        k1 = next(l for l in changed.splitlines() if l.startswith("| `k1` | `outputs/kl` |")).split("|")
+        self.assertEqual(int(k1[5]), 1)                           # one case has it on one side only
+        self.assertIn("outputs/kl (only in the old set)", md.split("### Fields present on one side only", 1)[1])
+        same = md.split("### Unchanged or rounding only", 1)[1]
+        self.assertIn("| flips | max err/tol | max abs | max rel |", same)
+
+    def test_a_set_of_one_dtype_is_compared_on_that_dtype_alone(self):
+        with h5py.File(os.path.join(self.new, "kl.h5"), "r+") as f:
+            f.attrs["dtypes"] = "float32"
+            n = 0
+            for fn in [k for k in f if not k.startswith("_")]:
+                for c in [c for c in f[fn] if f[fn][c].attrs["dtype"] == "float64"]:
+                    del f[fn][c]
+                    n += 1
+        for d in (self.old, self.new):
+            os.remove(os.path.join(d, "policy_loss.h5"))
+        code, out, err = run("drift", self.old, self.new)
+        self.assertEqual(code, 0, out + err)
+        self.assertIn("%d float64 case(s) of the old set not compared: the new set holds no float64 cases" % n, out)
+        self.assertNotIn("only in old set", out)
+        self.assertIn("no drift beyond tolerance", out)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -93,9 +93,11 @@ const std::vector<Command>& Commands() {
        "OLD_DIR NEW_DIR [OPTIONS]",
        "what changed between two golden sets",
        "Compares every case present in both golden sets with identical inputs, field by field,\n"
-       "with the conformance tolerances: bitwise same, rounding, or changed; then the cases\n"
-       "whose error behaviour changed, fields and cases on one side only, and cases whose\n"
-       "inputs differ.",
+       "with the conformance tolerances: bitwise same, rounding, or changed, with the largest\n"
+       "change as a multiple of the tolerance and in absolute and relative terms; then the\n"
+       "cases whose error behaviour changed, fields and cases on one side only, and cases whose\n"
+       "inputs differ. A set captured with one dtype only (root attribute dtypes) is compared\n"
+       "on that dtype alone.",
        {{"--only", "NAME,...", kOnlyHelp},
         {"--report", "FILE.md", "also write the drift as Markdown (with verl's registry names gained or lost)"},
         {"--format", "text|json",

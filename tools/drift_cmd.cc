@@ -1,12 +1,16 @@
-// `conform drift OLD NEW`: how two golden sets (e.g. two verl versions) differ on the
-// cases they share. A change is reported when it exceeds the comparison tolerance of
-// the case's dtype; smaller differences are counted as rounding.
+// `conform drift OLD NEW`: how two golden sets (two verl versions, two torch versions,
+// CPU and GPU) differ on the cases they share. A change is reported when it exceeds the
+// comparison tolerance of the case's dtype; smaller differences are counted as rounding.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <ostream>
 #include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "oracle/core/candidate.h"
 #include "oracle/core/check.h"
@@ -23,12 +27,18 @@ namespace {
 
 struct FieldDrift {
   int compared = 0, identical = 0, rounding = 0, changed = 0;
+  // Elements that took the other decision at a threshold boundary, within rounding
+  // (FieldReport::flips): passed, but a decision that moved.
+  int64_t flips = 0;
   // Cases that have the field on one side only: never "same", always a change.
   int only_old = 0, only_new = 0;
   int missing() const { return only_old + only_new; }
   double max_abs = 0.0, max_rel = 0.0;
   double max_err_tol = 0.0;  // the largest change as a multiple of the tolerance (FieldReport::err_tol)
+  // The changed case with the largest absolute change (a rounding-only case may move
+  // more in absolute terms where its tolerance is wider, so max_abs is not its measure).
   std::string worst_case;
+  double worst_case_abs = 0.0;
 };
 
 // One field of one case that changed beyond tolerance (for --format json).
@@ -37,11 +47,21 @@ struct CaseChange {
   double err_tol, worst_abs, worst_rel;
 };
 
+// The root attributes that say what produced a set, in the order a report lists them.
+constexpr const char* kProvenanceKeys[] = {
+    "verl_version", "torch_version",     "numpy_version", "python_version",      "device",
+    "device_name",  "device_capability", "cuda_version",  "cuda_driver_version", "cuda_matmul_allow_tf32"};
+
 // Everything the report says, computed once and rendered as text or Markdown.
 struct Drift {
   std::string old_version, new_version, old_dir, new_dir;
+  // (key, old value, new value) for each kProvenanceKeys entry either side records.
+  std::vector<std::tuple<std::string, std::string, std::string>> provenance;
   std::map<std::string, std::map<std::string, FieldDrift>> fields;  // function -> field -> stats
   std::vector<std::string> only_old, only_new, inputs_differ, error_changes;
+  // Cases on one side only because the other set was captured without their dtype (root
+  // `dtypes`, capture.py --dtype: a GPU's float32 set): counted per dtype, not listed.
+  std::map<std::string, int> old_dtype_not_captured, new_dtype_not_captured;
   // "function/case: field (only in the old set)", for fields present on one side.
   std::vector<std::string> fields_one_side;
   // Names in verl's own registries (/_verl_registry) on one side only: "list: name".
@@ -69,7 +89,10 @@ void Accumulate(FieldDrift& d, const FieldReport& r, const std::string& case_nam
   ++d.compared;
   if (r.outcome == Outcome::kFailed) {
     ++d.changed;
-    if (r.worst_abs >= d.max_abs) d.worst_case = case_name;
+    if (d.worst_case.empty() || r.worst_abs >= d.worst_case_abs) {
+      d.worst_case = case_name;
+      d.worst_case_abs = r.worst_abs;
+    }
   } else if (r.worst_abs == 0.0) {
     ++d.identical;
   } else {
@@ -78,6 +101,26 @@ void Accumulate(FieldDrift& d, const FieldReport& r, const std::string& case_nam
   d.max_abs = std::max(d.max_abs, r.worst_abs);
   d.max_rel = std::max(d.max_rel, r.worst_rel);
   d.max_err_tol = std::max(d.max_err_tol, r.err_tol);
+  d.flips += r.flips;
+}
+
+// err/tol as the tables print it: "inf" where an exactly compared field changed or no
+// element shows the failure (shape, dtype).
+std::string RatioText(double ratio) {
+  if (std::isinf(ratio)) return "inf";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", ratio);
+  return buf;
+}
+
+// "verl 0.9.1, torch 2.11.0+cu130, cuda NVIDIA H200": what a side was produced with.
+std::string SideLabel(const GoldenSet& g) {
+  std::string s = "verl " + g.VerlVersion();
+  const std::string torch = g.CommonProvenance("torch_version");
+  if (!torch.empty()) s += ", torch " + torch;
+  const std::string device = g.CommonProvenance("device"), name = g.CommonProvenance("device_name");
+  if (!device.empty()) s += ", " + device + (name.empty() ? "" : " " + name);
+  return s;
 }
 
 bool SameInputs(const Case& a, const Case& b) {
@@ -98,17 +141,37 @@ void Validate(const GoldenSet& g, const Selection& only) {
       if (const FunctionSpec* spec = SpecFor(*c)) ValidateStructure(*spec, *c);
 }
 
+// Whether a set holds cases of this dtype: every set does unless its root `dtypes` says
+// otherwise.
+bool Captures(const GoldenSet& g, DType dtype) {
+  const std::string dtypes = g.CommonProvenance("dtypes");
+  if (dtypes.empty()) return true;
+  std::stringstream ss(dtypes);  // "float64,float32"; files that disagree are joined by ", "
+  for (std::string d; std::getline(ss, d, ',');) {
+    d.erase(0, d.find_first_not_of(' '));
+    if (d == DTypeName(dtype)) return true;
+  }
+  return false;
+}
+
 Drift Compute(const GoldenSet& a, const GoldenSet& b, const Selection& only) {
   Drift d;
-  d.old_version = a.VerlVersion();
-  d.new_version = b.VerlVersion();
+  d.old_version = SideLabel(a);
+  d.new_version = SideLabel(b);
+  for (const char* key : kProvenanceKeys) {
+    std::string x = a.CommonProvenance(key), y = b.CommonProvenance(key);
+    if (!x.empty() || !y.empty()) d.provenance.emplace_back(key, x, y);
+  }
   for (const auto& [key, oc] : a.index) {
     const std::string& fn = std::get<1>(key);
     const std::string label = fn + "/" + std::get<2>(key);
     if (!only.Selects(*oc)) continue;
     auto it = b.index.find(key);
     if (it == b.index.end()) {
-      d.only_old.push_back(label);
+      if (Captures(b, oc->dtype))
+        d.only_old.push_back(label);
+      else
+        ++d.old_dtype_not_captured[DTypeName(oc->dtype)];
       continue;
     }
     const Case& nc = *it->second;
@@ -147,8 +210,13 @@ Drift Compute(const GoldenSet& a, const GoldenSet& b, const Selection& only) {
         d.fields_one_side.push_back(label + ": " + f + " (only in the new set)");
       }
   }
-  for (const auto& [key, nc] : b.index)
-    if (only.Selects(*nc) && !a.index.count(key)) d.only_new.push_back(std::get<1>(key) + "/" + std::get<2>(key));
+  for (const auto& [key, nc] : b.index) {
+    if (!only.Selects(*nc) || a.index.count(key)) continue;
+    if (Captures(a, nc->dtype))
+      d.only_new.push_back(std::get<1>(key) + "/" + std::get<2>(key));
+    else
+      ++d.new_dtype_not_captured[DTypeName(nc->dtype)];
+  }
   // What verl itself defines, whether or not the catalogue has cases for it.
   const auto ra = a.VerlRegistry(), rb = b.VerlRegistry();
   auto diff = [](const std::map<std::string, std::vector<std::string>>& x,
@@ -166,16 +234,18 @@ Drift Compute(const GoldenSet& a, const GoldenSet& b, const Selection& only) {
 }
 
 void RenderText(const Drift& d, std::ostream& out) {
-  out << "conform drift: verl " << d.old_version << " (" << d.old_dir << ") -> verl " << d.new_version << " ("
-      << d.new_dir << ")\n";
-  char line[256];
-  std::snprintf(line, sizeof line, "%-24s %-32s %5s %5s %5s %5s %5s %11s %11s  %s\n", "function", "field", "cases",
-                "same", "round", "CHGD", "MISS", "max abs", "max rel", "largest change in");
+  out << "conform drift: " << d.old_version << " (" << d.old_dir << ") -> " << d.new_version << " (" << d.new_dir
+      << ")\n";
+  char line[320];
+  std::snprintf(line, sizeof line, "%-24s %-32s %5s %5s %5s %5s %5s %5s %11s %11s %11s  %s\n", "function", "field",
+                "cases", "same", "round", "CHGD", "MISS", "flips", "max err/tol", "max abs", "max rel",
+                "largest change in");
   out << line;
   for (const auto& [fn, fields] : d.fields)
     for (const auto& [field, f] : fields) {
-      std::snprintf(line, sizeof line, "%-24s %-32s %5d %5d %5d %5d %5d %11.3e %11.3e  %s\n", fn.c_str(), field.c_str(),
-                    f.compared, f.identical, f.rounding, f.changed, f.missing(), f.max_abs, f.max_rel,
+      std::snprintf(line, sizeof line, "%-24s %-32s %5d %5d %5d %5d %5d %5lld %11s %11.3e %11.3e  %s\n", fn.c_str(),
+                    field.c_str(), f.compared, f.identical, f.rounding, f.changed, f.missing(),
+                    static_cast<long long>(f.flips), RatioText(f.max_err_tol).c_str(), f.max_abs, f.max_rel,
                     f.changed ? f.worst_case.c_str() : "");
       out << line;
     }
@@ -191,6 +261,10 @@ void RenderText(const Drift& d, std::ostream& out) {
   list("inputs differ (catalogue changed; not compared)", d.inputs_differ);
   list("only in old set", d.only_old);
   list("only in new set", d.only_new);
+  for (const auto& [dt, n] : d.old_dtype_not_captured)
+    out << "\n" << n << " " << dt << " case(s) of the old set not compared: the new set holds no " << dt << " cases\n";
+  for (const auto& [dt, n] : d.new_dtype_not_captured)
+    out << "\n" << n << " " << dt << " case(s) of the new set not compared: the old set holds no " << dt << " cases\n";
   out << "\n" << (d.AnyChange() ? "drift found beyond tolerance" : "no drift beyond tolerance") << "\n";
 }
 
@@ -208,14 +282,14 @@ std::string RenderJson(const Drift& d, int exit_code) {
   j.BeginObject();
   j.Key("schema").String(kDriftSchema);
   j.Key("schema_version").Int(kSchemaVersion);
-  j.Key("old").BeginObject();
-  j.Key("dir").String(d.old_dir);
-  j.Key("verl_version").String(d.old_version);
-  j.EndObject();
-  j.Key("new").BeginObject();
-  j.Key("dir").String(d.new_dir);
-  j.Key("verl_version").String(d.new_version);
-  j.EndObject();
+  for (int side = 0; side < 2; ++side) {
+    j.Key(side ? "new" : "old").BeginObject();
+    j.Key("dir").String(side ? d.new_dir : d.old_dir);
+    j.Key("label").String(side ? d.new_version : d.old_version);
+    for (const auto& [key, x, y] : d.provenance)
+      if (!(side ? y : x).empty()) j.Key(key).String(side ? y : x);
+    j.EndObject();
+  }
   j.Key("exit_code").Int(exit_code);
   j.Key("drift").Bool(d.AnyChange());
   j.Key("functions").BeginArray();
@@ -231,6 +305,7 @@ std::string RenderJson(const Drift& d, int exit_code) {
       j.Key("rounding").Int(f.rounding);
       j.Key("changed").Int(f.changed);
       j.Key("missing").Int(f.missing());
+      j.Key("flips").Int(f.flips);
       j.Key("max_abs").Number(f.max_abs);
       j.Key("max_rel").Number(f.max_rel);
       j.Key("err_tol");
@@ -271,6 +346,11 @@ std::string RenderJson(const Drift& d, int exit_code) {
   list("inputs_differ", d.inputs_differ);
   list("only_in_old", d.only_old);
   list("only_in_new", d.only_new);
+  for (int side = 0; side < 2; ++side) {
+    j.Key(side ? "new_dtype_not_captured" : "old_dtype_not_captured").BeginObject();
+    for (const auto& [dt, n] : side ? d.new_dtype_not_captured : d.old_dtype_not_captured) j.Key(dt).Int(n);
+    j.EndObject();
+  }
   j.EndObject();
   return j.str();
 }
@@ -279,22 +359,33 @@ std::string RenderJson(const Drift& d, int exit_code) {
 // errors), nothing machine- or path-specific, so that a re-run reproduces it exactly.
 std::string RenderMarkdown(const Drift& d) {
   std::ostringstream o;
-  o << "## conform drift: verl " << d.old_version << " -> verl " << d.new_version << "\n\n";
-  o << "Cases present in both golden sets with identical inputs, compared field by field with the "
+  o << "## conform drift: " << d.old_version << " -> " << d.new_version << "\n\n";
+  o << "| provenance | old | new |\n|---|---|---|\n";
+  for (const auto& [key, x, y] : d.provenance)
+    o << "| `" << key << "` | " << (x.empty() ? "(not recorded)" : "`" + x + "`") << " | "
+      << (y.empty() ? "(not recorded)" : "`" + y + "`") << " |\n";
+  o << "\nCases present in both golden sets with identical inputs, compared field by field with the "
        "conformance tolerances (new set as \"got\", old set as \"want\"). `same`: bitwise identical; "
-       "`round`: within tolerance; `changed`: beyond it.\n\n";
-  o << "### Changed beyond tolerance\n\n";
+       "`round`: within tolerance; `changed`: beyond it; `one side`: cases that have the field in one "
+       "set only; `flips`: elements decided the other way at a threshold within rounding (passed). "
+       "`max err/tol`: the largest change as a multiple of the tolerance, `|new - old| / (atol + rtol * "
+       "|old|)`, so at most 1 means within tolerance (`inf` where a field compared exactly, a count or a fraction, "
+       "changed, or where no element shows the change: a shape or a dtype); `max abs` / `max rel`: the largest "
+       "absolute and "
+       "relative change (over elements whose old value is non-zero), each over the field's cases.\n\n";
+  o << "### Changed beyond tolerance, or on one side only\n\n";
   bool any = false;
   for (const auto& [fn, fields] : d.fields)
     for (const auto& [field, f] : fields) {
-      if (!f.changed) continue;
+      if (!f.changed && !f.missing()) continue;
       if (!any)
-        o << "| function | field | cases | changed | max abs | max rel | largest change in "
-             "|\n|---|---|---|---|---|---|---|\n";
+        o << "| function | field | cases | changed | one side | max err/tol | max abs | max rel | largest change in "
+             "|\n|---|---|---|---|---|---|---|---|---|\n";
       any = true;
-      char buf[320];
-      std::snprintf(buf, sizeof buf, "| `%s` | `%s` | %d | %d | %.3e | %.3e | `%s` |\n", fn.c_str(), field.c_str(),
-                    f.compared, f.changed, f.max_abs, f.max_rel, f.worst_case.c_str());
+      char buf[400];
+      std::snprintf(buf, sizeof buf, "| `%s` | `%s` | %d | %d | %d | %s | %.3e | %.3e | %s |\n", fn.c_str(),
+                    field.c_str(), f.compared, f.changed, f.missing(), RatioText(f.max_err_tol).c_str(), f.max_abs,
+                    f.max_rel, f.changed ? ("`" + f.worst_case + "`").c_str() : "");
       o << buf;
     }
   if (!any) o << "Nothing.\n";
@@ -310,14 +401,24 @@ std::string RenderMarkdown(const Drift& d) {
   list("Inputs differ (not compared)", d.inputs_differ);
   list("Only in the old set", d.only_old);
   list("Only in the new set", d.only_new);
-  o << "\n### Unchanged or rounding only\n\n| function | field | cases | same | round | max abs | max rel |\n"
-       "|---|---|---|---|---|---|---|\n";
+  for (const auto& [dt, n] : d.old_dtype_not_captured)
+    o << "\n"
+      << n << " " << dt << " case(s) of the old set were not compared: the new set was captured without " << dt
+      << " cases (root attribute `dtypes`).\n";
+  for (const auto& [dt, n] : d.new_dtype_not_captured)
+    o << "\n"
+      << n << " " << dt << " case(s) of the new set were not compared: the old set was captured without " << dt
+      << " cases (root attribute `dtypes`).\n";
+  o << "\n### Unchanged or rounding only\n\n"
+       "| function | field | cases | same | round | flips | max err/tol | max abs | max rel |\n"
+       "|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& [fn, fields] : d.fields)
     for (const auto& [field, f] : fields) {
-      if (f.changed || f.compared == 0) continue;
-      char buf[256];
-      std::snprintf(buf, sizeof buf, "| `%s` | `%s` | %d | %d | %d | %.3e | %.3e |\n", fn.c_str(), field.c_str(),
-                    f.compared, f.identical, f.rounding, f.max_abs, f.max_rel);
+      if (f.changed || f.missing() || f.compared == 0) continue;
+      char buf[320];
+      std::snprintf(buf, sizeof buf, "| `%s` | `%s` | %d | %d | %d | %lld | %s | %.3e | %.3e |\n", fn.c_str(),
+                    field.c_str(), f.compared, f.identical, f.rounding, static_cast<long long>(f.flips),
+                    RatioText(f.max_err_tol).c_str(), f.max_abs, f.max_rel);
       o << buf;
     }
   return o.str();

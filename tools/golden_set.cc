@@ -63,14 +63,21 @@ std::string GoldenSet::VerlVersion() const {
 std::map<std::string, std::string> GoldenSet::Provenance() const {
   std::map<std::string, std::set<std::string>> values;
   for (const auto& f : files)
-    for (const auto& [k, v] : f.provenance) values[k].insert(v);
+    for (const auto& [k, v] : f.provenance)
+      if (!v.empty()) values[k].insert(v);
   std::map<std::string, std::string> out;
   for (const auto& [k, vs] : values) {
     std::string joined;
-    for (const auto& v : vs) joined += (joined.empty() ? "" : " | ") + v;
+    for (const auto& v : vs) joined += (joined.empty() ? "" : ", ") + v;
     out[k] = joined;
   }
   return out;
+}
+
+std::string GoldenSet::CommonProvenance(const std::string& key) const {
+  const auto all = Provenance();
+  auto it = all.find(key);
+  return it == all.end() ? "" : it->second;
 }
 
 std::map<std::string, std::vector<std::string>> GoldenSet::VerlRegistry() const {

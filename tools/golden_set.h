@@ -23,9 +23,12 @@ struct GoldenSet {
   static GoldenSet LoadFile(const std::string& path);
   // verl_version from the files' provenance; BadInput if the files disagree.
   std::string VerlVersion() const;
-  // The files' root provenance (verl_version, torch_version, producer, ...): one value per
-  // key, or "a | b" where the files disagree.
+  // The files' root provenance (verl_version, torch_version, device, producer, ...): per
+  // key its non-empty values, joined by ", " where the files disagree (a set merged from
+  // several captures).
   std::map<std::string, std::string> Provenance() const;
+  // One key of Provenance(); "" when no file has it.
+  std::string CommonProvenance(const std::string& key) const;
   // The union of every file's /_verl_registry lists, keyed by the list's name
   // (adv_estimators, policy_losses, kl_penalty_names, ...).
   std::map<std::string, std::vector<std::string>> VerlRegistry() const;

@@ -9,6 +9,13 @@
 #   VERL_VERSION  the verl to install (default 0.9.1, the primary golden set). The drift
 #            set uses VERL_VERSION=0.8.0 tools/setup_capture.sh .venv-verl-0.8.0: verl
 #            0.8.0's algorithm modules import cleanly with the same pinned packages.
+#   TORCH_VERSION  the torch to capture under (default 2.15.0, the primary set's). Another
+#            version reads its own pins, tools/capture-requirements-torch-<version>.txt (the
+#            same packages, with that torch and the CUDA/triton wheels it requires). The
+#            torch drift set uses TORCH_VERSION=2.11.0 tools/setup_capture.sh .venv-torch-2.11
+#            and holds the float32 cases only: torch 2.11.0 is the one verl 0.9.1's own
+#            extras pin (cpu, fsdp, vllm, sglang, megatron), the perf anchor's and the GPU
+#            machine's.
 #   PYTHON   interpreter used to create the venv (default: python3; must be 3.11 or 3.12,
 #            the range both verl 0.9.1 and torch 2.15 accept; Debian 12's python3 is 3.11)
 #
@@ -22,9 +29,11 @@
 set -euo pipefail
 
 VERL_VERSION="${VERL_VERSION:-0.9.1}"
+TORCH_VERSION="${TORCH_VERSION:-2.15.0}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
 req="$here/capture-requirements.txt"
+[ "$TORCH_VERSION" = 2.15.0 ] || req="$here/capture-requirements-torch-$TORCH_VERSION.txt"
 venv="${1:-$repo/.venv-capture}"
 case "$venv" in /*) ;; *) venv="$(pwd)/$venv" ;; esac
 python="${PYTHON:-python3}"
@@ -32,14 +41,15 @@ python="${PYTHON:-python3}"
 say() { echo "setup_capture: $*"; }
 die() { echo "setup_capture: error: $*" >&2; exit 1; }
 
-[ -f "$req" ] || die "missing $req"
+[ -f "$req" ] || die "missing $req (pins for torch $TORCH_VERSION: pip freeze of an environment that has it)"
+grep -qx "torch==$TORCH_VERSION" "$req" || die "$req does not pin torch==$TORCH_VERSION"
 
 # 1. A usable interpreter of the right version.
 command -v "$python" >/dev/null 2>&1 || die "no '$python' on PATH (set PYTHON=...)"
 pyver="$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
 case "$pyver" in
   3.11|3.12) say "using $python ($("$python" -c 'import platform; print(platform.python_version())'))" ;;
-  *) die "$python is Python $pyver; verl $VERL_VERSION with torch 2.15 needs 3.11 or 3.12 (set PYTHON=...)" ;;
+  *) die "$python is Python $pyver; verl $VERL_VERSION with torch $TORCH_VERSION needs 3.11 or 3.12 (set PYTHON=...)" ;;
 esac
 
 # 2. The venv module (Debian ships it separately as python3-venv).
@@ -76,7 +86,7 @@ if [ -z "$missing" ]; then
 else
   say "$(echo "$missing" | wc -l) pinned package(s) missing or at another version:"
   echo "$missing" | sed 's/^/    /'
-  say "pip install -r tools/capture-requirements.txt (pip may warn that verl's other requirements"
+  say "pip install -r tools/$(basename "$req") (pip may warn that verl's other requirements"
   say "  - wandb, datasets, peft, ... - are not installed: expected, verl is installed with --no-deps)"
   "$vpy" -m pip install --disable-pip-version-check --no-input -q -r "$req"
   say "pip install --no-deps verl==$VERL_VERSION"
@@ -93,4 +103,10 @@ from verl.workers.config import ActorConfig  # noqa: F401
 print("setup_capture: ok: verl %s, torch %s, numpy %s, h5py %s" % (
     verl.__version__, torch.__version__, numpy.__version__, h5py.__version__))
 EOF
-say "run the capture with: $vpy fixtures/capture.py --out fixtures/verl-$VERL_VERSION"
+if [ "$TORCH_VERSION" = 2.15.0 ]; then
+  say "run the capture with: $vpy fixtures/capture.py --out fixtures/verl-$VERL_VERSION"
+else
+  # A torch drift set holds the float32 cases only (docs/drift-torch-2.11.0-to-2.15.0.md):
+  # the device tool carries the whole tracked tree, golden sets included, within 64 MiB.
+  say "run the capture with: $vpy fixtures/capture.py --out fixtures/verl-$VERL_VERSION-torch-$TORCH_VERSION --dtype float32"
+fi
