@@ -128,35 +128,44 @@ namespace {
 // ~8 eps32 M more. Where the terms do not cancel, M ~ |loss| and the default's 256 eps32
 // |loss| already exceeds this; it matters only where they cancel. M comes from the
 // oracle's run on the golden's inputs, never from the implementation under test.
-void AllowForAggregateMagnitude(const FunctionSpec& spec, const std::string& field, const Case& c, Tolerance& t) {
-  if (field.rfind("outputs/", 0) != 0 || !spec.oracle) return;
-  const OutputSpec* out = spec.FindOutput(field.substr(std::string("outputs/").size()));
-  if (!out || out->kind != OutputKind::kScalar) return;
-  AggregateMagnitude m;
+// M for a case: what the oracle's aggregations report on its inputs; nullopt where the
+// oracle raises (a case verl raises on, or one without verl semantics, has no sum).
+std::optional<AggregateMagnitude> OracleMagnitude(const FunctionSpec& spec, const Case& c) {
+  if (!spec.oracle) return std::nullopt;
   try {
     AggregateProbe probe;
     spec.oracle(c);
-    m = probe.result();
+    return probe.result();
   } catch (const VerlError&) {
-    return;  // a case verl raises on has no sum to bound
+    return std::nullopt;
   } catch (const Unsupported&) {
-    return;  // nor one without verl semantics
+    return std::nullopt;
   }
-  if (m.terms == 0 || !(m.abs_sum > 0.0)) return;
-  const double factor = std::ceil(std::log2(static_cast<double>(std::max<int64_t>(m.terms, 2)))) + 8.0;
-  const double extra = factor * kEps32 * m.abs_sum;
+}
+
+// `known`: M from an oracle run on `c` the caller already made; null to run it here.
+void AllowForAggregateMagnitude(const FunctionSpec& spec, const std::string& field, const Case& c,
+                                const std::optional<AggregateMagnitude>* known, Tolerance& t) {
+  if (field.rfind("outputs/", 0) != 0 || !spec.oracle) return;
+  const OutputSpec* out = spec.FindOutput(field.substr(std::string("outputs/").size()));
+  if (!out || out->kind != OutputKind::kScalar) return;
+  const std::optional<AggregateMagnitude> run = known ? std::nullopt : OracleMagnitude(spec, c);
+  const std::optional<AggregateMagnitude>& m = known ? *known : run;
+  if (!m || m->terms == 0 || !(m->abs_sum > 0.0)) return;
+  const double factor = std::ceil(std::log2(static_cast<double>(std::max<int64_t>(m->terms, 2)))) + 8.0;
+  const double extra = factor * kEps32 * m->abs_sum;
   if (!(extra > 0.0) || !std::isfinite(extra)) return;
   t.atol += extra;
   char buf[160];
   std::snprintf(buf, sizeof buf,
                 "float32 sum of %lld terms of magnitude %.3g: atol + %.3g (%.0f eps32 times the magnitude)",
-                static_cast<long long>(m.terms), m.abs_sum, extra, factor);
+                static_cast<long long>(m->terms), m->abs_sum, extra, factor);
   t.reason = t.reason.empty() ? buf : t.reason + "; " + buf;
 }
 
-}  // namespace
-
-Tolerance ToleranceFor(const FunctionSpec& spec, const std::string& field, const Case& c) {
+// ToleranceFor(spec, field, c), with the aggregate magnitude of an oracle run already made.
+Tolerance CaseTolerance(const FunctionSpec& spec, const std::string& field, const Case& c,
+                        const std::optional<AggregateMagnitude>* known) {
   Tolerance t = ToleranceFor(spec, field, c.dtype);
   if (spec.case_tolerance) {
     // A bound computed from the case itself (a cancellation's condition number): it
@@ -167,7 +176,7 @@ Tolerance ToleranceFor(const FunctionSpec& spec, const std::string& field, const
     }
   }
   if (c.dtype != DType::kFloat32) return t;
-  AllowForAggregateMagnitude(spec, field, c, t);
+  AllowForAggregateMagnitude(spec, field, c, known, t);
   if (!spec.float32_condition) return t;
   const double cond = spec.float32_condition(c);
   if (cond > 1.0) {
@@ -178,6 +187,12 @@ Tolerance ToleranceFor(const FunctionSpec& spec, const std::string& field, const
     t.reason = t.reason.empty() ? buf : t.reason + "; " + buf;
   }
   return t;
+}
+
+}  // namespace
+
+Tolerance ToleranceFor(const FunctionSpec& spec, const std::string& field, const Case& c) {
+  return CaseTolerance(spec, field, c, nullptr);
 }
 
 namespace {
@@ -215,6 +230,9 @@ bool AnyNonZero(const Array& a) {
 struct ReferenceDecisions {
   bool have = false;
   Result result;
+  // What result's aggregations reported (aggregate_probe.h): the scalar outputs' float32
+  // allowance, so the judge does not run the oracle again for it.
+  std::optional<AggregateMagnitude> magnitude;
   Array boundary;                // empty when no decision is close
   std::vector<Result> branches;  // the other decision's values, one per push direction
   // An exact tie between the two sides (a ratio rounded onto the bound itself): torch's
@@ -281,7 +299,9 @@ ReferenceDecisions ReferenceView(const FunctionSpec& spec, const Case& golden) {
   ReferenceDecisions ref;
   if (!spec.oracle) return ref;
   try {
+    AggregateProbe probe;
     ref.result = spec.oracle(golden);
+    ref.magnitude = probe.result();
     ref.have = true;
   } catch (const VerlError&) {
     return ref;  // the oracle disagreeing with verl is the oracle's own check's business
@@ -353,7 +373,8 @@ ReferenceDecisions ReferenceView(const FunctionSpec& spec, const Case& golden) {
   for (const bool grads : {false, true}) {
     for (const auto& [name, v] : grads ? ref.result.grads : ref.result.outputs) {
       if (v.shape != b.shape) continue;
-      const Tolerance t = ToleranceFor(spec, std::string(grads ? "grads/" : "outputs/") + name, golden);
+      const Tolerance t =
+          CaseTolerance(spec, std::string(grads ? "grads/" : "outputs/") + name, golden, &ref.magnitude);
       for (const Result& br : ref.branches) {
         const auto& m = grads ? br.grads : br.outputs;
         auto it = m.find(name);
@@ -448,9 +469,9 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
     for (const auto& [name, w] : want) {
       const std::string field = std::string(group) + "/" + name;
       auto it = have.find(name);
-      FieldReport f =
-          CompareField(field, it == have.end() ? nullptr : &it->second, w, ToleranceFor(spec, field, golden),
-                       IsDiscrete(spec, field), ref.View(ref_fields, name, std::string(group) == "grads"));
+      FieldReport f = CompareField(field, it == have.end() ? nullptr : &it->second, w,
+                                   CaseTolerance(spec, field, golden, &ref.magnitude), IsDiscrete(spec, field),
+                                   ref.View(ref_fields, name, std::string(group) == "grads"));
       if (it != have.end() && it->second.dtype != w.dtype && it->second.dtype != DType::kInt64 &&
           w.dtype != DType::kInt64 && f.outcome != Outcome::kUnsupported) {
         // Precision is semantics: a float32 answer to a float64 case is reported as such.
@@ -475,8 +496,8 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
   for (const auto& [name, w] : golden.vjps) {
     const std::string field = "vjps/" + name;
     auto it = got->vjps.find(name);
-    FieldReport f =
-        CompareField(field, it == got->vjps.end() ? nullptr : &it->second, w, ToleranceFor(spec, field, golden), false);
+    FieldReport f = CompareField(field, it == got->vjps.end() ? nullptr : &it->second, w,
+                                 CaseTolerance(spec, field, golden, &ref.magnitude), false);
     if (f.outcome == Outcome::kMistrusted && f.total > 0 && f.compared_finite) {
       f.outcome = Outcome::kPassed;
       f.note = "zero, as in verl: no gradient flows through this output";
@@ -490,7 +511,8 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
     const Array have = it == got->metrics.end() ? Array() : Array::Scalar(it->second);
     const bool discrete =
         std::find(spec.discrete_metrics.begin(), spec.discrete_metrics.end(), name) != spec.discrete_metrics.end();
-    Tolerance tol = discrete && golden.dtype == DType::kFloat64 ? ExactTolerance() : ToleranceFor(spec, field, golden);
+    Tolerance tol = discrete && golden.dtype == DType::kFloat64 ? ExactTolerance()
+                                                                : CaseTolerance(spec, field, golden, &ref.magnitude);
     // A token fraction (a clip fraction) may move by the share of tokens whose decision
     // differs from the reference's, or cannot be seen to agree with it; no further.
     if (discrete && share > 0) tol.atol += share;
