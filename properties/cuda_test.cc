@@ -19,6 +19,7 @@
 #include "oracle/core/check.h"
 #include "oracle/core/errors.h"
 #include "oracle/core/registry.h"
+#include "properties/cuda_host_check.h"
 #include "tools/golden_set.h"
 #include "tools/paths.h"
 
@@ -48,12 +49,7 @@ class CudaDevice : public ::testing::Test {
 };
 
 Case Generated(const FunctionSpec& spec, uint64_t seed, int64_t rows, int64_t cols) {
-  GenParams p;
-  p.seed = seed;
-  p.batch = rows;
-  p.tokens = cols;
-  p.dtype = DType::kFloat32;
-  Case c = spec.generate(p);
+  Case c = testing::RandomCase(spec, seed, rows, cols, /*mask_rows=*/false);
   c.name = "seed" + std::to_string(seed) + "_" + std::to_string(rows) + "x" + std::to_string(cols);
   return c;
 }
