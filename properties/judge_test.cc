@@ -11,6 +11,7 @@
 #include "oracle/core/check.h"
 #include "oracle/core/errors.h"
 #include "oracle/core/registry.h"
+#include "oracle/core/validate.h"
 
 namespace verlconf {
 namespace {
@@ -122,7 +123,8 @@ TEST(Judge, AClipFractionMovesOnlyWithDecisionsThatDiffer) {
   got.metrics["actor/pg_clipfrac"] += 1.0 / 8.0;
   CaseReport r = Judge(golden, got);
   EXPECT_EQ(Field(r, "metrics/actor/pg_clipfrac").outcome, Outcome::kFailed) << r.Describe();
-  EXPECT_NE(Field(r, "metrics/actor/pg_clipfrac").note.find("no token's decision differs"), std::string::npos);
+  EXPECT_NE(Field(r, "metrics/actor/pg_clipfrac").note.find("1/8): the count it implies differs"), std::string::npos)
+      << Field(r, "metrics/actor/pg_clipfrac").note;
   // The same move is fine when the gradient shows that decision taken the other way.
   const double ratio = std::exp(golden.Input("log_prob").at(0, 1) - golden.Input("old_log_prob").at(0, 1));
   const double reference = golden.grads.at("log_prob").at(0, 1);
@@ -214,6 +216,160 @@ TEST(Judge, TheMostSpecificOverrideWins) {
   EXPECT_EQ(ToleranceFor(s, "outputs/x", DType::kFloat64).reason, "own");
   EXPECT_EQ(ToleranceFor(s, "outputs/y", DType::kFloat64).reason, "wide");
   EXPECT_EQ(ToleranceFor(s, "outputs/x", DType::kFloat32).rtol, DefaultTolerance(DType::kFloat32).rtol);
+}
+
+// Every registry entry with a fraction metric, both dtypes, on its own generated cases:
+// the fraction moved by an ulp (another correct summation order) is not a failure; moved
+// by the smallest count step the case allows it is, and the note says the count differs.
+TEST(JudgeFractions, AnUlpPassesAndOneCountFailsForEveryFractionMetric) {
+  int judged = 0, exact = 0;
+  for (const FunctionSpec& spec : Registry()) {
+    if (spec.discrete_metrics.empty() || !spec.generate || !spec.oracle) continue;
+    for (const DType dtype : {DType::kFloat64, DType::kFloat32}) {
+      for (uint64_t seed = 1; seed <= 3; ++seed) {
+        Case c = spec.generate(GenParams{seed, 5, 24, dtype});
+        Case storage;
+        const Case& golden = Resolved(spec, c, storage);
+        Result ref;
+        try {
+          ref = spec.oracle(golden);
+        } catch (const std::exception&) {
+          continue;  // a generated config verl raises on: no fraction to judge
+        }
+        Case g = golden;
+        g.outputs = ref.outputs;
+        g.grads = ref.grads;
+        g.metrics = ref.metrics;
+        int64_t n = 1;
+        for (const auto& [name, x] : g.inputs) n = std::max<int64_t>(n, x.size());
+        for (const std::string& m : spec.discrete_metrics) {
+          auto it = g.metrics.find(m);
+          if (it == g.metrics.end() || !std::isfinite(it->second)) continue;
+          const std::string field = "metrics/" + m;
+          Result got = ref;
+          got.metrics[m] = std::nextafter(it->second, 2.0);
+          CaseReport r = CompareResult(spec, g, &got, std::nullopt);
+          EXPECT_NE(Field(r, field).outcome, Outcome::kFailed) << spec.name << " " << m << "\n" << r.Describe();
+          EXPECT_LE(Field(r, field).err_tol, 1e-3) << spec.name << " " << m;
+          // Where the reference decides some valid token within rounding (a generated
+          // threshold hit exactly), the fraction may also move by those tokens' share:
+          // one count beyond that allowance, then.
+          const double allowance = std::max(0.0, Field(r, field).tol.atol - 0.5 / static_cast<double>(n));
+          const double step = 1.0 / static_cast<double>(n) + allowance;
+          got.metrics[m] = it->second + (it->second >= 0.5 ? -step : step);
+          r = CompareResult(spec, g, &got, std::nullopt);
+          EXPECT_EQ(Field(r, field).outcome, Outcome::kFailed) << spec.name << " " << m << "\n" << r.Describe();
+          EXPECT_NE(Field(r, field).note.find("the count it implies differs"), std::string::npos)
+              << Field(r, field).note;
+          exact += allowance == 0.0;
+          ++judged;
+        }
+      }
+    }
+  }
+  EXPECT_GT(judged, 100);
+  EXPECT_GT(exact, judged / 2);  // most with no allowance at all: one count fails there
+}
+
+// The critic's clip fraction over every token instead of the valid ones is a different
+// definition; it must fail even though most tokens sit strictly inside the clip range,
+// where the clip returns v itself and no decision is rounding-dependent.
+TEST(JudgeFractions, AnUnmaskedValueClipFractionFails) {
+  const FunctionSpec& spec = *FindSpec("compute_value_loss");
+  int differing = 0;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    Case c = spec.generate(GenParams{seed, 6, 32, DType::kFloat64});
+    Case storage;
+    Case g = Resolved(spec, c, storage);
+    const Result ref = spec.oracle(g);
+    g.outputs = ref.outputs;
+    g.grads = ref.grads;
+    g.metrics = ref.metrics;
+    const Array& v = g.Input("vpreds");
+    const Array& V = g.Input("values");
+    const Array& R = g.Input("returns");
+    const double cr = g.config.Double("cliprange_value");
+    double clipped = 0;
+    for (int64_t k = 0; k < v.size(); ++k) {
+      const double vc = std::max(std::min(v[k], V[k] + cr), V[k] - cr);
+      clipped += (vc - R[k]) * (vc - R[k]) > (v[k] - R[k]) * (v[k] - R[k]);
+    }
+    const double unmasked = clipped / static_cast<double>(v.size());
+    if (unmasked == ref.metrics.at("vf_clipfrac")) continue;
+    ++differing;
+    Result got = ref;
+    got.metrics["vf_clipfrac"] = unmasked;
+    const CaseReport r = CompareResult(spec, g, &got, std::nullopt);
+    EXPECT_EQ(Field(r, "metrics/vf_clipfrac").outcome, Outcome::kFailed) << r.Describe();
+    // Nothing strictly inside the clip range is marked as a rounding-dependent decision.
+    for (int64_t k = 0; k < v.size(); ++k) {
+      if (v[k] < V[k] + cr - 1e-9 && v[k] > V[k] - cr + 1e-9) {
+        EXPECT_EQ(ref.boundary[k], 0.0) << seed << " " << k;
+      }
+    }
+  }
+  EXPECT_GT(differing, 10);
+}
+
+// Agreement on zeros alone proves nothing: a case whose every output, gradient and
+// projection reference is zero is MISTRUSTED, not PASSED, even though a zero VJP is a
+// real check beside a non-zero field.
+TEST(JudgeVacuity, ACaseAgreeingOnlyOnZerosIsMistrusted) {
+  FunctionSpec bare;
+  bare.name = "bare";
+  bare.family = "test";
+  Case g;
+  g.function = "bare";
+  g.name = "zeros";
+  g.dtype = DType::kFloat64;
+  g.outputs["x"] = Array::Matrix(2, 3);
+  g.grads["log_prob"] = Array::Matrix(2, 3);
+  g.vjps["x/log_prob"] = Array::Matrix(2, 3);
+  Result got = Result::Of(g);
+  CaseReport r = CompareResult(bare, g, &got, std::nullopt);
+  EXPECT_EQ(r.outcome, Outcome::kMistrusted) << r.Describe();
+  g.outputs["x"].at(1, 2) = 0.5;  // one number that is not zero: now the zeros beside it count
+  got = Result::Of(g);
+  r = CompareResult(bare, g, &got, std::nullopt);
+  EXPECT_EQ(r.outcome, Outcome::kPassed) << r.Describe();
+  got.vjps["x/log_prob"].at(0, 0) = 1.0;  // and a gradient through a detached output fails
+  r = CompareResult(bare, g, &got, std::nullopt);
+  EXPECT_EQ(r.outcome, Outcome::kFailed) << r.Describe();
+}
+
+// verl's NaN is a result: a candidate must reproduce it. A 0 in its place fails; the NaN
+// reproduced beside finite numbers passes; a field holding nothing but NaN, reproduced,
+// is MISTRUSTED (agreeing on it alone proves nothing), never PASSED.
+TEST(JudgeVacuity, VerlsNaNIsAResult) {
+  const Tolerance t = DefaultTolerance(DType::kFloat64);
+  Array want = Array::Matrix(1, 3), got = want;
+  want[0] = kNaN;
+  want[1] = 0.25;
+  got[0] = kNaN;
+  got[1] = 0.25;
+  EXPECT_EQ(CompareField("outputs/x", &got, want, t, false).outcome, Outcome::kPassed);
+  got[0] = 0.0;
+  EXPECT_EQ(CompareField("outputs/x", &got, want, t, false).outcome, Outcome::kFailed);
+  const Array nan = Array::Scalar(kNaN), zero = Array::Scalar(0.0);
+  EXPECT_EQ(CompareField("outputs/loss", &nan, nan, t, false).outcome, Outcome::kMistrusted);
+  EXPECT_EQ(CompareField("outputs/loss", &zero, nan, t, false).outcome, Outcome::kFailed);
+}
+
+// A golden of another verl release is judged, not refused: a config that release
+// accepted and the mirrored one raises on makes the oracle raise, which against a
+// golden result is a FAILED case; for the mirrored release the same file is bad input.
+TEST(JudgeVersions, AConfigOnlyTheMirroredReleaseRefusesIsAResultElsewhere) {
+  const FunctionSpec& spec = *FindSpec("compute_rollout_rejection_mask");
+  Case c = spec.generate(GenParams{3, 4, 8, DType::kFloat32});
+  c.config.Set("rollout_rs", std::string("token_k1"));
+  c.config.Set("rollout_rs_threshold", std::string("1.1_0.9"));  // lower above upper
+  c.expect_error.reset();
+  c.outputs["modified_response_mask"] = c.Input("response_mask");
+  EXPECT_THROW(CheckImplementation(spec, c, spec.oracle), BadInput);
+  EXPECT_THROW(CheckImplementation(spec, c, spec.oracle, kOracleVerlVersion), BadInput);
+  const CaseReport r = CheckImplementation(spec, c, spec.oracle, "0.8.0");
+  EXPECT_EQ(r.outcome, Outcome::kFailed) << r.Describe();
+  EXPECT_NE(r.detail.find("but verl returned a result"), std::string::npos) << r.detail;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <optional>
 #include <ostream>
 #include <set>
+#include <sys/stat.h>
 #include <thread>
 
 #include "cuda_impl/core/device.h"
@@ -96,6 +97,7 @@ std::vector<CaseReport> CheckCandidateSet(const CheckOptions& o, const GoldenSet
   for (const auto& [key, c] : cand.index) provided.insert({c->family, c->function});
 
   std::vector<std::pair<GoldenSet::Key, const Case*>> cases(cand.index.begin(), cand.index.end());
+  const std::string verl = golden.VerlVersion();
   Progress progress(cases.size());
   std::mutex progress_mutex;
   std::vector<CaseReport> reports = InOrder(cases.size(), o.jobs, [&](size_t k) -> std::optional<CaseReport> {
@@ -109,14 +111,14 @@ std::vector<CaseReport> CheckCandidateSet(const CheckOptions& o, const GoldenSet
     if (!only.Selects(*c)) return std::nullopt;
     const FunctionSpec* spec = SpecFor(*c);
     if (!spec) throw BadInput(c->Where() + ": unknown function '" + c->function + "'");
-    CaseReport r = CheckCandidate(*spec, *g->second, *c);
+    CaseReport r = CheckCandidate(*spec, *g->second, *c, verl);
     r.repro = Repro(o, *c);
     return r;
   });
   // Golden cases the candidate left out are not passes.
   for (const auto& [key, g] : golden.index) {
     if (cand.index.count(key) || !only.Selects(*g) || (only.All() && !families.count(g->family))) continue;
-    if (const FunctionSpec* spec = SpecFor(*g)) ValidateCase(*spec, *g);
+    if (const FunctionSpec* spec = SpecFor(*g)) ValidateGolden(*spec, *g, verl);
     const bool any = provided.count({g->family, g->function}) > 0;
     reports.push_back(NotProvided(
         *g, any ? "missing from the candidate set" : "the candidate set has no cases of '" + g->function + "'"));
@@ -130,6 +132,7 @@ std::vector<CaseReport> CheckImplementationSet(const CheckOptions& o, const Gold
   const Impl impl = *ParseImpl(o.impl);
   const std::string device_unavailable = impl == Impl::kCuda ? cuda::DeviceUnavailableReason() : "";
   const std::vector<const Case*> cases = golden.Cases();
+  const std::string verl = golden.VerlVersion();
   Progress progress(cases.size());
   std::mutex progress_mutex;
   return InOrder(cases.size(), o.jobs, [&](size_t k) -> std::optional<CaseReport> {
@@ -144,13 +147,18 @@ std::vector<CaseReport> CheckImplementationSet(const CheckOptions& o, const Gold
     const bool absent = !spec || !spec->Implementation(impl);
     if (!spec) {
       r = Unsupported(*g, "no registry entry for '" + g->function + "'");
-    } else if (ValidateCase(*spec, *g); !device_unavailable.empty()) {
+    } else if (ValidateGolden(*spec, *g, verl); !device_unavailable.empty()) {
       r = Skipped(*g, device_unavailable);
     } else if (const auto dtype = ImplDType(impl); dtype && *dtype != g->dtype) {
       r = Skipped(*g, std::string(ImplName(impl)) + " computes in " + DTypeName(*dtype) + " only; " +
                           DTypeName(g->dtype) + " cases are not compared");
     } else if (const RunFn* run = spec->Implementation(impl)) {
-      r = CheckImplementation(*spec, *g, *run);
+      r = CheckImplementation(*spec, *g, *run, verl);
+      // The built-in implementations mirror one verl release: against another, a
+      // difference is the releases' before it is anything else.
+      if (r.outcome == Outcome::kFailed && verl != kOracleVerlVersion)
+        r.detail += std::string("; the goldens are verl ") + verl + "'s and " + ImplName(impl) + " mirrors verl " +
+                    kOracleVerlVersion + ": a difference between the releases (see conform drift)";
     } else {
       r = Unsupported(*g, std::string("no ") + ImplName(impl) + " implementation of " + g->family + "/" + g->function);
     }
@@ -158,6 +166,36 @@ std::vector<CaseReport> CheckImplementationSet(const CheckOptions& o, const Gold
     r.not_provided = absent;
     return r;
   });
+}
+
+// (device, inode) of every file a golden set directory holds.
+std::set<std::pair<dev_t, ino_t>> FileIds(const std::string& dir) {
+  std::set<std::pair<dev_t, ino_t>> ids;
+  if (dir.empty() || !IsDirectory(dir)) return ids;
+  for (const auto& f : InputFiles(dir)) {
+    struct stat st;
+    if (::stat(f.c_str(), &st) == 0) ids.insert({st.st_dev, st.st_ino});
+  }
+  return ids;
+}
+
+// A candidate that is a golden set's own files (the --against set, or the bundled one)
+// compares the goldens with themselves: perfect agreement that says nothing about any
+// implementation. Files are compared by identity (through links and `..` alike); a copy
+// of the goldens is a candidate like any other, and the one-line notice above the table
+// says when a candidate reproduces the reference bit for bit.
+void RefuseGoldenAsCandidate(const CheckOptions& o) {
+  for (const std::string& dir : {o.against, o.bundled}) {
+    const auto golden = FileIds(dir);
+    for (const auto& f : InputFiles(o.candidate)) {
+      struct stat st;
+      if (::stat(f.c_str(), &st) == 0 && golden.count({st.st_dev, st.st_ino}))
+        throw BadInput("--candidate: " + o.candidate + " is " + (f == o.candidate ? "a file of " : "") +
+                       "the golden set " + dir +
+                       " itself: a candidate is what an implementation computed (tools/harness/run_candidate.py "
+                       "writes one), judged against the goldens");
+    }
+  }
 }
 
 }  // namespace
@@ -176,6 +214,7 @@ int RunCheck(const CheckOptions& o, std::ostream& out) {
     throw BadInput("--jobs: the " + o.impl +
                    " implementation is checked one case at a time; --jobs is for the "
                    "oracle and candidates");
+  if (!o.candidate.empty()) RefuseGoldenAsCandidate(o);
   const Selection only(o.only);
   const GoldenSet golden = GoldenSet::Load(o.against);
   only.RequireResolved(golden.Cases(), o.against);
@@ -188,16 +227,29 @@ int RunCheck(const CheckOptions& o, std::ostream& out) {
 
   const std::string what = o.candidate.empty() ? o.impl : o.candidate;
   bool failed = false;
-  for (const auto& r : reports) failed |= r.outcome == Outcome::kFailed;
+  int compared = 0, skipped = 0;
+  for (const auto& r : reports) {
+    failed |= r.outcome == Outcome::kFailed;
+    compared += r.outcome == Outcome::kPassed || r.outcome == Outcome::kFailed;
+    skipped += r.outcome == Outcome::kSkipped;
+  }
   const Coverage coverage = CountCoverage(reports);
-  const bool incomplete = o.require_all && (coverage.unsupported_cases || coverage.unsupported_fields);
-  const int code = failed || incomplete ? kExitFailure : kExitOk;
+  const bool incomplete = o.require_all && (coverage.unsupported_cases || coverage.unsupported_fields || skipped);
+  // A run that showed nothing to conform or to differ is not green: a CI job that lost its
+  // GPU skips every case, and a candidate that declines everything compares nothing.
+  const int code = failed || incomplete ? kExitFailure : compared == 0 ? kExitNothingCompared : kExitOk;
+  int identical_cases = 0;
+  const bool identical = BitForBit(reports, identical_cases);
   if (o.json) {
     out << CheckJson(reports, provenance, code) << "\n";
   } else {
     out << "conform check: " << what << " against " << o.against << " (verl " << golden.VerlVersion() << ")\n";
     if (o.impl == "cuda" && o.candidate.empty() && !cuda::DeviceUnavailableReason().empty())
       out << "CUDA: " << cuda::DeviceUnavailableReason() << "\n";
+    if (identical)
+      out << "every compared field of the " << identical_cases
+          << " compared case(s) is the reference's bit for bit (verl itself through the harness, or a copy of the "
+             "goldens)\n";
     PrintTable(reports, out, o.show_unsupported);
     std::set<std::pair<std::string, std::string>> hidden;
     if (!o.show_unsupported)
@@ -221,7 +273,10 @@ int RunCheck(const CheckOptions& o, std::ostream& out) {
     WriteJunit(o.junit, "conform." + (o.candidate.empty() ? o.impl : std::string("candidate")), reports);
   if (incomplete)
     std::cerr << "conform: --require-all: " << coverage.unsupported_cases << " case(s) and "
-              << coverage.unsupported_fields << " field(s) not provided (UNSUPPORTED)\n";
+              << coverage.unsupported_fields << " field(s) not provided (UNSUPPORTED)"
+              << (skipped ? ", " + std::to_string(skipped) + " case(s) SKIPPED" : std::string()) << "\n";
+  if (code == kExitNothingCompared)
+    std::cerr << "conform: nothing compared: no case PASSED or FAILED (" << Totals(reports) << ")\n";
   return code;
 }
 

@@ -332,6 +332,22 @@ void FieldJson(JsonWriter& j, const FieldReport& f) {
 
 }  // namespace
 
+bool BitForBit(const std::vector<CaseReport>& reports, int& cases) {
+  cases = 0;
+  for (const auto& r : reports) {
+    if (r.outcome == Outcome::kUnsupported || r.outcome == Outcome::kSkipped) continue;
+    if (r.outcome == Outcome::kFailed) return false;
+    bool any = false;
+    for (const auto& f : r.fields) {
+      if (f.outcome == Outcome::kUnsupported) continue;
+      if (!f.identical) return false;
+      any = true;
+    }
+    cases += any;
+  }
+  return cases > 0;
+}
+
 std::string CheckJson(const std::vector<CaseReport>& reports, const Provenance& provenance, int exit_code) {
   int t[5] = {0, 0, 0, 0, 0};
   for (const auto& r : reports) ++t[static_cast<int>(r.outcome)];
@@ -345,6 +361,8 @@ std::string CheckJson(const std::vector<CaseReport>& reports, const Provenance& 
   auto verl = provenance.goldens.find("verl_version");
   j.Key("verl_version").String(verl == provenance.goldens.end() ? "" : verl->second);
   j.Key("exit_code").Int(exit_code);
+  int identical_cases = 0;
+  j.Key("bit_for_bit").Bool(BitForBit(reports, identical_cases));
   j.Key("provenance").BeginObject();
   j.Key("goldens").BeginObject();
   for (const auto& [k, v] : provenance.goldens) j.Key(k).String(v);

@@ -22,6 +22,10 @@ struct Coverage {
 };
 Coverage CountCoverage(const std::vector<CaseReport>& reports);
 
+// Every compared field of every compared case equal to the reference bit for bit, and at
+// least one such case (`cases` of them): worth saying, since a copy of the goldens gives it.
+bool BitForBit(const std::vector<CaseReport>& reports, int& cases);
+
 // "N cases: P passed, F failed, ...; K partial, M field(s) not provided"
 std::string Totals(const std::vector<CaseReport>& reports);
 

@@ -4,6 +4,8 @@
 //   1  a conformance failure (or, for drift, a change beyond tolerance)
 //   2  bad input or usage (thrown as BadInput and printed by main as one line)
 //   3  an internal error of conform
+//   4  check compared nothing: no case PASSED or FAILED (every case SKIPPED, UNSUPPORTED or
+//      MISTRUSTED; a CI job that lost its GPU, a candidate that declines everything)
 #pragma once
 
 #include <iosfwd>
@@ -15,17 +17,19 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitInternal = 3;  // a bug in conform itself
+inline constexpr int kExitNothingCompared = 4;
 
 struct CheckOptions {
   std::string against;         // golden dir (resolved)
   bool against_given = false;  // the user named it (else the bundled set): repro lines repeat it
+  std::string bundled;         // the bundled golden set: never a candidate either
   std::string candidate;       // candidate file, or ""
   std::string impl = "oracle";
   std::string junit;              // JUnit XML path, or ""
   std::string report;             // Markdown report path, or ""
   std::string only;               // --only entries, comma-joined (tools/selection.h), or ""
   bool verbose = false;           // describe every non-passing or partial case, not just failures
-  bool require_all = false;       // any UNSUPPORTED case or field is a failure (exit 1)
+  bool require_all = false;       // any UNSUPPORTED or SKIPPED case, or UNSUPPORTED field, is a failure (exit 1)
   bool show_unsupported = false;  // table rows for functions not provided at all, not one summary line
   bool json = false;              // stdout: one JSON object (schema verlconf.check), not the table
   int jobs = 1;                   // cases checked in parallel (the reports keep the cases' order)

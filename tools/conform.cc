@@ -46,7 +46,11 @@ const std::vector<Command>& Commands() {
        "tools/harness/run_candidate.py writes) with the golden cases, and prints one row per\n"
        "function: case outcomes, and per dtype the worst error as a multiple of the tolerance\n"
        "(err/tol; <= 1 passes, \"-\" where nothing was compared). Every failure is described\n"
-       "below the table, with a repro command. With no command, conform runs check.",
+       "below the table, with a repro command. With no command, conform runs check.\n\n"
+       "A NaN or infinity in verl's result is a result: the implementation must give the same value\n"
+       "there (a 0 where verl gives NaN FAILS). Agreeing on it alone proves nothing: a field with no\n"
+       "finite reference element is MISTRUSTED when it agrees, and so is a case that agrees only on\n"
+       "zeros or non-finite values.",
        {{"--against", "DIR", "the golden set to compare with (default: the bundled verl 0.9.1 set)"},
         {"--candidate", "FILE|DIR", "a candidate file or directory, judged as stored (instead of --impl)"},
         {"--impl", "oracle|cuda|cuda-host",
@@ -59,14 +63,16 @@ const std::vector<Command>& Commands() {
         {"--jobs", "N",
          "check N cases at a time (default 1; the oracle and candidates only); the output is the same, in the "
          "same order"},
-        {"--require-all", nullptr, "any UNSUPPORTED case or field is a failure (exit 1)"},
+        {"--require-all", nullptr, "any UNSUPPORTED or SKIPPED case, or UNSUPPORTED field, is a failure (exit 1)"},
         {"--show-unsupported", nullptr,
          "list functions the candidate does not provide at all in the table (default: one summary line)"},
         {"--verbose", nullptr, "describe every provided case that did not pass, and every partial one"},
         {"--help", nullptr, "this help"}},
        "exit codes: 0 every compared case passed (MISTRUSTED, UNSUPPORTED and SKIPPED are shown, not\n"
        "failures, unless --require-all), 1 a conformance failure (--require-all: or anything\n"
-       "UNSUPPORTED), 2 bad input or usage, 3 an internal error of conform"},
+       "UNSUPPORTED or SKIPPED), 2 bad input or usage (a candidate that is a golden set itself\n"
+       "included), 3 an internal error of conform, 4 nothing compared (no case PASSED or FAILED:\n"
+       "every case SKIPPED, UNSUPPORTED or MISTRUSTED)"},
       {"list",
        "[OPTIONS]",
        "functions, oracle/CUDA coverage, golden case counts, verl names not covered",
@@ -132,7 +138,8 @@ std::string Usage() {
   s += "\nWith no command, conform runs `check` on the bundled goldens.\n"
        "`conform COMMAND --help` lists the command's options.\n\n"
        "exit codes: 0 passed, 1 conformance failure or drift (check --require-all: or anything\n"
-       "UNSUPPORTED), 2 bad input or usage, 3 internal error of conform\n";
+       "UNSUPPORTED or SKIPPED), 2 bad input or usage, 3 internal error of conform, 4 check\n"
+       "compared nothing (no case PASSED or FAILED)\n";
   return s;
 }
 
@@ -323,6 +330,7 @@ int Main(int argc, char** argv) {
     t::CheckOptions o;
     o.against = against();
     o.against_given = !Opt(a, "--against").empty();
+    o.bundled = bundled;
     o.candidate = t::ResolveUserPath(Opt(a, "--candidate"));
     o.impl = Opt(a, "--impl", "oracle");
     o.junit = t::ResolveUserPath(Opt(a, "--junit"));

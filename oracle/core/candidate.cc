@@ -137,8 +137,9 @@ CaseReport NotProvided(const Case& golden, const std::string& why) {
   return r;
 }
 
-CaseReport CheckCandidate(const FunctionSpec& spec, const Case& golden, const Case& cand) {
-  ValidateCase(spec, golden);
+CaseReport CheckCandidate(const FunctionSpec& spec, const Case& golden, const Case& cand,
+                          const std::string& verl_version) {
+  ValidateGolden(spec, golden, verl_version);
   CheckSchema(spec, golden, cand);
   if (golden.declined) {
     CaseReport r = DeclinedGolden(golden);
@@ -163,7 +164,7 @@ CaseReport CheckCandidate(const FunctionSpec& spec, const Case& golden, const Ca
       Fail(cand, "attribute 'expect_error'",
            "the case also carries outputs, gradients or metrics; a case that "
            "raised has none");
-    return at_candidate(CompareResult(spec, golden, nullptr, cand.expect_error));
+    return at_candidate(CompareResult(spec, golden, nullptr, cand.expect_error, verl_version));
   }
   if (!HasResult(cand)) {
     CaseReport r = NotProvided(golden, "the candidate file has no outputs for this case");
@@ -173,7 +174,7 @@ CaseReport CheckCandidate(const FunctionSpec& spec, const Case& golden, const Ca
   // Judged on the fields provided: the comparison reports each missing one UNSUPPORTED
   // and the case partial, and fails a float array of the other dtype itself.
   const Result got = Result::Of(cand);
-  CaseReport r = CompareResult(spec, golden, &got, std::nullopt);
+  CaseReport r = CompareResult(spec, golden, &got, std::nullopt, verl_version);
   // Metrics travel as doubles in a Result, so their stored dtype is judged here.
   const auto retyped = Float32Metrics(golden, cand);
   for (auto& f : r.fields) {

@@ -34,6 +34,8 @@ CaseReport NotProvided(const Case& golden, const std::string& why);
 //    (CaseReport::partial) and each missing field is an UNSUPPORTED FieldReport.
 //  - A float32 dataset in a float64 case (or the reverse) is the candidate's real
 //    result: that field FAILS, saying which dtype it returned.
-CaseReport CheckCandidate(const FunctionSpec& spec, const Case& golden, const Case& candidate);
+// `verl_version`: the golden's release (ValidateGolden).
+CaseReport CheckCandidate(const FunctionSpec& spec, const Case& golden, const Case& candidate,
+                          const std::string& verl_version = kOracleVerlVersion);
 
 }  // namespace verlconf

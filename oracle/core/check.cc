@@ -62,16 +62,21 @@ void Fold(CaseReport& r) {
     for (size_t k = 0; k < missing.size() && k < kNamed; ++k) partial += (k ? ", " : "") + missing[k];
     if (missing.size() > kNamed) partial += ", ... (" + std::to_string(missing.size() - kNamed) + " more)";
   }
+  // Agreement only on zeros (every output, gradient and projection reference zero, a
+  // detached VJP included) proves nothing about the arithmetic.
+  bool evidence = false;
+  for (const auto& f : r.fields) evidence |= f.outcome == Outcome::kPassed && !f.zero_reference;
   if (failed) {
     r.outcome = Outcome::kFailed;
     r.detail = std::to_string(failed) + " field(s) out of tolerance";
   } else if (!r.fields.empty() && missing.size() == r.fields.size()) {
     r.outcome = Outcome::kUnsupported;
     r.detail = "no expected field was produced";
-  } else if (!passed) {
+  } else if (!passed || !evidence) {
     r.outcome = Outcome::kMistrusted;
-    r.detail =
-        r.fields.empty() ? "nothing to compare" : "no compared field proves anything (all zero or no finite number)";
+    r.detail = r.fields.empty() ? "nothing to compare"
+               : passed         ? "every reference it agrees with is zero: agreement proves nothing"
+                                : "no compared field proves anything (all zero or no finite number)";
   }
   if (!partial.empty()) r.detail = r.detail.empty() ? partial : r.detail + "; " + partial;
 }
@@ -212,7 +217,7 @@ constexpr double kPushUlps = 512.0;
 // The input whose rounding decides the thresholds: the training policy's log-prob moves
 // both the PPO ratio and the rollout log-ratio; the others are what the function has.
 const char* DecisionInput(const Case& c, const Array& boundary) {
-  for (const char* name : {"old_log_prob", "log_prob", "logprob", "log_ratio"}) {
+  for (const char* name : {"old_log_prob", "log_prob", "logprob", "log_ratio", "vpreds"}) {
     const Array* a = c.OptionalInput(name);
     if (a && a->shape == boundary.shape) return name;
   }
@@ -263,8 +268,12 @@ struct ReferenceDecisions {
     return v;
   }
 
-  // Share of the response whose decision differs from the reference's (seen in some
-  // element-wise field) or cannot be seen to agree with it.
+  // Share of the response whose decision the reference makes within rounding (a valid
+  // token at a boundary: a masked one is in no fraction) and that differs from the
+  // reference's, as some element-wise field shows, or that no field can show at all (the
+  // fraction is then the only witness, and a correct implementation may decide either
+  // way). Where the reference makes no close decision (a clip that returns its input
+  // unchanged), nothing is allowed.
   double DecisionShare(const std::set<int64_t>& flipped) const {
     if (!mask || !boundary.size()) return 0.0;
     double moved = 0, total = 0;
@@ -418,6 +427,57 @@ void RefuseNonFiniteReference(const Case& golden, const ReferenceDecisions& ref)
   }
 }
 
+// The most elements any count in the case can be taken over: its largest input.
+int64_t CountedElements(const Case& c) {
+  int64_t n = 1;
+  for (const auto& [name, x] : c.inputs) n = std::max<int64_t>(n, x.size());
+  return n;
+}
+
+// A fraction (a clip fraction, a rejected share) is a count over a denominator of at most
+// CountedElements(c). Two counts differ by at least 1 / that, so a tolerance below half
+// of it judges the count exactly, and within that the division is held to the dtype's
+// floating tolerance: a correct different summation order (an ulp) never fails, one token
+// counted differently always does. A token whose decision the candidate's fields show to
+// differ at a rounding boundary moves the count legitimately: `share` of the valid tokens.
+Tolerance FractionTolerance(const Tolerance& floating, double want, const Case& c, double share) {
+  const double half_count = 0.5 / static_cast<double>(CountedElements(c));
+  double arithmetic = floating.atol + floating.rtol * std::fabs(want);
+  if (!std::isfinite(arithmetic)) arithmetic = half_count;  // verl's NaN (0/0) is matched as a value
+  Tolerance t{0.0, std::min(arithmetic, half_count) + share, ""};
+  t.reason = "a fraction: the count it implies exactly, the division to " +
+             std::string(arithmetic < half_count ? "the dtype's tolerance"
+                                                 : "half a count of " + std::to_string(CountedElements(c))) +
+             (share > 0 ? "; + " + Num(share) + " for valid tokens whose decision differs at a rounding boundary" : "");
+  return t;
+}
+
+// `d` as a ratio of small integers (1/64, 3/40) when one with a denominator of at most
+// `n` gives it to within rounding: the count difference a fraction's move implies.
+std::string AsCountRatio(double d, int64_t n) {
+  for (int64_t den = 1; den <= n && den <= (int64_t{1} << 22); ++den) {
+    const double k = std::round(d * static_cast<double>(den));
+    if (k >= 1 && std::fabs(d * static_cast<double>(den) - k) <= 1e-6 * k)
+      return std::to_string(static_cast<long long>(k)) + "/" + std::to_string(den);
+  }
+  return "";
+}
+
+std::string FractionNote(const FieldReport& f, const Case& c, const Tolerance& tol, double share) {
+  const int64_t n = CountedElements(c);
+  std::string s = "a fraction moved by " + Num(f.worst_abs);
+  if (!std::isfinite(f.worst_abs)) return s + " (not a number)";
+  if (f.worst_abs > 0.5 / static_cast<double>(n) + share) {
+    const std::string ratio = AsCountRatio(f.worst_abs, n);
+    s += (ratio.empty() ? "" : " (" + ratio + ")") + std::string(": the count it implies differs");
+  } else {
+    s += ": the count agrees, the division is beyond its floating tolerance";
+  }
+  s += "; allowed " + Num(tol.atol);
+  if (share > 0) s += ", " + Num(share) + " of it for tokens whose decision differs from the reference's";
+  return s;
+}
+
 }  // namespace
 
 CaseReport DeclinedGolden(const Case& golden) {
@@ -443,7 +503,7 @@ CaseReport CaseReport::NotCompared(const Case& c, Outcome outcome, const std::st
 }
 
 CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Result* got,
-                         const std::optional<std::string>& raised) {
+                         const std::optional<std::string>& raised, const std::string& verl_version) {
   CaseReport r = CaseReport::NotCompared(golden, Outcome::kPassed, "");
   if (golden.expect_error || raised) {
     // Error semantics: the same condition must raise the same kind of exception.
@@ -462,7 +522,7 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
   // The reference side's view of the decisions: the oracle on the golden's inputs. An
   // implementation's own idea of where its decisions are close never enters the judgement.
   const ReferenceDecisions ref = ReferenceView(spec, golden);
-  RefuseNonFiniteReference(golden, ref);
+  if (verl_version == kOracleVerlVersion) RefuseNonFiniteReference(golden, ref);
   std::set<int64_t> flipped;  // token positions whose decision differs from the reference's
   auto compare_map = [&](const char* group, const std::map<std::string, Array>& want,
                          const std::map<std::string, Array>& have, const std::map<std::string, Array>& ref_fields) {
@@ -511,19 +571,10 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
     const Array have = it == got->metrics.end() ? Array() : Array::Scalar(it->second);
     const bool discrete =
         std::find(spec.discrete_metrics.begin(), spec.discrete_metrics.end(), name) != spec.discrete_metrics.end();
-    Tolerance tol = discrete && golden.dtype == DType::kFloat64 ? ExactTolerance()
-                                                                : CaseTolerance(spec, field, golden, &ref.magnitude);
-    // A token fraction (a clip fraction) may move by the share of tokens whose decision
-    // differs from the reference's, or cannot be seen to agree with it; no further.
-    if (discrete && share > 0) tol.atol += share;
+    Tolerance tol = CaseTolerance(spec, field, golden, &ref.magnitude);
+    if (discrete) tol = FractionTolerance(tol, w, golden, share);
     FieldReport f = CompareField(field, it == got->metrics.end() ? nullptr : &have, want, tol, discrete);
-    if (discrete && f.outcome == Outcome::kFailed)
-      f.note = "a token fraction moved by " + Num(f.worst_abs) + "; allowed " + Num(tol.atol) +
-               (share > 0 ? " (" + Num(share) + " of it for tokens whose decision differs from the reference's)"
-                          : " (no token's decision differs from the reference's)");
-    else if (discrete && share > 0 && f.outcome == Outcome::kPassed && f.worst_abs > 0)
-      f.note = "moved by " + Num(f.worst_abs) + ", within the " + Num(share) +
-               " share of tokens whose decision differs from the reference's (allowed " + Num(tol.atol) + ")";
+    if (discrete && f.outcome == Outcome::kFailed) f.note = FractionNote(f, golden, tol, share);
     r.fields.push_back(std::move(f));
   }
   Fold(r);
@@ -540,8 +591,9 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
   return r;
 }
 
-CaseReport CheckImplementation(const FunctionSpec& spec, const Case& golden, const RunFn& impl) {
-  ValidateCase(spec, golden);
+CaseReport CheckImplementation(const FunctionSpec& spec, const Case& golden, const RunFn& impl,
+                               const std::string& verl_version) {
+  ValidateGolden(spec, golden, verl_version);
   if (golden.declined) return DeclinedGolden(golden);
   // The implementation and the judge see the golden's config completed from the spec's
   // defaults (what verl ran with), resolved once; the caller's golden is not altered.
@@ -549,9 +601,9 @@ CaseReport CheckImplementation(const FunctionSpec& spec, const Case& golden, con
   const Case& resolved = Resolved(spec, golden, storage);
   try {
     const Result got = impl(resolved);
-    return CompareResult(spec, resolved, &got, std::nullopt);
+    return CompareResult(spec, resolved, &got, std::nullopt, verl_version);
   } catch (const VerlError& e) {
-    return CompareResult(spec, resolved, nullptr, std::string(e.what()));
+    return CompareResult(spec, resolved, nullptr, std::string(e.what()), verl_version);
   } catch (const Unsupported& e) {
     return CaseReport::NotCompared(golden, Outcome::kUnsupported, e.what());
   }

@@ -9,6 +9,7 @@
 #include "oracle/core/case.h"
 #include "oracle/core/compare.h"
 #include "oracle/core/registry.h"
+#include "oracle/core/validate.h"
 
 namespace verlconf {
 
@@ -57,8 +58,11 @@ void ValidateTolerances(const FunctionSpec& spec);
 
 // Compares `got` (or the error the implementation raised) with the golden case.
 // `raised` is "<Kind>: <message>" when the implementation raised a verl error.
+// `verl_version`: the golden's release. A non-finite golden where the oracle's semantics
+// give a number is a file verl did not produce only for the release the oracle mirrors.
 CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Result* got,
-                         const std::optional<std::string>& raised);
+                         const std::optional<std::string>& raised,
+                         const std::string& verl_version = kOracleVerlVersion);
 
 // A golden case whose capture declined it (the captured verl lacks the function: a drift
 // set): UNSUPPORTED with the reason. BadInput if it also carries a result.
@@ -66,6 +70,8 @@ CaseReport DeclinedGolden(const Case& golden);
 
 // Runs `impl` on the golden's inputs and compares. Unsupported → UNSUPPORTED.
 // BadInput propagates (the CLI exits 2).
-CaseReport CheckImplementation(const FunctionSpec& spec, const Case& golden, const RunFn& impl);
+// `verl_version`: the golden's release (ValidateGolden).
+CaseReport CheckImplementation(const FunctionSpec& spec, const Case& golden, const RunFn& impl,
+                               const std::string& verl_version = kOracleVerlVersion);
 
 }  // namespace verlconf

@@ -38,6 +38,19 @@ bool SameSpecial(double g, double w) {
   if (std::isnan(w) || std::isnan(g)) return std::isnan(w) && std::isnan(g);
   return g == w;  // infinities
 }
+// The same bits, element by element (NaN payloads aside: a NaN matches a NaN).
+bool BitIdentical(const Array& a, const Array& b) {
+  if (a.shape != b.shape) return false;
+  for (int64_t k = 0; k < a.size(); ++k) {
+    const double x = a[k], y = b[k];
+    if (std::isnan(x) || std::isnan(y)) {
+      if (!(std::isnan(x) && std::isnan(y))) return false;
+    } else if (x != y || std::signbit(x) != std::signbit(y)) {
+      return false;
+    }
+  }
+  return true;
+}
 }  // namespace
 
 Tolerance DefaultTolerance(DType d) {
@@ -134,6 +147,8 @@ FieldReport CompareField(const std::string& field, const Array* got, const Array
     ++r.mismatched;
     if (r.first_mismatches.size() < 5) r.first_mismatches.push_back({k, g, w});
   }
+  r.zero_reference = all_zero && want.size() > 0;
+  r.identical = got->dtype == want.dtype && BitIdentical(*got, want);
   if (r.mismatched > 0) {
     r.outcome = Outcome::kFailed;
     if (discrete) r.note = std::to_string(r.mismatched) + " element(s) decided differently";

@@ -59,6 +59,8 @@ struct FieldReport {
   int64_t flips = 0;             // elements that took the other decision's value at a boundary
   std::vector<int64_t> flipped;  // their flat indices (token-shaped fields: which decisions differ)
   bool compared_finite = false;  // some reference element was finite (NaN == NaN alone proves nothing)
+  bool zero_reference = false;   // every reference element is zero (and there is one)
+  bool identical = false;        // got equals the reference bit for bit (same shape, dtype, values)
   std::vector<int64_t> shape;    // of the reference, to print the worst index
   struct Pair {
     int64_t index;

@@ -125,4 +125,11 @@ void ValidateCase(const FunctionSpec& spec, const Case& c) {
   if (spec.check_config && !c.expect_error) spec.check_config(c);
 }
 
+void ValidateGolden(const FunctionSpec& spec, const Case& c, const std::string& verl_version) {
+  if (verl_version == kOracleVerlVersion)
+    ValidateCase(spec, c);
+  else
+    ValidateStructure(spec, c);
+}
+
 }  // namespace verlconf

@@ -9,6 +9,9 @@
 
 namespace verlconf {
 
+// The verl release whose semantics the oracle (and so the CUDA implementation) mirrors.
+inline constexpr const char* kOracleVerlVersion = "0.9.1";
+
 void ValidateCase(const FunctionSpec& spec, const Case& c);
 
 // Everything ValidateCase checks except spec.check_config: the config values this verl
@@ -16,5 +19,11 @@ void ValidateCase(const FunctionSpec& spec, const Case& c);
 // versions, whose accepted values may differ; the structure (names, shapes, dtypes,
 // finite values) is what the oracle needs before it may touch a case.
 void ValidateStructure(const FunctionSpec& spec, const Case& c);
+
+// The case check of a golden of `verl_version`: ValidateCase for the release the oracle
+// mirrors, ValidateStructure for any other. A config another release accepts and this
+// one refuses is a result to judge there (the oracle raises, verl returned a value:
+// FAILED, a version difference), never bad input.
+void ValidateGolden(const FunctionSpec& spec, const Case& c, const std::string& verl_version);
 
 }  // namespace verlconf

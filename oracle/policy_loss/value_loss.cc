@@ -25,9 +25,16 @@ ValueLossResult compute_value_loss(const Array& vpreds, const Array& returns, co
     const double s = MaxShareA(l1, l2);
     dloss[k] = s * 2.0 * (v - R) + (1.0 - s) * 2.0 * (vc - R) * dvc;
     clipped[k] = l2 > l1 ? 1.0 : 0.0;
-    // The decision l2 > l1 compares two rounded squares; a gap within a few ulps of
-    // their size may be decided either way by a correct implementation.
-    boundary[k] = std::fabs(l2 - l1) <= kDecisionUlps * eps * std::max({l1, l2, 1e-300}) ? 1.0 : 0.0;
+    // Rounding decides l2 > l1 only where a correct implementation may compute it
+    // differently: v within rounding of a clip bound (V + c is itself rounded), or v
+    // clipped with the two squares a few ulps apart. Strictly inside the range the clip
+    // returns v itself, l1 and l2 are the same number, and nothing is clipped in any
+    // precision: no decision there for an allowance to count.
+    const double scale = std::max({1.0, std::fabs(values[k]), std::fabs(c), std::fabs(v)});
+    const bool at_bound =
+        std::fabs(v - hi) <= kDecisionUlps * eps * scale || std::fabs(v - lo) <= kDecisionUlps * eps * scale;
+    const bool close_squares = vc != v && std::fabs(l2 - l1) <= kDecisionUlps * eps * std::max({l1, l2, 1e-300});
+    boundary[k] = at_bound || close_squares ? 1.0 : 0.0;
   }
   ValueLossResult out;
   out.loss = 0.5 * agg_loss(losses, mask, cfg.loss_agg_mode, cfg.global);
