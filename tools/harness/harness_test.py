@@ -7,10 +7,18 @@ line. Then small adapters written by the tests hold the adapter contract
 exceptions from the candidate's own framework against the adapter's, misspelled fields,
 non-float and float32 results, partial results, ambiguous keys, projections. Outcomes are
 asserted on the written file, and on conform's verdict where conform judges them today.
-No torch: Debian's python3 with numpy and h5py.
+Then where the harness may write (never into the current directory on an empty --out,
+never over the goldens or another input, never over earlier results without --force,
+through temporaries that a failure removes), and the provenance it records of its own
+run. No torch: Debian's python3 with numpy and h5py.
 """
+import hashlib
+import importlib.metadata
 import json
 import os
+import platform
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -258,7 +266,7 @@ class Contract(unittest.TestCase):
                     FUNCTIONS = {{"k1": k1}}
                 """)
                 self.assertEqual(code, 2, text)
-                self.assertRegex(text, r"harness: k1/[a-z0-9_]+_f(64|32): " + where.replace("'", "."))
+                self.assertRegex(text, r"harness: error: k1/[a-z0-9_]+_f(64|32): " + where.replace("'", "."))
                 self.assertIn("nothing written", text)
                 self.assertFalse(os.path.exists(out) and os.listdir(out), text)
 
@@ -451,6 +459,401 @@ class Projections(unittest.TestCase):
         bad = self.call(lambda i, c, d: {"metrics": {"rollout_rs_token_k2_mean": 1.0}}, None, entry,
                         {"option_name": "token_k1"})
         self.assertEqual(len(bad.problems), 1, bad.problems)
+
+
+MINE = """
+    name = "mine"
+    def versions():
+        return {"mine_version": "1.2", "verl_version": "0.0.1"}
+    def k1(inputs, cfg, dtype):
+        return {"outputs": {"kl": inputs["logprob"] - inputs["ref_logprob"]}}
+    FUNCTIONS = {"k1": k1}
+"""
+
+
+def listing(d):
+    # Importing an adapter may leave Python's bytecode cache beside it; that is not the harness's.
+    return sorted(n for n in os.listdir(d) if n != "__pycache__")
+
+
+def snapshot(d):
+    """Every entry of d (hidden ones included) with its bytes, or its kind."""
+    out = {}
+    for n in sorted(os.listdir(d)):
+        p = os.path.join(d, n)
+        if os.path.islink(p):
+            out[n] = "link to " + os.readlink(p)
+        elif os.path.isfile(p):
+            with open(p, "rb") as f:
+                out[n] = hashlib.sha256(f.read()).hexdigest()
+        else:
+            out[n] = "not a regular file"
+    return out
+
+
+class Outputs(unittest.TestCase):
+    """Where the harness writes. Each run starts in an empty directory of its own, which
+    must stay empty; the goldens are a copy of kl.h5 (so a harness that wrote over them
+    would damage only the copy), checked byte for byte after every refusal."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls._tmp = tmpdir()
+        cls.tmp = cls._tmp.name
+        cls.spec = os.path.join(cls.tmp, "spec.json")
+        with open(cls.spec, "w") as f:
+            f.write(subprocess.run([CONFORM, "spec", "--json"], check=True, capture_output=True, text=True).stdout)
+        cls.gold = os.path.join(cls.tmp, "gold")
+        os.makedirs(cls.gold)
+        shutil.copy(os.path.join(GOLDENS, "kl.h5"), cls.gold)
+        cls.adapter = os.path.join(cls.tmp, "adapter", "mine_adapter.py")
+        os.makedirs(os.path.dirname(cls.adapter))
+        with open(cls.adapter, "w") as f:
+            f.write(textwrap.dedent(MINE))
+        cls.gold_state = snapshot(cls.gold)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls._tmp.cleanup()
+
+    def setUp(self):
+        self._work = tmpdir()
+        self.work = self._work.name
+
+    def tearDown(self):
+        self._work.cleanup()
+        self.assertEqual(snapshot(self.gold), self.gold_state, "the goldens changed")
+
+    def run_harness(self, *args, base=True, env=None):
+        """The harness from an empty directory: (exit code, stdout, stderr)."""
+        cwd = os.path.join(self.work, "cwd")
+        os.makedirs(cwd)
+        try:
+            extra = ["--adapter", self.adapter, "--goldens", self.gold, "--spec", self.spec] if base else []
+            p = subprocess.run([sys.executable, HARNESS, *extra, *args], cwd=cwd, capture_output=True, text=True,
+                               env=dict(os.environ, **(env or {})))
+            self.assertEqual(os.listdir(cwd), [], "the harness wrote into the current directory")
+        finally:
+            shutil.rmtree(cwd)
+        return p.returncode, p.stdout, p.stderr
+
+    def refused(self, message, *args, base=True):
+        code, out, err = self.run_harness(*args, base=base)
+        self.assertEqual((code, out, err), (2, "", f"harness: error: {message}\n"))
+
+    def test_an_empty_value_is_a_usage_error(self):
+        full = {"--adapter": self.adapter, "--out": os.path.join(self.work, "out"), "--goldens": self.gold,
+                "--spec": self.spec, "--conform": CONFORM}
+        for option in full:
+            for form in ([option, ""], [option + "="]):
+                with self.subTest(form=form):
+                    args = [a for k, v in full.items() if k != option for a in (k, v)]
+                    self.refused(f"option {option}: an empty value", *args, *form, base=False)
+                    self.assertFalse(os.path.exists(full["--out"]))
+
+    def test_an_option_given_twice_or_unknown(self):
+        a, b = os.path.join(self.work, "a"), os.path.join(self.work, "b")
+        self.refused(f"option --out given twice ('{a}' and '{b}')", "--out", a, "--out", b)
+        self.refused("option --force given twice", "--out", a, "--force", "--force")
+        self.refused("unrecognized arguments: --outt", "--out", a, "--outt")
+        self.refused("unrecognized arguments: --ou", "--out", a, "--ou")  # no abbreviations, as in conform
+        self.refused("the following arguments are required: --out")
+        self.assertEqual(os.listdir(self.work), [])
+
+    def test_never_over_the_goldens(self):
+        link = os.path.join(self.work, "link")
+        os.symlink(self.gold, link)
+        for out in (self.gold, self.gold + "/", os.path.join(self.gold, "..", "gold"), link):
+            for force in ([], ["--force"]):
+                with self.subTest(out=out, force=force):
+                    self.refused(f"--out {out}: the goldens directory {self.gold}; refusing to write over it",
+                                 "--out", out, *force)
+        for out in (os.path.join(self.gold, "mine"), os.path.join(link, "a", "b")):
+            with self.subTest(out=out):
+                self.refused(f"--out {out}: inside the goldens directory {self.gold}; refusing to write into it",
+                             "--out", out)
+                self.assertFalse(os.path.exists(out))
+
+    def test_never_through_the_goldens_links(self):
+        # A golden set of links: its files' own directory is just as much an input.
+        links = os.path.join(self.work, "links")
+        os.makedirs(links)
+        os.symlink(os.path.join(self.gold, "kl.h5"), os.path.join(links, "kl.h5"))
+        self.refused(f"--out {self.gold}: {os.path.realpath(self.gold)}, the directory of the golden "
+                     f"{links}/kl.h5; refusing to write over it",
+                     "--adapter", self.adapter, "--spec", self.spec, "--goldens", links, "--out", self.gold, "--force",
+                     base=False)
+
+    def test_never_over_the_bundled_goldens(self):
+        # Without --force: were the rule broken, "already holds results" would still
+        # refuse, so this test can never remove the repository's goldens.
+        self.refused(f"--out {GOLDENS}: the goldens directory {GOLDENS}; refusing to write over it",
+                     "--adapter", self.adapter, "--spec", self.spec, "--out", GOLDENS, base=False)
+        self.refused(f"--out {GOLDENS}: the golden set {GOLDENS} of this repository; refusing to write over it",
+                     "--out", GOLDENS)
+
+    def test_never_over_another_input(self):
+        with open(self.adapter, "rb") as f:
+            before = f.read()
+        self.refused(f"--out {self.adapter}: the same file as the input --adapter {self.adapter}; refusing to "
+                     "overwrite an input", "--out", self.adapter)
+        self.refused(f"--out {self.spec}: the same file as the input --spec {self.spec}; refusing to overwrite "
+                     "an input", "--out", self.spec, "--force")
+        with open(self.adapter, "rb") as f:
+            self.assertEqual(f.read(), before)
+        # A result file that is an input (a link to a golden) is not replaced, even with --force.
+        out = os.path.join(self.work, "out")
+        os.makedirs(out)
+        os.symlink(os.path.join(self.gold, "kl.h5"), os.path.join(out, "kl.h5"))
+        self.refused(f"--out {out}: holds kl.h5, the same file as the golden {self.gold}/kl.h5; refusing to "
+                     "overwrite an input", "--out", out, "--force")
+        self.assertEqual(os.readlink(os.path.join(out, "kl.h5")), os.path.join(self.gold, "kl.h5"))
+
+    def test_not_a_directory(self):
+        file = os.path.join(self.work, "file")
+        with open(file, "w") as f:
+            f.write("mine\n")
+        fifo = os.path.join(self.work, "fifo")
+        os.mkfifo(fifo)
+        to_file, to_nothing = os.path.join(self.work, "to_file"), os.path.join(self.work, "to_nothing")
+        os.symlink(file, to_file)
+        os.symlink(os.path.join(self.work, "nothing"), to_nothing)
+        tail = "; the harness writes into a directory or a new name"
+        for out, what in ((file, "a regular file"), (fifo, "a FIFO"), (to_file, "a symbolic link to a regular file"),
+                          (to_nothing, "a symbolic link to nothing")):
+            for force in ([], ["--force"]):
+                with self.subTest(out=out, force=force):
+                    self.refused(f"--out {out}: {what}{tail}", "--out", out, *force)
+        self.refused(f"--out {file}/sub: {file} is not a directory", "--out", os.path.join(file, "sub"))
+        with open(file) as f:
+            self.assertEqual(f.read(), "mine\n")
+        self.assertEqual(sorted(os.listdir(self.work)), ["fifo", "file", "to_file", "to_nothing"])
+
+    def test_earlier_results_need_force(self):
+        out = os.path.join(self.work, "out")
+        os.makedirs(out)
+        for name, text in (("kl.h5", "previous run"), ("old.h5", "stale"), ("notes.txt", "mine")):
+            with open(os.path.join(out, name), "w") as f:
+                f.write(text)
+        before = snapshot(out)
+        self.refused(f"--out {out}: already holds 2 result file(s) (kl.h5, old.h5); pass --force to replace them",
+                     "--out", out)
+        self.assertEqual(snapshot(out), before)
+        code, stdout, err = self.run_harness("--out", out, "--force")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(sorted(os.listdir(out)), ["kl.h5", "notes.txt"])  # old.h5 was a result too
+        with open(os.path.join(out, "notes.txt")) as f:
+            self.assertEqual(f.read(), "mine")
+        with h5py.File(os.path.join(out, "kl.h5"), "r") as f:
+            self.assertEqual(f.attrs["producer"], "mine")
+        self.assertEqual(self.conform_check(out)[0], 0)
+
+    def test_force_removes_the_results_even_when_the_run_fails(self):
+        # As conform with --report: a failed run leaves no earlier run's set behind.
+        out = os.path.join(self.work, "out")
+        os.makedirs(out)
+        with open(os.path.join(out, "kl.h5"), "w") as f:
+            f.write("previous run")
+        bad = os.path.join(self.work, "bad_adapter.py")
+        with open(bad, "w") as f:
+            f.write('name = "bad"\ndef versions(): return {}\nFUNCTIONS = {"vanila": print}\n')
+        code, stdout, err = self.run_harness("--adapter", bad, "--goldens", self.gold, "--spec", self.spec,
+                                             "--out", out, "--force", base=False)
+        self.assertEqual(code, 2, err)
+        self.assertIn("harness: error: 1 problem(s); nothing written\n", err)
+        self.assertTrue(err.endswith(f"harness: --force removed the previous results from {out} (1 file(s))\n"), err)
+        self.assertEqual(os.listdir(out), [])
+
+    def test_an_empty_or_missing_directory_is_fine(self):
+        empty = os.path.join(self.work, "empty")
+        os.makedirs(empty)
+        missing = os.path.join(self.work, "a", "b", "c")
+        for out in (empty, missing):
+            with self.subTest(out=out):
+                code, stdout, err = self.run_harness("--out", out)
+                self.assertEqual((code, err), (0, ""))
+                self.assertTrue(stdout.endswith(f"-> {out}\n"), stdout)
+                self.assertEqual(os.listdir(out), ["kl.h5"])
+
+    def test_relative_to_where_bazel_run_was_typed(self):
+        # As conform: under `bazel run` the tool starts in its runfiles tree, and a relative
+        # --out means relative to BUILD_WORKING_DIRECTORY.
+        typed = os.path.join(self.work, "typed")
+        os.makedirs(typed)
+        code, stdout, err = self.run_harness("--out", "mine", env={"BUILD_WORKING_DIRECTORY": typed})
+        self.assertEqual((code, err), (0, ""))
+        self.assertEqual(os.listdir(os.path.join(typed, "mine")), ["kl.h5"])
+
+    def test_a_failed_run_creates_nothing(self):
+        out = os.path.join(self.work, "a", "b")
+        bad = os.path.join(self.work, "bad_adapter.py")
+        with open(bad, "w") as f:
+            f.write('name = "bad"\ndef versions(): return {}\n'
+                    'def k1(inputs, cfg, dtype): return {"outputs": {"kl_value": inputs["logprob"]}}\n'
+                    'FUNCTIONS = {"k1": k1}\n')
+        code, stdout, err = self.run_harness("--adapter", bad, "--goldens", self.gold, "--spec", self.spec,
+                                             "--out", out, base=False)
+        self.assertEqual(code, 2, err)
+        self.assertEqual(listing(self.work), ["bad_adapter.py"])
+
+    def conform_check(self, out):
+        p = subprocess.run([CONFORM, "check", "--against", self.gold, "--candidate", out, "--format", "json"],
+                           capture_output=True, text=True)
+        return p.returncode, p.stdout, p.stderr
+
+
+class Writing(unittest.TestCase):
+    """The write itself, in-process with a writer of the test's own: every file through an
+    exclusive temporary in the target directory, renamed into place only when all are
+    complete; a failure or a signal removes the temporaries, the files already renamed and
+    the directories the write created."""
+
+    @classmethod
+    def setUpClass(cls):
+        sys.path.insert(0, HERE)
+        import run_candidate
+        cls.rc = run_candidate
+
+    FILES = [("a.h5", {}, []), ("b.h5", {}, []), ("c.h5", {}, [])]
+
+    def writer(self, out, fail=None):
+        seen = []
+
+        def write(path, root, records):
+            name = os.path.basename(path)
+            self.assertEqual(os.path.dirname(path), out)
+            self.assertTrue(os.path.isfile(path), "the temporary exists before it is written")
+            self.assertRegex(name, r"^\.[abc]\.h5\.harness-tmp-")
+            self.assertFalse([n for n in os.listdir(out) if n.endswith(".h5")],
+                             "a file renamed before all were written")
+            seen.append(name)
+            if fail and name.startswith(f".{fail[0]}.h5"):
+                fail[1]()
+            with open(path, "w") as f:
+                f.write(name)
+
+        return write, seen
+
+    def test_all_or_nothing(self):
+        with tmpdir() as work:
+            out = os.path.join(work, "out")
+            write, seen = self.writer(out)
+            self.rc.write_candidate(out, self.FILES, writer=write)
+            self.assertEqual(sorted(os.listdir(out)), ["a.h5", "b.h5", "c.h5"])
+            self.assertEqual(len(seen), 3)
+
+    def test_a_failure_removes_what_it_wrote(self):
+        def enospc():
+            raise OSError(28, "No space left on device")
+
+        with tmpdir() as work:
+            out = os.path.join(work, "new", "out")
+            write, _ = self.writer(out, ("b", enospc))
+            with self.assertRaises(OSError):
+                self.rc.write_candidate(out, self.FILES, writer=write)
+            self.assertEqual(os.listdir(work), [])  # new/out was created by the write, and removed
+
+    def test_a_signal_removes_what_it_wrote(self):
+        with tmpdir() as work:
+            with open(os.path.join(work, "notes.txt"), "w") as f:
+                f.write("mine")
+            write, _ = self.writer(work, ("c", lambda: os.kill(os.getpid(), signal.SIGTERM)))
+            before = signal.getsignal(signal.SIGTERM)
+            with self.assertRaises(self.rc.Signalled) as cm:
+                self.rc.write_candidate(work, self.FILES, writer=write)
+            self.assertEqual(cm.exception.signum, signal.SIGTERM)
+            self.assertEqual(signal.getsignal(signal.SIGTERM), before)
+            self.assertEqual(os.listdir(work), ["notes.txt"])
+
+    def test_an_interrupted_harness_dies_by_the_signal_and_leaves_nothing(self):
+        # The real harness, killed while it writes: the adapter's versions() (called after
+        # the cases, before the files) arranges a SIGTERM for the first write.
+        with tmpdir() as work:
+            gold = os.path.join(work, "gold")
+            os.makedirs(gold)
+            os.symlink(os.path.join(GOLDENS, "kl.h5"), os.path.join(gold, "kl.h5"))
+            adapter = os.path.join(work, "mine_adapter.py")
+            with open(adapter, "w") as f:
+                f.write(textwrap.dedent("""
+                    import os, signal, h5schema
+                    name = "mine"
+                    def versions():
+                        real = h5schema.write_fixture_file
+                        def killed(path, *a, **k):
+                            real(path, *a, **k)
+                            os.kill(os.getpid(), signal.SIGTERM)
+                        h5schema.write_fixture_file = killed
+                        return {}
+                    FUNCTIONS = {"k1": lambda inputs, cfg, dtype: {"outputs": {"kl": inputs["logprob"]}}}
+                """))
+            out = os.path.join(work, "out")
+            p = subprocess.run([sys.executable, HARNESS, "--adapter", adapter, "--goldens", gold, "--out", out],
+                               cwd=work, capture_output=True, text=True)
+            self.assertEqual(p.returncode, -signal.SIGTERM, p.stderr)
+            self.assertEqual(listing(work), ["gold", "mine_adapter.py"])
+
+
+class Provenance(unittest.TestCase):
+    """The candidate root: what conform requires (family, the goldens' verl_version), the
+    adapter's producer and versions, and this interpreter's versions under harness_* names,
+    never the goldens' capture provenance."""
+
+    def run_on_kl(self, work, adapter_src):
+        gold = os.path.join(work, "gold")
+        os.makedirs(gold)
+        os.symlink(os.path.join(GOLDENS, "kl.h5"), os.path.join(gold, "kl.h5"))
+        adapter = os.path.join(work, "mine_adapter.py")
+        with open(adapter, "w") as f:
+            f.write(textwrap.dedent(adapter_src))
+        out = os.path.join(work, "out")
+        p = subprocess.run([sys.executable, HARNESS, "--adapter", adapter, "--goldens", gold, "--out", out,
+                            "--conform", CONFORM], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with h5py.File(os.path.join(out, "kl.h5"), "r") as f:
+            attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
+        return attrs, gold, out
+
+    def test_the_root_describes_this_run(self):
+        with tmpdir() as work:
+            attrs, gold, out = self.run_on_kl(work, MINE)
+            with h5py.File(os.path.join(GOLDENS, "kl.h5"), "r") as f:
+                golden_verl = f.attrs["verl_version"]
+                golden_verl = golden_verl.decode() if isinstance(golden_verl, bytes) else golden_verl
+            try:
+                torch = {"harness_torch_version": importlib.metadata.version("torch")}
+            except importlib.metadata.PackageNotFoundError:
+                torch = {}
+            want = {"schema_version": 2, "family": "kl", "verl_version": golden_verl, "producer": "mine",
+                    "mine_version": "1.2", "adapter_verl_version": "0.0.1",
+                    "harness_python_version": platform.python_version(), "harness_numpy_version": np.__version__,
+                    "harness_h5py_version": h5py.__version__, **torch}
+            self.assertEqual(attrs, want)
+            p = subprocess.run([CONFORM, "check", "--against", gold, "--candidate", out, "--format", "json"],
+                               capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            shown = json.loads(p.stdout)["provenance"]["candidate"]
+            for k in ("producer", "harness_python_version", "harness_numpy_version", "harness_h5py_version",
+                      "mine_version", *torch):
+                self.assertEqual(shown.get(k), want[k], k)
+
+    def test_the_adapters_torch_is_the_one_recorded(self):
+        with tmpdir() as work:
+            attrs, _, _ = self.run_on_kl(work, """
+                import sys, types
+                sys.modules["torch"] = types.SimpleNamespace(__version__="0.0.1+adapter")
+                name = "mine"
+                def versions(): return {}
+                FUNCTIONS = {}
+            """)
+            self.assertEqual(attrs["harness_torch_version"], "0.0.1+adapter")
+
+    def test_torch_is_never_imported_for_it(self):
+        sys.path.insert(0, HERE)
+        import run_candidate
+        had = "torch" in sys.modules
+        versions = run_candidate.harness_versions()
+        self.assertEqual("torch" in sys.modules, had)
+        self.assertEqual(versions["harness_python_version"], platform.python_version())
 
 
 class ProgressLine(unittest.TestCase):
