@@ -369,10 +369,11 @@ std::string RenderMarkdown(const Drift& d) {
        "`round`: within tolerance; `changed`: beyond it; `one side`: cases that have the field in one "
        "set only; `flips`: elements decided the other way at a threshold within rounding (passed). "
        "`max err/tol`: the largest change as a multiple of the tolerance, `|new - old| / (atol + rtol * "
-       "|old|)`, so at most 1 means within tolerance (`inf` where a field compared exactly, a count or a fraction, "
-       "changed, or where no element shows the change: a shape or a dtype); `max abs` / `max rel`: the largest "
-       "absolute and "
-       "relative change (over elements whose old value is non-zero), each over the field's cases.\n\n";
+       "|old|)`, so at most 1 means within tolerance (`inf` where a field compared exactly, a mask, changed, or "
+       "where no element shows the change: a shape or a dtype; a fraction is held to the smaller of the "
+       "floating tolerance and half of one count, so a count that changed reads as a large finite figure); "
+       "`max abs` / `max rel`: the largest absolute and relative change (over elements whose old value is non-zero), "
+       "each over the field's cases.\n\n";
   o << "### Changed beyond tolerance, or on one side only\n\n";
   bool any = false;
   for (const auto& [fn, fields] : d.fields)
