@@ -140,6 +140,21 @@ TEST(Judge, AClipFractionMovesOnlyWithDecisionsThatDiffer) {
   EXPECT_EQ(Field(r, "metrics/actor/pg_clipfrac").outcome, Outcome::kFailed) << r.Describe();
 }
 
+// A masked token is in no fraction: a boundary the reference marks there allows nothing,
+// whichever way a candidate decides it.
+TEST(Judge, AMaskedBoundaryTokenGivesNoAllowance) {
+  Case c = VanillaAtBound();
+  c.inputs["response_mask"].at(0, 1) = 0.0;
+  const Case golden = WithReference(c);
+  ASSERT_EQ(FindSpec("vanilla")->oracle(golden).boundary.at(0, 1), 1.0);
+  Result got = Result::Of(golden);
+  got.metrics["actor/pg_clipfrac"] += 1.0 / 7.0;  // one valid token's worth
+  const CaseReport r = Judge(golden, got);
+  EXPECT_EQ(Field(r, "metrics/actor/pg_clipfrac").outcome, Outcome::kFailed) << r.Describe();
+  EXPECT_EQ(Field(r, "metrics/actor/pg_clipfrac").note.find("of it for tokens"), std::string::npos)
+      << Field(r, "metrics/actor/pg_clipfrac").note;
+}
+
 TEST(Judge, NaNMatchingNaNProvesNothing) {
   const Array nan = Array::Scalar(kNaN);
   const FieldReport f = CompareField("outputs/loss", &nan, nan, DefaultTolerance(DType::kFloat64), false);
