@@ -41,6 +41,17 @@ CaseReport Unsupported(const Case& c, const std::string& why) {
 
 CaseReport Skipped(const Case& c, const std::string& why) { return CaseReport::NotCompared(c, Outcome::kSkipped, why); }
 
+// Why --impl cuda cannot run here: a build without device code (the host copies of the
+// CUDA sources fill only the cuda-host slot), or no usable device; "" when it can.
+std::string CudaUnavailableReason() {
+  bool device_code = false;
+  for (const FunctionSpec& s : Registry()) device_code |= s.Implementation(Impl::kCuda) != nullptr;
+  if (!device_code)
+    return "this conform was built without device code (its CUDA entries are the host copies: --impl cuda-host); "
+           "tools/gpu:verlconf_gpu runs --impl cuda on a GPU (tools/gpu_check.sh)";
+  return cuda::DeviceUnavailableReason();
+}
+
 // body(k) for k in [0, n), on `jobs` threads, the reports in k's order: exactly what a
 // loop over k gives. An item that throws stops the run as in that loop: the exception of
 // the first such item in k's order is rethrown (later items may have run; their results
@@ -130,7 +141,7 @@ std::vector<CaseReport> CheckCandidateSet(const CheckOptions& o, const GoldenSet
 
 std::vector<CaseReport> CheckImplementationSet(const CheckOptions& o, const GoldenSet& golden, const Selection& only) {
   const Impl impl = *ParseImpl(o.impl);
-  const std::string device_unavailable = impl == Impl::kCuda ? cuda::DeviceUnavailableReason() : "";
+  const std::string device_unavailable = impl == Impl::kCuda ? CudaUnavailableReason() : "";
   const std::vector<const Case*> cases = golden.Cases();
   const std::string verl = golden.VerlVersion();
   Progress progress(cases.size());
@@ -244,8 +255,8 @@ int RunCheck(const CheckOptions& o, std::ostream& out) {
     out << CheckJson(reports, provenance, code) << "\n";
   } else {
     out << "conform check: " << what << " against " << o.against << " (verl " << golden.VerlVersion() << ")\n";
-    if (o.impl == "cuda" && o.candidate.empty() && !cuda::DeviceUnavailableReason().empty())
-      out << "CUDA: " << cuda::DeviceUnavailableReason() << "\n";
+    if (o.impl == "cuda" && o.candidate.empty() && !CudaUnavailableReason().empty())
+      out << "CUDA: " << CudaUnavailableReason() << "\n";
     if (identical)
       out << "every compared field of the " << identical_cases
           << " compared case(s) is the reference's bit for bit (verl itself through the harness, or a copy of the "

@@ -80,7 +80,7 @@ tests=(
   "cuda_impl_kl_kl_penalty_kernel_test://cuda_impl/kl:kl_penalty_kernel_test"
   "verlconf_gpu://tools/gpu:verlconf_gpu"
 )
-applets=(properties_cuda_test conform cuda_bench)
+applets=(tools_gpu_cuda_test conform cuda_bench)
 targets=()
 for e in "${tests[@]}"; do targets+=("${e#*:}"); done
 
@@ -199,7 +199,7 @@ mkdir -p "$1" || exit 2
 out="$(cd "$1" && pwd)"
 deadline=$((SECONDS + ${GPU_CHECK_DEADLINE:-470}))
 export GTEST_COLOR=no
-names=(third_party_cuda_test cuda_impl_kl_kl_penalty_kernel_test properties_cuda_test conform_cuda bench bench_verl)
+names=(third_party_cuda_test cuda_impl_kl_kl_penalty_kernel_test tools_gpu_cuda_test conform_cuda bench bench_verl)
 for n in "${names[@]}"; do rm -f "$out/$n.log" "$out/$n.xml" "$out/$n.json"; done
 rm -f "$out/env.log" "$out/summary.txt" "$out/ratio_table.md"
 
@@ -254,7 +254,7 @@ step() {
 
 show_tail() { echo "----- last lines of $1.log"; tail -n 30 "$out/$1.log"; echo "-----"; }
 
-for name in third_party_cuda_test cuda_impl_kl_kl_penalty_kernel_test properties_cuda_test; do
+for name in third_party_cuda_test cuda_impl_kl_kl_penalty_kernel_test tools_gpu_cuda_test; do
   # Later: the other tests (30 s each), conform (40 s) and the two benches (60 s each).
   step "$(allowance 120 250)" "$name" "$bin/$name" --gtest_output="xml:$out/$name.xml"
   total=0 skip=0

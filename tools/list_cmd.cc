@@ -215,7 +215,10 @@ int RunList(const std::string& against, bool json, std::ostream& out) {
   for (const auto& s : Registry()) {
     const auto n = counts[{s.family, s.name}];
     items.push_back({s.name, s.family, s.Implementation(Impl::kOracle) != nullptr,
-                     s.Implementation(Impl::kCuda) != nullptr, n.first, n.second, s.notes});
+                     // One source fills both CUDA slots (cuda_impl/core/system.h); a build
+                     // without nvcc has the cuda-host one alone.
+                     s.Implementation(Impl::kCuda) != nullptr || s.Implementation(Impl::kCudaHost) != nullptr, n.first,
+                     n.second, s.notes});
     listed.insert({s.family, s.name});
   }
   for (const auto& [key, n] : counts)  // goldens of functions the registry lacks

@@ -15,8 +15,9 @@ BenchProbe* SetBenchProbe(BenchProbe* probe) {
 
 BenchProbe* CurrentBenchProbe() { return current_probe; }
 
-bool RegisterCudaEntry(const std::string& family, const std::string& name, SystemRunFn run) {
-  RegisterImplementation(Impl::kCuda, family, name, [run](const Case& c) { return run(System::kDevice, c); });
+bool RegisterCudaEntryIn(bool with_device, const std::string& family, const std::string& name, SystemRunFn run) {
+  if (with_device)
+    RegisterImplementation(Impl::kCuda, family, name, [run](const Case& c) { return run(System::kDevice, c); });
   RegisterImplementation(Impl::kCudaHost, family, name, [run](const Case& c) { return run(System::kHost, c); });
   return true;
 }

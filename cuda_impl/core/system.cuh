@@ -10,7 +10,9 @@
 #include <thrust/execution_policy.h>
 #include <thrust/memory.h>
 #include <thrust/system/cpp/execution_policy.h>
+#ifdef __CUDACC__
 #include <thrust/system/cuda/execution_policy.h>
+#endif
 
 #include <algorithm>
 #include <cstddef>
@@ -96,8 +98,11 @@ class StreamScope {
   cudaStream_t stream_ = nullptr;
 };
 
-// The execution policy of a system, drawing temporaries from `ws`.
+// The execution policy of a system, drawing temporaries from `ws`. Only nvcc's build has
+// the device's: the host copy of a source (cuda.bzl) is compiled without a CUDA compiler.
+#ifdef __CUDACC__
 inline auto DevicePolicy(Workspace& ws, cudaStream_t stream) { return thrust::cuda::par_nosync(ws).on(stream); }
+#endif
 inline auto HostPolicy(Workspace& ws) { return thrust::cpp::par(ws); }
 
 // Calls f(policy) with the policy of `system`: the one place a function's template is
@@ -108,6 +113,11 @@ void WithPolicy(System system, Workspace& ws, cudaStream_t stream, F&& f) {
     f(HostPolicy(ws));
     return;
   }
+#ifndef __CUDACC__
+  // The host copy registers only the cuda-host slot (system.h), so this is a bug.
+  (void)stream;
+  throw std::logic_error("the host build of a CUDA entry was asked to run on the device");
+#else
   BenchProbe* probe = CurrentBenchProbe();
   if (!probe) {
     f(DevicePolicy(ws, stream));
@@ -140,6 +150,7 @@ void WithPolicy(System system, Workspace& ws, cudaStream_t stream, F&& f) {
   if (!ms.empty()) probe->ms += ms[ms.size() / 2];
   probe->workspace_peak_bytes = std::max(probe->workspace_peak_bytes, ws.peak_bytes());
   ++probe->passes;
+#endif
 }
 
 // An array in the memory of a system: a DeviceBuffer on the device, a vector on the

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "oracle/core/case.h"
@@ -16,9 +17,22 @@ enum class System { kDevice, kHost };
 
 using SystemRunFn = std::function<Result(System, const Case&)>;
 
-// Registers run for (family, name) in the cuda and cuda-host slots; call from a static
-// initialiser of an alwayslink library. Returns true.
-bool RegisterCudaEntry(const std::string& family, const std::string& name, SystemRunFn run);
+// Registers run for (family, name) in the cuda-host slot, and with `with_device` in the
+// cuda slot too. Returns true.
+bool RegisterCudaEntryIn(bool with_device, const std::string& family, const std::string& name, SystemRunFn run);
+
+// Registers run for (family, name) in the slots this translation unit was compiled for:
+// nvcc's build has device code and fills both the cuda and the cuda-host slot; the host
+// copy (cuda.bzl, compiled by the C++ compiler through Thrust's CPP system) fills only
+// cuda-host. Internal linkage: the two builds of one source differ here, and each must
+// keep its own. Call from a static initialiser of an alwayslink library.
+static inline bool RegisterCudaEntry(const std::string& family, const std::string& name, SystemRunFn run) {
+#ifdef __CUDACC__
+  return RegisterCudaEntryIn(true, family, name, std::move(run));
+#else
+  return RegisterCudaEntryIn(false, family, name, std::move(run));
+#endif
+}
 
 // Device timing of entry calls, for tools/bench. While a probe is installed on the
 // calling thread, every WithPolicy call on the device runs its function `warmup` times

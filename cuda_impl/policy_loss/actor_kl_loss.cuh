@@ -33,9 +33,10 @@ struct ActorKlLoss {
 // aggregation arguments must have passed the oracle's checks (oracle::ParseKlName,
 // oracle::CheckAggArguments). `system` is the policy's.
 template <class Policy>
-ActorKlLoss actor_kl_loss(Policy&& policy, System system, const float* log_prob, const float* ref_log_prob,
-                          const float* mask, int64_t rows, int64_t cols, KlKind kind, bool straight_through, float coef,
-                          AggMode mode, const AggGlobal& global, float* grad_log_prob) {
+ActorKlLoss actor_kl_loss(Policy&& policy, [[maybe_unused]] System system, const float* log_prob,
+                          const float* ref_log_prob, const float* mask, int64_t rows, int64_t cols, KlKind kind,
+                          bool straight_through, float coef, AggMode mode, const AggGlobal& global,
+                          float* grad_log_prob) {
   const int64_t n = rows * cols;
   using Scratch = PolicyScratch<float, std::remove_reference_t<Policy>>;
   Scratch kl(policy, n), weight(policy, n), row_sums(policy, rows);

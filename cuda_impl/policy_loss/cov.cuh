@@ -147,8 +147,9 @@ inline int64_t kl_cov_pick_count(double kl_cov_ratio, int64_t valid) {
 // oracle::clip_cov_default_selection: the first candidates in row-major order (copy_if
 // keeps their order), as many as clip_cov_pick_count.
 template <class Policy>
-void clip_cov_default_selection(Policy&& policy, System system, const PolicyLossArgs& in, float clip_low,
-                                float clip_high, float lb, float ub, double clip_cov_ratio, float* sel) {
+void clip_cov_default_selection(Policy&& policy, [[maybe_unused]] System system, const PolicyLossArgs& in,
+                                float clip_low, float clip_high, float lb, float ub, double clip_cov_ratio,
+                                float* sel) {
   const int64_t n = in.size();
   plv::CheckIndexRange(n);
   const thrust::tuple<float, float, float> s = ChunkedTransformSum(
@@ -169,8 +170,8 @@ void clip_cov_default_selection(Policy&& policy, System system, const PolicyLoss
 // covariance, largest first, with a stable sort (ties keep the lower index first), and
 // the first kl_cov_pick_count of them.
 template <class Policy>
-void kl_cov_default_selection(Policy&& policy, System system, const PolicyLossArgs& in, double kl_cov_ratio,
-                              float* sel) {
+void kl_cov_default_selection(Policy&& policy, [[maybe_unused]] System system, const PolicyLossArgs& in,
+                              double kl_cov_ratio, float* sel) {
   const int64_t n = in.size();
   plv::CheckIndexRange(n);
   const thrust::tuple<float, float, float> s = ChunkedTransformSum(

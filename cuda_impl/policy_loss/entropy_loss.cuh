@@ -87,8 +87,8 @@ struct EntropyGrad {
 // (agg_loss's default global-batch arguments, as verl's compute_entropy_loss passes
 // none); grad_logits[k] = d entropy_loss / d logits[k]. `system` is the policy's.
 template <class Policy>
-float compute_entropy_loss(Policy&& policy, System system, const float* logits, const float* mask, int64_t rows,
-                           int64_t cols, int64_t vocab, AggMode mode, float* grad_logits) {
+float compute_entropy_loss(Policy&& policy, [[maybe_unused]] System system, const float* logits, const float* mask,
+                           int64_t rows, int64_t cols, int64_t vocab, AggMode mode, float* grad_logits) {
   const int64_t tokens = rows * cols, n = tokens * vocab;
   using Scratch = PolicyScratch<float, std::remove_reference_t<Policy>>;
   Scratch max(policy, tokens), sum(policy, tokens), centered(policy, tokens), entropy(policy, tokens),

@@ -108,8 +108,8 @@ MetricSums TokenMetrics(Policy&& policy, const PolicyLossArgs& in, const Token& 
 // verl's ending of a loss that aggregates (the oracle's Aggregate): loss =
 // agg_loss(L), grad = W * dL/dlog_prob. `scratch` holds rows x cols floats (the losses).
 template <class Policy, class Token>
-float PolicyLossEnding(Policy&& policy, System system, const PolicyLossArgs& in, const Token& tok, AggMode mode,
-                       const AggGlobal& info, float* grad, float* scratch) {
+float PolicyLossEnding(Policy&& policy, [[maybe_unused]] System system, const PolicyLossArgs& in, const Token& tok,
+                       AggMode mode, const AggGlobal& info, float* grad, float* scratch) {
   const int64_t n = in.size();
   thrust::transform(policy, thrust::counting_iterator<int64_t>(0), thrust::counting_iterator<int64_t>(n),
                     thrust::make_zip_iterator(thrust::make_tuple(scratch, grad)), LossAndDerivative<Token>{tok});
@@ -360,8 +360,8 @@ struct GradOnly {
 // verl: compute_policy_loss_geo_mean (GMPO): the plain mean over all rows of the
 // per-row terms; agg_loss plays no part.
 template <class Policy>
-PolicyLossScalars policy_loss_geo_mean(Policy&& policy, System system, const PolicyLossArgs& in, float clip_low,
-                                       float clip_high, float* grad) {
+PolicyLossScalars policy_loss_geo_mean(Policy&& policy, [[maybe_unused]] System system, const PolicyLossArgs& in,
+                                       float clip_low, float clip_high, float* grad) {
   const GeoMeanClip clip{-clip_low, clip_high};
   using Scratch = PolicyScratch<float, std::remove_reference_t<Policy>>;
   Scratch s_clr(policy, in.rows), s_adv(policy, in.rows), s_lw(policy, in.rows), s_mask(policy, in.rows),

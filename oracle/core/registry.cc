@@ -321,7 +321,8 @@ std::string RegistryJson(const std::function<bool(const FunctionSpec&)>& pick) {
       if (s.VjpIsZero(f.substr(0, f.find('/')))) j.String(f);
     j.EndArray();
     j.Key("oracle").Bool(static_cast<bool>(s.oracle));
-    j.Key("cuda").Bool(static_cast<bool>(s.cuda));
+    // One CUDA source fills both CUDA slots; a build without nvcc has only cuda-host.
+    j.Key("cuda").Bool(static_cast<bool>(s.cuda) || static_cast<bool>(s.cuda_host));
     j.Key("notes").String(s.notes);
     j.EndObject();
   }

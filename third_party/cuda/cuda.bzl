@@ -99,17 +99,33 @@ _nvcc_objects = rule(
     fragments = ["cpp"],
 )
 
-def cuda_library(name, srcs, hdrs = [], deps = [], copts = [], **kwargs):
-    """A cc_library whose .cu sources are compiled by nvcc.
+# The C++ compiler's flags for the host copy: Thrust's device system is its CPP system
+# there (no CUDA compiler), and the sources take the host-only branches of system.cuh.
+HOST_COPTS = ["-DTHRUST_DEVICE_SYSTEM=THRUST_DEVICE_SYSTEM_CPP"]
+
+def cuda_library(name, srcs, hdrs = [], deps = [], cuda_deps = [], copts = [], host = True, **kwargs):
+    """A cc_library whose .cu sources are compiled by nvcc, and its host copy.
+
+    `name` is the nvcc build: device code and the host path, filling the registry's cuda
+    and cuda-host slots. `name + "_host"` (unless host = False) is the same sources
+    compiled by the C++ compiler through Thrust's CPP system: the cuda-host slot alone,
+    in seconds instead of minutes, for every binary that never touches a GPU. A binary
+    links one of the two (both would register cuda-host twice: the registry refuses).
 
     Args:
       name: cc_library name; depend on it like on any cc_library.
       srcs: .cu files (compiled by nvcc), plus private .h/.cuh/.cc files.
       hdrs: public headers (.h; .cuh are visible to nvcc only).
       deps: cc_library deps; their headers are visible to nvcc.
+      cuda_deps: deps that are cuda_library targets themselves: the host copy depends
+        on their host copies.
       copts: extra nvcc flags (use -Xcompiler for host-compiler flags).
+      host: whether to make the host copy (false for hand-written kernels).
       **kwargs: passed to the cc_library (visibility, testonly, tags...).
     """
+    if host:
+        _cuda_host_library(name + "_host", srcs, hdrs, deps, [_host_label(d) for d in cuda_deps], **kwargs)
+    deps = deps + cuda_deps
     _nvcc_objects(
         name = name + "_nvcc",
         srcs = srcs,
@@ -126,7 +142,8 @@ def cuda_library(name, srcs, hdrs = [], deps = [], copts = [], **kwargs):
     )
     native.cc_library(
         name = name,
-        srcs = [":" + name + "_nvcc"] + [s for s in srcs if not s.endswith(_CUDA_ONLY)],
+        srcs = ([":" + name + "_nvcc"] if [s for s in srcs if s.endswith(".cu")] else []) +
+               [s for s in srcs if not s.endswith(_CUDA_ONLY)],
         hdrs = [h for h in hdrs if not h.endswith(_CUDA_ONLY)],
         # .cuh headers travel with the library for the nvcc compiles of its dependents.
         textual_hdrs = [h for h in hdrs if h.endswith(".cuh")],
@@ -136,6 +153,42 @@ def cuda_library(name, srcs, hdrs = [], deps = [], copts = [], **kwargs):
         ],
         # Link the objects straight into binaries: no per-library .so that
         # would need its own copy of the static CUDA runtime.
+        linkstatic = True,
+        **kwargs
+    )
+
+def _host_label(label):
+    # "//pkg" is "//pkg:pkg"; the host copy of any cuda_library is its name + "_host".
+    if ":" not in label:
+        label = label + ":" + label.split("/")[-1]
+    return label + "_host"
+
+def _cuda_host_library(name, srcs, hdrs, deps, host_cuda_deps, **kwargs):
+    # cc_library compiles only C++ extensions: each .cu is copied to a .cc first.
+    copies = []
+    for src in srcs:
+        if not src.endswith(".cu"):
+            continue
+        out = name + "_srcs/" + src[:-len(".cu")] + ".cc"
+        native.genrule(
+            name = name + "_cp_" + src.replace("/", "_").replace(".", "_"),
+            srcs = [src],
+            outs = [out],
+            cmd = "cp $< $@",
+            testonly = kwargs.get("testonly", False),
+            visibility = ["//visibility:private"],
+        )
+        copies.append(out)
+    native.cc_library(
+        name = name,
+        srcs = copies + [s for s in srcs if not s.endswith(_CUDA_ONLY)],
+        hdrs = [h for h in hdrs if not h.endswith(_CUDA_ONLY)],
+        textual_hdrs = [h for h in hdrs if h.endswith(".cuh")] + [s for s in srcs if s.endswith(".cuh")],
+        copts = HOST_COPTS,
+        deps = deps + host_cuda_deps + [
+            "@cuda//:cccl_headers",
+            "@cuda//:cudart_static",
+        ],
         linkstatic = True,
         **kwargs
     )

@@ -6,7 +6,7 @@
 //
 //   verlconf_gpu conform ARGS...               the conform command line
 //   verlconf_gpu cuda_bench ARGS...            the benchmark
-//   verlconf_gpu properties_cuda_test ARGS...  the device tests (GoogleTest flags)
+//   verlconf_gpu tools_gpu_cuda_test ARGS...  the device tests (GoogleTest flags)
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -31,7 +31,7 @@ struct Applet {
 constexpr Applet kApplets[] = {
     {"conform", verlconf::tools::ConformMain},
     {"cuda_bench", verlconf::bench::BenchMain},
-    {"properties_cuda_test", RunTests},
+    {"tools_gpu_cuda_test", RunTests},
 };
 
 const Applet* Find(const char* name) {

@@ -8,11 +8,11 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
 "$bin" >"$tmp/none.txt" 2>&1; [[ $? -eq 2 ]] || fail "no program: expected exit 2"
-grep -q "conform cuda_bench properties_cuda_test" "$tmp/none.txt" || fail "usage does not list the programs"
+grep -q "conform cuda_bench tools_gpu_cuda_test" "$tmp/none.txt" || fail "usage does not list the programs"
 "$bin" nosuch >"$tmp/bad.txt" 2>&1; [[ $? -eq 2 ]] || fail "unknown program: expected exit 2"
 grep -q "unknown program 'nosuch'" "$tmp/bad.txt" || fail "unknown program not named"
 
-for n in conform cuda_bench properties_cuda_test; do ln -s "$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")" "$tmp/$n"; done
+for n in conform cuda_bench tools_gpu_cuda_test; do ln -s "$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")" "$tmp/$n"; done
 
 # conform: the same command line, exit codes included.
 "$tmp/conform" --help >"$tmp/help.txt" 2>&1 || fail "conform --help through the link"
@@ -26,8 +26,8 @@ grep -qE '^[0-9]+ cases: [0-9]+ passed, 0 failed' "$tmp/check.txt" || fail "conf
 grep -q "cuda_bench" "$tmp/bench.txt" || fail "cuda_bench usage not shown"
 
 # The device tests: registered and runnable (they skip without a GPU).
-"$tmp/properties_cuda_test" --gtest_list_tests >"$tmp/tests.txt" 2>&1 || fail "properties_cuda_test --gtest_list_tests"
+"$tmp/tools_gpu_cuda_test" --gtest_list_tests >"$tmp/tests.txt" 2>&1 || fail "tools_gpu_cuda_test --gtest_list_tests"
 grep -q "CudaRegistry" "$tmp/tests.txt" || fail "the device tests are not linked in"
-"$bin" properties_cuda_test --gtest_filter='CudaRegistry.*' >"$tmp/run.txt" 2>&1 || fail "CudaRegistry through the argument: $(tail -5 "$tmp/run.txt")"
+"$bin" tools_gpu_cuda_test --gtest_filter='CudaRegistry.*' >"$tmp/run.txt" 2>&1 || fail "CudaRegistry through the argument: $(tail -5 "$tmp/run.txt")"
 grep -q "PASSED" "$tmp/run.txt" || fail "no PASSED line"
 echo "PASS"

@@ -40,6 +40,13 @@ std::string Key(const FunctionSpec& s) { return s.family + "/" + s.name; }
 // registry's build, so reaching here means every registration found its entry).
 TEST(CudaRegistry, SlotsAreFilled) { EXPECT_FALSE(CudaSpecs().empty()); }
 
+// nvcc's build of a source registers both CUDA slots, so they name the same functions.
+TEST(CudaRegistry, SlotsComeInPairs) {
+  for (const auto& s : Registry())
+    EXPECT_EQ(s.Implementation(Impl::kCuda) != nullptr, s.Implementation(Impl::kCudaHost) != nullptr)
+        << s.family << "/" << s.name;
+}
+
 class CudaDevice : public ::testing::Test {
  protected:
   void SetUp() override {
