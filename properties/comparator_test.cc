@@ -43,6 +43,30 @@ TEST(Comparator, PlantedErrorIsCaughtWithIndexAndPairs) {
   EXPECT_NE(d.find("rtol="), std::string::npos) << d;
 }
 
+// The elements shown are the worst, worst first, not the first in memory order; and got
+// and want print with enough digits to differ, with their difference.
+TEST(Comparator, TheWorstElementsAreShownWithDigitsThatDiffer) {
+  Array want = Array::Matrix(4, 8), got = want;
+  for (int64_t k = 0; k < want.size(); ++k) want[k] = got[k] = 1.2440830200000001 + static_cast<double>(k);
+  for (int64_t k = 0; k < 7; ++k) got[k] = want[k] * (1.0 + 1e-8);  // seven small misses first
+  got[29] = want[29] * 2.0;                                         // the worst, late in memory
+  got[17] = std::nextafter(want[17], 100.0);                        // within tolerance: not shown
+  const FieldReport r = CompareField("outputs/loss", &got, want, DefaultTolerance(DType::kFloat64), false);
+  ASSERT_EQ(r.outcome, Outcome::kFailed);
+  ASSERT_EQ(r.worst_mismatches.size(), FieldReport::kShownMismatches);
+  EXPECT_EQ(r.worst_mismatches.front().index, 29);
+  for (size_t i = 1; i < r.worst_mismatches.size(); ++i)
+    EXPECT_GE(r.worst_mismatches[i - 1].err_tol, r.worst_mismatches[i].err_tol);
+  const std::string d = r.Describe();
+  EXPECT_LT(d.find("at (3, 5)"), d.find("at (0, 0)")) << d;
+  EXPECT_NE(d.find("diff "), std::string::npos) << d;
+  // One float64 ulp apart, printed apart.
+  Array a = Array::Scalar(1.24408302), b = Array::Scalar(std::nextafter(1.24408302, 2.0));
+  const FieldReport u = CompareField("outputs/loss", &b, a, ExactTolerance(), false);
+  ASSERT_EQ(u.outcome, Outcome::kFailed);
+  EXPECT_NE(u.Describe().find("got 1.2440830200000002, want 1.24408302"), std::string::npos) << u.Describe();
+}
+
 TEST(Comparator, ErrorJustInsideToleranceStillPasses) {
   const Array want = Ramp(1, 8);
   Array got = want;

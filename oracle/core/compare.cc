@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <sstream>
 
@@ -32,6 +33,17 @@ std::string Num(double v) {
   return b;
 }
 
+// The shortest decimal that reads back as the same double: two values that differ
+// always print differently (a float64 loss 1 ulp off is not "1.24408302" twice).
+std::string Exact(double v) {
+  char b[40];
+  for (int precision = 6; precision <= 17; ++precision) {
+    std::snprintf(b, sizeof b, "%.*g", precision, v);
+    if (!std::isfinite(v) || std::strtod(b, nullptr) == v) break;
+  }
+  return b;
+}
+
 // NaN matches NaN and an infinity matches the same infinity: verl's own NaN (0/0 on an
 // empty batch) is a value to reproduce, not an error.
 bool SameSpecial(double g, double w) {
@@ -50,6 +62,23 @@ bool BitIdentical(const Array& a, const Array& b) {
     }
   }
   return true;
+}
+
+// Inserts p among the worst mismatches if it is among the kShownMismatches largest
+// err/tol so far (NaN, a non-number, counts as the largest); ties keep memory order.
+void KeepWorst(std::vector<FieldReport::Pair>& worst, const FieldReport::Pair& p) {
+  for (auto& w : worst)
+    if (BitIdentical(Array::Scalar(w.got), Array::Scalar(p.got)) &&
+        BitIdentical(Array::Scalar(w.want), Array::Scalar(p.want))) {
+      ++w.same;
+      return;
+    }
+  auto worse = [](double a, double b) { return (std::isnan(a) && !std::isnan(b)) || a > b; };
+  auto at = worst.begin();
+  while (at != worst.end() && !worse(p.err_tol, at->err_tol)) ++at;
+  if (at == worst.end() && worst.size() >= FieldReport::kShownMismatches) return;
+  worst.insert(at, p);
+  if (worst.size() > FieldReport::kShownMismatches) worst.pop_back();
 }
 }  // namespace
 
@@ -145,7 +174,7 @@ FieldReport CompareField(const std::string& field, const Array* got, const Array
       continue;
     }
     ++r.mismatched;
-    if (r.first_mismatches.size() < 5) r.first_mismatches.push_back({k, g, w});
+    KeepWorst(r.worst_mismatches, {k, g, w, ratio});
   }
   r.zero_reference = all_zero && want.size() > 0;
   r.identical = got->dtype == want.dtype && BitIdentical(*got, want);
@@ -182,8 +211,10 @@ std::string FieldReport::Describe() const {
     << FormatIndex(worst_index, shape) << "; worst err/tol " << Num(err_tol);
   o << "\n    tolerance atol=" << Num(tol.atol) << " rtol=" << Num(tol.rtol);
   if (!tol.reason.empty()) o << " (" << tol.reason << ")";
-  for (const auto& p : first_mismatches)
-    o << "\n    at " << FormatIndex(p.index, shape) << ": got " << Num(p.got) << ", want " << Num(p.want);
+  for (const auto& p : worst_mismatches)
+    o << "\n    at " << FormatIndex(p.index, shape) << ": got " << Exact(p.got) << ", want " << Exact(p.want)
+      << " (diff " << Num(p.got - p.want) << ", err/tol " << Num(p.err_tol) << ")"
+      << (p.same ? "; " + std::to_string(p.same) + " more element(s) with these values" : "");
   return o.str();
 }
 

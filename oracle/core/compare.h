@@ -65,8 +65,14 @@ struct FieldReport {
   struct Pair {
     int64_t index;
     double got, want;
+    double err_tol;    // ErrorRatio(got, want) as judged
+    int64_t same = 0;  // further mismatched elements with these very got and want values
   };
-  std::vector<Pair> first_mismatches;  // up to 5
+  // The worst mismatched elements (the largest err/tol), at most kShownMismatches
+  // distinct (got, want) pairs, worst first: what a reader needs to see, where the first
+  // ones in memory order may all be alike and miss the worst.
+  static constexpr size_t kShownMismatches = 5;
+  std::vector<Pair> worst_mismatches;
 
   // The largest ErrorRatio over the elements (at a flipped element, against the decision
   // value it matched): <= 1 exactly when no element is mismatched. +inf when the field
