@@ -12,6 +12,7 @@
 #include <string>
 #include <sys/stat.h>
 
+#include "fixtures/h5child.h"
 #include "fixtures/h5limits.h"
 #include "fixtures/h5names.h"
 #include "oracle/core/errors.h"
@@ -243,6 +244,137 @@ TEST(H5io, DirectoryEntriesMustBeRegularFiles) {
   } catch (const BadInput& e) {
     EXPECT_EQ(std::string(e.what()), dir + "/a.h5: is a directory, not a regular file");
   }
+}
+
+// --- reading in a child process (fixtures/h5child.h) --------------------------------
+
+std::string BundledGoldens() {
+  const char* dir = std::getenv("TEST_SRCDIR");
+  return std::string(dir ? dir : ".") + "/verlconf/fixtures/verl-0.9.1";
+}
+
+std::string CopyOf(const std::string& from, const std::string& name) {
+  std::ifstream in(from, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string to = TmpPath(name);
+  std::ofstream(to, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return to;
+}
+
+void FlipBit(const std::string& path, long offset, int bit) {
+  std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+  f.seekg(offset);
+  const char c = static_cast<char>(f.get() ^ (1 << bit));
+  f.seekp(offset);
+  f.put(c);
+}
+
+// Every member the reader fills, and the ones it leaves alone, with values of each kind.
+FixtureFile EveryMember() {
+  FixtureFile f = Sample();
+  f.path = "x.h5";
+  f.schema_version = 1;
+  f.verl_registry["empty"] = {};
+  Case c = f.cases[0];
+  c.file = "x.h5";
+  c.family = "kl";
+  c.name = "other_f64";
+  c.dtype = DType::kFloat64;
+  c.seed = -3;
+  c.config.Set("none", std::monostate{});
+  c.config.Set("text", std::string("a\0b", 3));
+  c.config.set_resolved_for("kl/k3");
+  c.grads["logprob"] = Array::Scalar(-0.0, DType::kFloat32);
+  c.outputs["empty"] = Array({0, 4}, DType::kFloat64);
+  c.metric_dtypes["actor/pg_clipfrac"] = DType::kInt64;
+  c.projections["kl"] = Array::Matrix(1, 2);
+  c.vjps["kl/logprob"] = Array::Matrix(2, 1);
+  c.vjps["kl/logprob"][1] = std::nan("");
+  c.expect_error = "ValueError: two\nlines";
+  c.declined = "";
+  f.cases.push_back(c);
+  return f;
+}
+
+TEST(H5Child, EncodingRoundTripsEveryMember) {
+  const FixtureFile f = EveryMember();
+  const std::string bytes = EncodeFixtureFile(f);
+  const FixtureFile back = DecodeFixtureFile(bytes);
+  EXPECT_EQ(EncodeFixtureFile(back), bytes);
+  const Case& c = back.cases.at(1);
+  EXPECT_EQ(c.config.resolved_for(), "kl/k3");
+  EXPECT_EQ(c.config.values().at("text"), ConfigValue(std::string("a\0b", 3)));
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(c.config.values().at("none")));
+  EXPECT_EQ(c.outputs.at("empty").shape, (std::vector<int64_t>{0, 4}));
+  EXPECT_TRUE(std::signbit(c.grads.at("logprob")[0]));
+  EXPECT_TRUE(std::isnan(c.vjps.at("kl/logprob")[1]));
+  EXPECT_EQ(c.expect_error, "ValueError: two\nlines");
+  EXPECT_EQ(c.declined, "");
+  EXPECT_FALSE(back.cases.at(0).declined.has_value());
+  EXPECT_EQ(back.verl_registry.at("empty").size(), 0u);
+}
+
+// What a child whose memory libhdf5 damaged might hand back: every prefix and many
+// single-byte changes of a real result are refused or decoded, never a crash or a
+// huge allocation.
+TEST(H5Child, DecodingSurvivesAnyDamage) {
+  const std::string bytes = EncodeFixtureFile(EveryMember());
+  for (size_t n = 0; n < bytes.size(); ++n) EXPECT_THROW(DecodeFixtureFile(bytes.substr(0, n)), std::runtime_error);
+  std::mt19937 rng(7);
+  for (int k = 0; k < 2000; ++k) {
+    std::string b = bytes;
+    b[rng() % b.size()] = static_cast<char>(rng());
+    try {
+      DecodeFixtureFile(b);
+    } catch (const std::runtime_error&) {
+    }
+  }
+}
+
+TEST(H5Child, AChildReadsWhatThisProcessReads) {
+  for (const char* name : {"kl.h5", "policy_loss.h5", "torch_functional.h5"}) {
+    const std::string path = BundledGoldens() + "/" + name;
+    EXPECT_EQ(EncodeFixtureFile(ReadFixtureFile(path)), EncodeFixtureFile(ReadFixtureFileInProcess(path))) << path;
+  }
+}
+
+// The children of a directory run side by side; the error reported is still the one of
+// the first file (in name order) that has one, as when the files were read in turn.
+TEST(H5Child, TheFirstBadFileOfADirectoryIsTheOneReported) {
+  const std::string dir = TmpPath("two_bad");
+  ::mkdir(dir.c_str(), 0755);
+  WriteFixtureFile(dir + "/a.h5", Sample());
+  std::ofstream(dir + "/b.h5") << "not hdf5";
+  std::ofstream(dir + "/c.h5") << "not hdf5 either";
+  try {
+    ReadFixtureDir(dir);
+    ADD_FAILURE() << "a directory with two bad files was read";
+  } catch (const BadInput& e) {
+    EXPECT_EQ(std::string(e.what()), dir + "/b.h5: not an HDF5 file (or truncated before its superblock)");
+  }
+  std::remove((dir + "/b.h5").c_str());
+  std::remove((dir + "/c.h5").c_str());
+  EXPECT_EQ(ReadFixtureDir(dir).at(0).cases.size(), 1u);
+}
+
+// kl.h5 with bit 3 of byte 677777 flipped: a global heap object's size gains 2^35 and
+// libhdf5 1.10 copies that many bytes into a string's buffer. This process goes on.
+TEST(H5Child, ACrashInsideLibhdf5IsBadInputNamingTheFile) {
+  const std::string path = CopyOf(BundledGoldens() + "/kl.h5", "kl_flipped.h5");
+  FlipBit(path, 677777, 3);
+  try {
+    ReadFixtureFile(path);
+    ADD_FAILURE() << "the damaged file was read";
+  } catch (const ReaderCrashed& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(path + ": the HDF5 library crashed reading this file (", 0), 0u) << e.what();
+    EXPECT_NE(std::string(e.what()).find("damaged or not written by h5py/HDF5"), std::string::npos) << e.what();
+  }
+  // The same file once more, now through a directory beside a good one.
+  const std::string dir = TmpPath("with_crash");
+  ::mkdir(dir.c_str(), 0755);
+  WriteFixtureFile(dir + "/a.h5", Sample());
+  std::rename(path.c_str(), (dir + "/kl.h5").c_str());
+  EXPECT_THROW(ReadFixtureDir(dir), ReaderCrashed);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@ timeout: a hang is a failure too."""
 import fcntl
 import os
 import shutil
+import struct
 import subprocess
 import tempfile
 import unittest
@@ -20,6 +21,44 @@ from cli_support import GOLDENS, assert_bad_input, run  # noqa: E402
 
 def first_case(f, function):
     return next(c for c in sorted(f[function]) if "expect_error" not in f[function][c].attrs)
+
+
+def flip(path, offset, bit):
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        byte = f.read(1)[0]
+        f.seek(offset)
+        f.write(bytes([byte ^ (1 << bit)]))
+
+
+def signatures(path, sig):
+    """Offsets of every occurrence of a 4-byte HDF5 structure signature in the file."""
+    data = open(path, "rb").read()
+    at, out = data.find(sig), []
+    while at >= 0:
+        out.append(at)
+        at = data.find(sig, at + 1)
+    return out
+
+
+def global_heap_collections(path):
+    """Per global heap collection (where h5py keeps variable-length strings), its objects
+    as (offset, index, size): "GCOL", version, 3 reserved bytes, the collection's size
+    (8), then objects of index (2), reference count (2), 4 reserved bytes, size (8) and
+    the data padded to 8 bytes; the last, index 0, is the free space (zeros)."""
+    data = open(path, "rb").read()
+    out = []
+    for start in signatures(path, b"GCOL"):
+        (size,) = struct.unpack_from("<Q", data, start + 8)
+        at, objects = start + 16, []
+        while at + 16 <= start + size:
+            index, _, _, length = struct.unpack_from("<HHIQ", data, at)
+            objects.append((at, index, length))
+            if index == 0:
+                break
+            at += 16 + (length + 7) // 8 * 8
+        out.append(objects)
+    return out
 
 
 class ReaderBadInput(unittest.TestCase):
@@ -218,6 +257,96 @@ class ReaderBadInput(unittest.TestCase):
             g["inputs"].create_dataset("logprob", data=np.zeros((4, 8)), compression="lzf")
         path, case = self.edit(edit)
         self.check(path, case, "inputs/logprob", "needs HDF5 filter 'lzf' (id 32000), which this build lacks")
+
+    # --- damage libhdf5 itself trips over -------------------------------------------
+    # One flipped bit where libhdf5 1.10 trusts the file kills the process that reads it
+    # (glibc's "double free or corruption", SIGSEGV) or never returns; conform reads each
+    # file in a child process, so it is exit 2 naming the file whatever libhdf5 does.
+    def assertDamaged(self, args, path, *needles, **kw):
+        line = self.assertBadInput(args, path, *needles, **kw)
+        if "HDF5 library" in line:
+            self.assertIn("damaged or not written by h5py/HDF5", line)
+        return line
+
+    def alone(self, name):
+        """The family file, the only one in the set (each subtest damages another)."""
+        for n in os.listdir(self.dir):
+            os.unlink(os.path.join(self.dir, n))
+        return self.family(name)
+
+    def damaged(self, name, offset, bit):
+        path = self.alone(name)
+        flip(path, offset, bit)
+        return path
+
+    def test_the_flipped_bits_the_attack_found(self):
+        # kl.h5 at byte 881406 or 881736, bit 2: a fractal heap block of a dense group's
+        # links fails its checksum, and libhdf5 frees the link table's unset entries.
+        # At 677777 bit 3: a global heap object's size gains 2^35, and libhdf5 copies
+        # that much into the attribute's buffer (SIGSEGV).
+        kl = os.path.join(GOLDENS, "kl.h5")
+        blocks = signatures(kl, b"FHDB")  # 512 bytes each in kl.h5
+
+        def in_block(offset):
+            return any(b <= offset < b + 512 for b in blocks)
+
+        def in_size(offset):
+            return any(at + 8 <= offset < at + 16 for c in global_heap_collections(kl) for at, _, _ in c)
+
+        for offset, bit, where, needle in [(881406, 2, in_block, "kl.h5"), (881736, 2, in_block, "kl.h5"),
+                                           (677777, 3, in_size, "the HDF5 library crashed reading this file")]:
+            with self.subTest(offset=offset, bit=bit):
+                self.assertTrue(where(offset), "kl.h5 was recaptured: the attack's byte %d is elsewhere" % offset)
+                path = self.damaged("kl", offset, bit)
+                self.assertDamaged(["check", "--against", self.dir], path, needle)
+                self.assertDamaged(["check", "--against", self.dir, "--jobs", "4"], path, needle)
+                self.assertDamaged(["list", "--against", self.dir], path, needle)
+                # The same file as a candidate, and on either side of a drift.
+                self.assertDamaged(["check", "--candidate", path], path, needle)
+                self.assertDamaged(["drift", GOLDENS, self.dir], path, needle)
+                self.assertDamaged(["drift", self.dir, GOLDENS], path, needle)
+
+    def test_a_fractal_heap_block_that_fails_its_checksum(self):
+        # Other files, blocks, bytes and bits of the same class (the heaps of dense groups'
+        # links and of dense attribute storage).
+        for name, block, byte, bit in [("policy_loss", 0, 40, 0), ("advantage", -1, 200, 7),
+                                       ("rollout_correction", 0, 33, 4), ("kl", 0, 100, 5)]:
+            with self.subTest(file=name, byte=byte, bit=bit):
+                path = self.alone(name)
+                blocks = signatures(path, b"FHDB")
+                self.assertTrue(blocks, "%s has no dense group" % name)
+                flip(path, blocks[block] + byte, bit)
+                self.assertDamaged(["check", "--against", self.dir], path)
+
+    def test_a_global_heap_object_whose_size_grew(self):
+        # By 2^24 to 2^47 bytes: libhdf5 copies that much into the string's buffer.
+        for name, which, byte, bit in [("advantage", 0, 4, 0), ("policy_loss", 2, 5, 6), ("reward_kl", 1, 3, 7),
+                                       ("kl", -2, 4, 3)]:
+            with self.subTest(file=name, byte=byte, bit=bit):
+                path = self.alone(name)
+                at, _, _ = global_heap_collections(path)[0][which]
+                flip(path, at + 8 + byte, bit)
+                self.assertDamaged(["check", "--against", self.dir], path,
+                                   "the HDF5 library crashed reading this file")
+
+    def test_a_global_heap_object_that_grew_into_the_free_space(self):
+        # By 128 bytes, so that the next object header libhdf5 decodes is the free
+        # space's zeros: an object of size 0, which its parser steps over by 0 bytes,
+        # forever. The child's CPU limit ends it (a minute; 3 s here).
+        os.environ["VERLCONF_READER_CPU_SECONDS"] = "3"
+        try:
+            for name in ("kl", "aggregation", "torch_functional"):
+                with self.subTest(file=name):
+                    path = self.alone(name)
+                    objects = next(c for c in reversed(global_heap_collections(path))
+                                   if c[-1][1] == 0 and c[-1][2] > 512)
+                    at, _, size = objects[-2]
+                    self.assertLess(size, 128)
+                    flip(path, at + 8, 7)
+                    self.assertDamaged(["check", "--against", self.dir], path,
+                                       "did not finish reading this file in 3 s of CPU time")
+        finally:
+            del os.environ["VERLCONF_READER_CPU_SECONDS"]
 
     def test_path_with_a_control_character(self):
         self.family()
