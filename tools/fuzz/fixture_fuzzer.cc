@@ -6,19 +6,24 @@
 //    writer, read back, and checked as a candidate against itself and through the
 //    oracle. This reaches validation, the registry, the oracle and the comparator with
 //    every odd shape, dtype and value, without feeding random bytes to libhdf5's parser.
-//  - raw: the bytes are the HDF5 file. libhdf5 1.10's own parser is not hardened
-//    against hostile files; this mode runs on demand (tools/fuzz/run.sh --raw) and is
-//    not part of CI, so that a crash inside libhdf5 is not mistaken for ours.
+//  - raw: the bytes are the HDF5 file (an input that starts with HDF5's signature, or
+//    every input under VERLCONF_FUZZ_RAW, tools/fuzz/run.sh --raw). libhdf5 1.10's own
+//    parser is not hardened against hostile files, so such a file is read as conform
+//    reads every file, in a child process (fixtures/h5child.h): libhdf5 crashing there
+//    is the ReaderCrashed refusal, not a finding; this process crashing is one.
 //
 // A structured input that ends in the marker byte 0xA5 and a kind byte also has its file
 // damaged at the HDF5 level after writing (Damage below): the classes the writer
 // cannot produce (declared sizes without data, link cycles, soft and external links,
 // names outside the schema's sets, non-finite config, unavailable filters, a lock held
-// elsewhere). tools/fuzz/seeds/ holds one such input per class.
+// elsewhere, one flipped bit anywhere). tools/fuzz/seeds/ holds one such input per
+// class, and raw files with the single flipped bits that crash libhdf5 (one per kind
+// of crash).
 //
 // The contract under test: every input ends in a result or a BadInput/VerlError/
 // Unsupported exception; never a crash, a leak, a hang or another exception.
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <hdf5.h>
@@ -28,11 +33,13 @@
 #include <cstdio>
 #include <cstring>
 #include <iterator>
+#include <sanitizer/common_interface_defs.h>
 #include <string>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <vector>
 
+#include "fixtures/h5child.h"
 #include "fixtures/h5io.h"
 #include "oracle/core/candidate.h"
 #include "oracle/core/check.h"
@@ -90,8 +97,12 @@ std::string TempPath() {
   return p;
 }
 
-void CheckFile(const std::string& path) {
-  const fixtures::FixtureFile f = fixtures::ReadFixtureFile(path);
+// `untrusted`: the bytes may be anything (a raw input, a flipped bit), so they are read
+// in a child as conform reads them; otherwise (our writer's output, damaged through
+// libhdf5's own API) in this process, where libFuzzer sees the reader's coverage.
+void CheckFile(const std::string& path, bool untrusted) {
+  const fixtures::FixtureFile f =
+      untrusted ? fixtures::ReadFixtureFile(path) : fixtures::ReadFixtureFileInProcess(path);
   for (const Case& c : f.cases) {
     const FunctionSpec* spec = SpecFor(c);
     if (!spec || !spec->oracle) continue;
@@ -192,8 +203,31 @@ void DeclareUnwritten(hid_t group, const char* name, std::vector<hsize_t> dims, 
   Owned ds{H5Dcreate2(group, name, H5T_IEEE_F64LE, space.id, H5P_DEFAULT, dcpl.id, H5P_DEFAULT), H5Dclose};
 }
 
+constexpr uint8_t kDamageKinds = 11;
+constexpr uint8_t kLocked = 9, kFlippedBit = 10;
+
+// One bit of the file flipped, wherever it falls: header, heap, B-tree or data.
+void FlipBit(const std::string& path, Bytes& b) {
+  FILE* f = std::fopen(path.c_str(), "r+b");
+  if (!f) return;
+  struct Close {
+    FILE* f;
+    ~Close() { std::fclose(f); }
+  } close{f};
+  if (std::fseek(f, 0, SEEK_END) != 0) return;
+  const long size = std::ftell(f);
+  if (size <= 0) return;
+  const long at = static_cast<long>(b.U32() % static_cast<uint32_t>(size));
+  const int bit = b.U8() % 8;
+  if (std::fseek(f, at, SEEK_SET) != 0) return;
+  const int c = std::fgetc(f);
+  if (c == EOF || std::fseek(f, at, SEEK_SET) != 0) return;
+  std::fputc(c ^ (1 << bit), f);
+}
+
 // Applies damage `kind` to the one case of the file at `path` (function fn, case cn).
 void Damage(const std::string& path, const std::string& fn, const std::string& cn, uint8_t kind, Bytes& b) {
+  if (kind % kDamageKinds == kFlippedBit) return FlipBit(path, b);
   Owned file{H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose};
   if (file.id < 0) return;
   const std::string casepath = "/" + fn + "/" + cn;
@@ -202,7 +236,7 @@ void Damage(const std::string& path, const std::string& fn, const std::string& c
   if (H5Lexists(c.id, "inputs", H5P_DEFAULT) <= 0)
     H5Gclose(H5Gcreate2(c.id, "inputs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
   Owned in{H5Gopen2(c.id, "inputs", H5P_DEFAULT), H5Gclose};
-  switch (kind % 10) {
+  switch (kind % kDamageKinds) {
     case 0: {  // a hard link back up: to the case, the function or the root
       const std::string targets[] = {casepath, "/" + fn, "/", casepath + "/inputs"};
       H5Lcreate_hard(file.id, targets[b.U8() % 4].c_str(), in.id, "loop", H5P_DEFAULT, H5P_DEFAULT);
@@ -259,7 +293,7 @@ void Damage(const std::string& path, const std::string& fn, const std::string& c
         H5Lcreate_hard(in.id, "big", in.id, ("big" + std::to_string(k)).c_str(), H5P_DEFAULT, H5P_DEFAULT);
       break;
     }
-    case 9: break;  // locked: see LockedWhileChecked
+    case kLocked: break;  // held while the file is checked, below
   }
 }
 
@@ -296,13 +330,26 @@ Case MutateCandidate(Case c, Bytes& b) {
   return c;
 }
 
+bool HasHdf5Signature(const uint8_t* data, size_t size) {
+  static const uint8_t kSignature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+  return size >= sizeof kSignature && std::memcmp(data, kSignature, sizeof kSignature) == 0;
+}
+
 }  // namespace
+
+// A reader child that libhdf5 crashes must die as itself: libFuzzer's death callback
+// would write a crash-* reproducer for a crash the parent handles.
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  pthread_atfork(nullptr, nullptr, [] { __sanitizer_set_death_callback(nullptr); });
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Bytes b(data, size);
-  const bool raw = std::getenv("VERLCONF_FUZZ_RAW") != nullptr;
+  const bool raw = std::getenv("VERLCONF_FUZZ_RAW") != nullptr || HasHdf5Signature(data, size);
   const bool damage = !raw && size >= 2 && data[size - 2] == 0xA5;
   const uint8_t kind = damage ? data[size - 1] : 0;
+  const bool untrusted = raw || (damage && kind % kDamageKinds == kFlippedBit);
   try {
     const std::string path = TempPath();
     if (raw) {
@@ -321,7 +368,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         Damage(path, file.cases[0].function, file.cases[0].name, kind, b);
       }
     }
-    if (damage && kind % 10 == 9) {
+    if (damage && kind % kDamageKinds == kLocked) {
       // What a writer elsewhere holds; flock locks are per open file, so this one
       // conflicts with the reader's own.
       const int fd = ::open(path.c_str(), O_RDONLY);
@@ -330,14 +377,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           int fd;
           ~Unlock() { ::close(fd); }
         } unlock{fd};
-        CheckFile(path);
+        CheckFile(path, untrusted);
         return 0;
       }
       if (fd >= 0) ::close(fd);
     }
-    CheckFile(path);
+    CheckFile(path, untrusted);
     if (!raw && !damage) {
-      const fixtures::FixtureFile back = fixtures::ReadFixtureFile(path);
+      const fixtures::FixtureFile back = fixtures::ReadFixtureFileInProcess(path);
       for (const Case& golden : back.cases)
         if (const FunctionSpec* spec = SpecFor(golden)) CheckCandidate(*spec, golden, MutateCandidate(golden, b));
     }

@@ -6,8 +6,11 @@
 #   tools/fuzz/run.sh [--seconds N] [--raw] [--jobs N]
 #
 # --seconds N  how long to fuzz (default 60, what CI runs)
-# --raw        feed raw bytes to libhdf5's parser, seeded with the bundled goldens
-#              (on demand only: libhdf5 1.10 is not hardened against hostile files)
+# --raw        feed every input to libhdf5's parser as raw bytes, seeded with the bundled
+#              goldens as well (on demand: they are large and slow to mutate). Without it
+#              the corpus still holds small raw files (tools/fuzz/seeds/1[01]_*), each a
+#              single flipped bit that crashes libhdf5 1.10, read as conform reads every
+#              file: in a child process.
 # Prints libFuzzer's final stats line ("Done N runs in S second(s)") and exits non-zero
 # on any crash, leak, timeout or escaped exception, leaving the reproducer in
 # $WORK/crash-* (WORK defaults to a fresh temporary directory).
@@ -34,8 +37,33 @@ clang++ -std=c++17 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,unde
   "$libdir/libhdf5_serial.a" "$libdir/libsz.a" "$libdir/libaec.a" "$libdir/libz.a" -ldl -lm -lpthread \
   -o "$bin"
 
-# One input per class the HDF5-level damage produces (fixture_fuzzer.cc, Damage).
+# One input per class the HDF5-level damage produces (fixture_fuzzer.cc, Damage), and
+# the raw files whose one flipped bit breaks libhdf5.
 cp tools/fuzz/seeds/* "$work/corpus/"
+# A loop inside libhdf5 would otherwise run into libFuzzer's -timeout before the reader
+# child's CPU limit (a minute) ends it.
+export VERLCONF_READER_CPU_SECONDS=2
+
+# Single flipped bits in the bundled kl.h5, replayed once each on copies made here (at
+# 883 KB the file is far beyond -max_len; libFuzzer would truncate it as a corpus entry):
+# the three an attack found (two double frees, one SIGSEGV inside libhdf5), and a string
+# in the last global heap grown into its free space, where libhdf5's parser loops (as a
+# corpus entry, nearly every mutation of it would loop too, each costing the CPU limit).
+mkdir -p "$work/replay"
+for flip in 881406:2 881736:2 677777:3 867121:7; do
+  offset=${flip%:*} bit=${flip#*:}
+  out="$work/replay/kl_${offset}_bit${bit}.h5"
+  cp fixtures/verl-0.9.1/kl.h5 "$out"
+  byte=$(od -An -tu1 -j "$offset" -N1 "$out")
+  printf "$(printf '\\%03o' $((byte ^ (1 << bit))))" | dd of="$out" bs=1 seek="$offset" conv=notrunc status=none
+done
+echo "fuzz: replaying $(ls "$work/replay" | wc -l) damaged copies of kl.h5"
+if ! "$bin" -artifact_prefix="$work/" "$work"/replay/*.h5 > "$work/replay.log" 2>&1; then
+  echo "fuzz: FAILED on a damaged kl.h5; log $work/replay.log"
+  tail -40 "$work/replay.log"
+  exit 1
+fi
+
 if [[ $raw -eq 1 ]]; then
   cp fixtures/verl-*/*.h5 "$work/corpus/" 2>/dev/null || true
   export VERLCONF_FUZZ_RAW=1
@@ -43,8 +71,8 @@ fi
 echo "fuzz: running for ${seconds}s (corpus $work/corpus)"
 cd "$work"
 # -timeout: a single input taking longer than 10 s is a hang. -rss_limit_mb keeps a
-# runaway allocation from taking the machine.
-"$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 -print_final_stats=1 corpus 2>&1 |
+# runaway allocation from taking the machine. -max_len: the raw seeds are 12 KB.
+"$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=16384 -print_final_stats=1 corpus 2>&1 |
   tee "$work/fuzz.log" | grep -E "^(#[0-9]+ +(DONE|INITED)|Done|==[0-9]+==ERROR|SUMMARY|stat::number_of_executed_units)" || true
 status=${PIPESTATUS[0]}
 if [[ $status -ne 0 ]]; then
