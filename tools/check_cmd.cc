@@ -3,6 +3,7 @@
 #include <atomic>
 #include <exception>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <ostream>
@@ -179,33 +180,32 @@ std::vector<CaseReport> CheckImplementationSet(const CheckOptions& o, const Gold
   });
 }
 
-// (device, inode) of every file a golden set directory holds.
-std::set<std::pair<dev_t, ino_t>> FileIds(const std::string& dir) {
-  std::set<std::pair<dev_t, ino_t>> ids;
-  if (dir.empty() || !IsDirectory(dir)) return ids;
-  for (const auto& f : InputFiles(dir)) {
-    struct stat st;
-    if (::stat(f.c_str(), &st) == 0) ids.insert({st.st_dev, st.st_ino});
-  }
-  return ids;
+// A file's identity, through links and `..` alike; nullopt when it cannot be stat'ed.
+std::optional<std::pair<dev_t, ino_t>> FileId(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return std::make_pair(st.st_dev, st.st_ino);
 }
 
 // A candidate that is a golden set's own files (the --against set, or the bundled one)
 // compares the goldens with themselves: perfect agreement that says nothing about any
-// implementation. Files are compared by identity (through links and `..` alike); a copy
-// of the goldens is a candidate like any other, and the one-line notice above the table
-// says when a candidate reproduces the reference bit for bit.
+// implementation. Files are compared by identity; a copy of the goldens is a candidate
+// like any other, and the one-line notice above the table says when a candidate
+// reproduces the reference bit for bit.
 void RefuseGoldenAsCandidate(const CheckOptions& o) {
-  for (const std::string& dir : {o.against, o.bundled}) {
-    const auto golden = FileIds(dir);
-    for (const auto& f : InputFiles(o.candidate)) {
-      struct stat st;
-      if (::stat(f.c_str(), &st) == 0 && golden.count({st.st_dev, st.st_ino}))
-        throw BadInput("--candidate: " + o.candidate + " is " + (f == o.candidate ? "a file of " : "") +
-                       "the golden set " + dir +
-                       " itself: a candidate is what an implementation computed (tools/harness/run_candidate.py "
-                       "writes one), judged against the goldens");
-    }
+  std::map<std::pair<dev_t, ino_t>, std::string> golden;  // file -> its golden set
+  for (const std::string& dir : {o.against, o.bundled})
+    if (!dir.empty() && IsDirectory(dir))
+      for (const auto& f : InputFiles(dir))
+        if (const auto id = FileId(f)) golden.emplace(*id, dir);
+  for (const auto& f : InputFiles(o.candidate)) {
+    const auto id = FileId(f);
+    auto it = id ? golden.find(*id) : golden.end();
+    if (it != golden.end())
+      throw BadInput("--candidate: " + o.candidate + " is " + (f == o.candidate ? "a file of " : "") +
+                     "the golden set " + it->second +
+                     " itself: a candidate is what an implementation computed (tools/harness/run_candidate.py "
+                     "writes one), judged against the goldens");
   }
 }
 

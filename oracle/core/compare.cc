@@ -50,17 +50,16 @@ bool SameSpecial(double g, double w) {
   if (std::isnan(w) || std::isnan(g)) return std::isnan(w) && std::isnan(g);
   return g == w;  // infinities
 }
-// The same bits, element by element (NaN payloads aside: a NaN matches a NaN).
+// The same bits (NaN payloads aside: a NaN matches a NaN; -0 is not +0).
+bool SameBits(double x, double y) {
+  if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
+  return x == y && std::signbit(x) == std::signbit(y);
+}
+
 bool BitIdentical(const Array& a, const Array& b) {
   if (a.shape != b.shape) return false;
-  for (int64_t k = 0; k < a.size(); ++k) {
-    const double x = a[k], y = b[k];
-    if (std::isnan(x) || std::isnan(y)) {
-      if (!(std::isnan(x) && std::isnan(y))) return false;
-    } else if (x != y || std::signbit(x) != std::signbit(y)) {
-      return false;
-    }
-  }
+  for (int64_t k = 0; k < a.size(); ++k)
+    if (!SameBits(a[k], b[k])) return false;
   return true;
 }
 
@@ -68,8 +67,7 @@ bool BitIdentical(const Array& a, const Array& b) {
 // err/tol so far (NaN, a non-number, counts as the largest); ties keep memory order.
 void KeepWorst(std::vector<FieldReport::Pair>& worst, const FieldReport::Pair& p) {
   for (auto& w : worst)
-    if (BitIdentical(Array::Scalar(w.got), Array::Scalar(p.got)) &&
-        BitIdentical(Array::Scalar(w.want), Array::Scalar(p.want))) {
+    if (SameBits(w.got, p.got) && SameBits(w.want, p.want)) {
       ++w.same;
       return;
     }

@@ -97,6 +97,14 @@ def tmpdir():
     return tempfile.TemporaryDirectory(dir=os.environ.get("TEST_TMPDIR"))
 
 
+def write_spec(d):
+    """`conform spec --json` written to d/spec.json, for the harness's --spec; its path."""
+    path = os.path.join(d, "spec.json")
+    with open(path, "w") as f:
+        f.write(subprocess.run([CONFORM, "spec", "--json"], check=True, capture_output=True, text=True).stdout)
+    return path
+
+
 class Contract(unittest.TestCase):
     """Each test writes an adapter (and, where it matters, a framework module beside it),
     runs the harness on one or two golden family files, and reads what was written."""
@@ -105,9 +113,7 @@ class Contract(unittest.TestCase):
     def setUpClass(cls):
         cls._tmp = tmpdir()
         cls.tmp = cls._tmp.name
-        cls.spec_path = os.path.join(cls.tmp, "spec.json")
-        with open(cls.spec_path, "w") as f:
-            f.write(subprocess.run([CONFORM, "spec", "--json"], check=True, capture_output=True, text=True).stdout)
+        cls.spec_path = write_spec(cls.tmp)
         with open(cls.spec_path) as f:
             cls.entries = registry_spec.by_key(json.load(f))
 
@@ -371,9 +377,7 @@ class CaptureShares(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls._tmp = tmpdir()
-        cls.spec_path = os.path.join(cls._tmp.name, "spec.json")
-        with open(cls.spec_path, "w") as f:
-            f.write(subprocess.run([CONFORM, "spec", "--json"], check=True, capture_output=True, text=True).stdout)
+        cls.spec_path = write_spec(cls._tmp.name)
 
     @classmethod
     def tearDownClass(cls):
@@ -500,9 +504,7 @@ class Outputs(unittest.TestCase):
     def setUpClass(cls):
         cls._tmp = tmpdir()
         cls.tmp = cls._tmp.name
-        cls.spec = os.path.join(cls.tmp, "spec.json")
-        with open(cls.spec, "w") as f:
-            f.write(subprocess.run([CONFORM, "spec", "--json"], check=True, capture_output=True, text=True).stdout)
+        cls.spec = write_spec(cls.tmp)
         cls.gold = os.path.join(cls.tmp, "gold")
         os.makedirs(cls.gold)
         shutil.copy(os.path.join(GOLDENS, "kl.h5"), cls.gold)
