@@ -7,9 +7,9 @@
 #include <optional>
 #include <random>
 
-#include "oracle/core/check.h"
-#include "oracle/core/compare.h"
 #include "oracle/core/registry.h"
+#include "oracle/judge/compare.h"
+#include "oracle/judge/judge.h"
 
 namespace verlconf {
 namespace {

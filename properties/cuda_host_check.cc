@@ -1,7 +1,7 @@
 #include "properties/cuda_host_check.h"
 
-#include "oracle/core/check.h"
 #include "oracle/core/errors.h"
+#include "oracle/judge/judge.h"
 
 namespace verlconf::testing {
 namespace {

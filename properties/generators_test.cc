@@ -6,7 +6,8 @@
 #include <rapidcheck/gtest.h>
 
 #include "oracle/core/errors.h"
-#include "oracle/core/validate.h"
+#include "oracle/core/registry.h"
+#include "oracle/judge/validate.h"
 #include "properties/testing.h"
 
 namespace verlconf {

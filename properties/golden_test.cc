@@ -8,8 +8,8 @@
 #include <map>
 #include <set>
 
-#include "oracle/core/check.h"
 #include "oracle/core/registry.h"
+#include "oracle/judge/judge.h"
 #include "oracle/policy_loss/cov.h"
 #include "oracle/rollout_correction/rollout_correction.h"
 #include "tools/golden_set.h"

@@ -2,16 +2,17 @@
 // value passes only if one of the two decisions gives it; the reference side alone says
 // where that is; a token fraction moves only with decisions that actually differ; NaN
 // matching NaN proves nothing; the tolerance table only loosens, most specific first.
+#include "oracle/judge/judge.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 
-#include "oracle/core/check.h"
 #include "oracle/core/errors.h"
 #include "oracle/core/registry.h"
-#include "oracle/core/validate.h"
+#include "oracle/judge/validate.h"
 
 namespace verlconf {
 namespace {

@@ -12,6 +12,7 @@ def family_props_tests(names, family):
             deps = [
                 family,
                 "//oracle/core:registry",
+                "//oracle/judge",
                 "//properties:testing",
                 "@gtest//:gtest_main",
                 "@rapidcheck//:rapidcheck_gtest",

@@ -33,7 +33,7 @@ enum class NanPolicy {
   kNanFails,      // any NaN fails
 };
 
-// |got - want| <= atol + rtol * |want|, the comparator's rule (oracle/core/compare.h),
+// |got - want| <= atol + rtol * |want|, the comparator's rule (oracle/core/tolerance.h),
 // rtol first as in Tolerance. Tol{} (kExact) asks for equality.
 struct Tol {
   double rtol = 0.0;

@@ -12,10 +12,11 @@
 #include <thread>
 
 #include "cuda_impl/core/device.h"
-#include "oracle/core/candidate.h"
-#include "oracle/core/check.h"
 #include "oracle/core/errors.h"
-#include "oracle/core/validate.h"
+#include "oracle/core/registry.h"
+#include "oracle/judge/candidate.h"
+#include "oracle/judge/judge.h"
+#include "oracle/judge/validate.h"
 #include "tools/check_report.h"
 #include "tools/commands.h"
 #include "tools/golden_set.h"

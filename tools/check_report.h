@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "oracle/core/check.h"
+#include "oracle/judge/judge.h"
 
 namespace verlconf::tools {
 

@@ -12,11 +12,12 @@
 #include <tuple>
 #include <vector>
 
-#include "oracle/core/candidate.h"
-#include "oracle/core/check.h"
 #include "oracle/core/errors.h"
 #include "oracle/core/json.h"
-#include "oracle/core/validate.h"
+#include "oracle/core/registry.h"
+#include "oracle/judge/candidate.h"
+#include "oracle/judge/judge.h"
+#include "oracle/judge/validate.h"
 #include "tools/commands.h"
 #include "tools/golden_set.h"
 #include "tools/report_file.h"

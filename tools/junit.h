@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "oracle/core/check.h"
+#include "oracle/judge/judge.h"
 
 namespace verlconf::tools {
 

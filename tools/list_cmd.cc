@@ -11,7 +11,7 @@
 #include "oracle/core/errors.h"
 #include "oracle/core/json.h"
 #include "oracle/core/registry.h"
-#include "oracle/core/validate.h"
+#include "oracle/judge/validate.h"
 #include "tools/commands.h"
 #include "tools/golden_set.h"
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "oracle/core/check.h"
 #include "oracle/core/registry.h"
+#include "oracle/judge/judge.h"
 #include "oracle/policy_loss/cov.h"
 
 namespace verlconf {

@@ -3,7 +3,6 @@
 
 #include <cmath>
 
-#include "oracle/core/aggregate_probe.h"
 #include "oracle/core/errors.h"
 #include "oracle/core/sum.h"
 #include "oracle/torch_functional/masked.h"
@@ -95,7 +94,12 @@ double agg_loss(const Array& loss_mat, const Array& mask, const std::string& mod
       total.Add(row.Value());
     }
   }
-  // The magnitude the float32 sums of this aggregation round against (aggregate_probe.h).
+  return total.Value() / p.divisor * static_cast<double>(info.dp_size) / p.norm;
+}
+
+AggregateMagnitude agg_loss_magnitude(const Array& loss_mat, const Array& mask, const std::string& mode,
+                                      const GlobalBatchInfo& info) {
+  const Plan p = MakePlan(mask, mode, info);
   ExactSum magnitude;
   int64_t terms = 0;
   for (int64_t i = 0; i < mask.rows(); ++i) {
@@ -107,8 +111,10 @@ double agg_loss(const Array& loss_mat, const Array& mask, const std::string& mod
       ++terms;
     }
   }
-  ReportAggregate(magnitude.Value() / p.divisor * static_cast<double>(info.dp_size) / p.norm, terms);
-  return total.Value() / p.divisor * static_cast<double>(info.dp_size) / p.norm;
+  const double abs_sum = magnitude.Value() / p.divisor * static_cast<double>(info.dp_size) / p.norm;
+  // A sum that is not finite gets no allowance: a NaN or inf loss is compared as such.
+  if (!std::isfinite(abs_sum)) return {};
+  return {abs_sum, terms};
 }
 
 Array agg_loss_weights(const Array& mask, const std::string& mode, const GlobalBatchInfo& info) {

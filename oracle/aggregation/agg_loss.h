@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "oracle/core/case.h"
 #include "oracle/core/tensor.h"
 
 namespace verlconf::oracle {
@@ -45,6 +46,11 @@ Array agg_loss_weights(const Array& loss_mask, const std::string& mode, const Gl
 // modes sum loss * mask per live row, so a NaN under a zero mask propagates there, as
 // it does in verl.
 double agg_loss(const Array& loss_mat, const Array& loss_mask, const std::string& mode, const GlobalBatchInfo& info);
+
+// The magnitude behind agg_loss's value (Result::magnitude): sum |W_k L_k| over the live
+// terms, and how many there are. A float32 sum of these terms rounds against it.
+AggregateMagnitude agg_loss_magnitude(const Array& loss_mat, const Array& loss_mask, const std::string& mode,
+                                      const GlobalBatchInfo& info);
 
 bool IsAggMode(const std::string& mode);
 

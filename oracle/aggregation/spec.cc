@@ -16,6 +16,7 @@ Result RunAgg(const Case& c) {
   Result r;
   r.outputs["loss"] = Array::Scalar(oracle::agg_loss(loss_mat, mask, c.function, info), c.dtype);
   r.grads["loss_mat"] = oracle::agg_loss_weights(mask, c.function, info);
+  r.magnitude = oracle::agg_loss_magnitude(loss_mat, mask, c.function, info);
   return r;
 }
 

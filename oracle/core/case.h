@@ -116,6 +116,17 @@ struct Case {
 };
 
 // What one implementation returns for a case.
+// How large the sums behind an aggregated loss are. Every aggregated loss is a weighted
+// sum loss = sum_k W_k L_k (oracle/aggregation/agg_loss.h); rounding in a float32 sum is
+// bounded by the magnitude sum_k |W_k L_k| times ~log2(n) eps, not by |loss|: where the
+// terms cancel (a loss of 0.29 out of terms whose magnitudes add to 6500), a bound
+// relative to |loss| fails a correct float32 sum. The judge allows for it
+// (oracle/judge/tolerance.h).
+struct AggregateMagnitude {
+  double abs_sum = 0.0;  // sum over the result's aggregations of sum_k |W_k L_k|
+  int64_t terms = 0;     // the live terms those sums had, in all
+};
+
 struct Result {
   // The stored results of a case (a golden, or a candidate's file).
   static Result Of(const Case& c) {
@@ -137,6 +148,9 @@ struct Result {
   // an exp's last bit) may decide it the other way. The comparison reports
   // disagreements there as boundary flips instead of hiding them or failing on them.
   Array boundary;
+  // The oracle's aggregations behind its scalar outputs; none for an implementation
+  // under test (the judge reads it from the reference side only).
+  AggregateMagnitude magnitude;
 };
 
 }  // namespace verlconf

@@ -1,5 +1,7 @@
 #include "oracle/core/function_spec.h"
 
+#include <stdexcept>
+
 namespace verlconf {
 
 const char* RoleName(Role r) {
@@ -97,6 +99,21 @@ const Case& Resolved(const FunctionSpec& spec, const Case& c, Case& storage) {
   storage = c;
   ResolveConfig(spec, storage.config);
   return storage;
+}
+
+void ValidateTolerances(const FunctionSpec& spec) {
+  for (const auto& o : spec.tolerances) {
+    const Tolerance d = DefaultTolerance(o.dtype);
+    const std::string where =
+        spec.family + "/" + spec.name + " tolerance for " + o.field + " [" + DTypeName(o.dtype) + "]";
+    if (o.reason.empty()) throw std::logic_error(where + ": an override must say why");
+    if (!(o.rtol >= d.rtol) || !(o.atol >= d.atol))
+      throw std::logic_error(where + ": rtol=" + std::to_string(o.rtol) + " atol=" + std::to_string(o.atol) +
+                             " is tighter than the default (rtol=" + std::to_string(d.rtol) +
+                             " atol=" + std::to_string(d.atol) + "); overrides may only loosen");
+    for (const auto& p : spec.tolerances)
+      if (&p != &o && p.field == o.field && p.dtype == o.dtype) throw std::logic_error(where + ": given twice");
+  }
 }
 
 }  // namespace verlconf

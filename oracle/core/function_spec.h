@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "oracle/core/case.h"
-#include "oracle/core/compare.h"
+#include "oracle/core/tolerance.h"
 
 namespace verlconf {
 
@@ -27,6 +27,11 @@ struct InputSpec {
   bool is_mask = false;   // must hold 0/1 values; float by verl's convention
   bool optional = false;  // may be absent (verl's None)
   std::string doc = {};   // where verl takes it from (`conform spec --json`)
+  // The input whose rounding decides the function's threshold decisions (a log-prob that
+  // moves a clipped ratio, a prediction that moves a value clip): the judge pushes it
+  // across a boundary to find the other decision's value there. At most one per spec is
+  // needed; the first one a case has is used.
+  bool decides = false;
 };
 
 struct ConfigKey {
@@ -192,5 +197,10 @@ void ResolveConfig(const FunctionSpec& spec, Config& config);
 // `c` itself when its config is already resolved against `spec`, else a resolved copy
 // in `storage`.
 const Case& Resolved(const FunctionSpec& spec, const Case& c, Case& storage);
+
+// The registry's rules for a spec's tolerance table: every override loosens the dtype's
+// default and says why, and no field is given twice. std::logic_error otherwise (the
+// registry refuses to build).
+void ValidateTolerances(const FunctionSpec& spec);
 
 }  // namespace verlconf

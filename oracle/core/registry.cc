@@ -7,7 +7,6 @@
 
 #include "oracle/advantage/spec.h"
 #include "oracle/aggregation/spec.h"
-#include "oracle/core/check.h"
 #include "oracle/core/errors.h"
 #include "oracle/core/implementations.h"
 #include "oracle/core/json.h"
@@ -241,6 +240,7 @@ std::string RegistryJson(const std::function<bool(const FunctionSpec&)>& pick) {
       j.Key("mask").Bool(in.is_mask);
       j.Key("optional").Bool(in.optional);
       if (!in.doc.empty()) j.Key("doc").String(in.doc);
+      if (in.decides) j.Key("decides").Bool(true);
       j.EndObject();
     }
     j.EndArray();

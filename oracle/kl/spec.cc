@@ -41,7 +41,7 @@ FunctionSpec KlSpec(const std::string& name) {
   s.name = name;
   s.family = "kl";
   s.verl_symbol = "verl.trainer.ppo.core_algos.kl_penalty";
-  s.inputs = {{"logprob", Role::kTokens}, {"ref_logprob", Role::kTokens}};
+  s.inputs = {{"logprob", Role::kTokens, false, false, "", /*decides=*/true}, {"ref_logprob", Role::kTokens}};
   s.outputs = {{"kl"}};
   s.grads = {"logprob"};
   s.vjp_inputs = {"logprob"};

@@ -22,7 +22,7 @@ void AddActorKlLossSpecs(std::vector<FunctionSpec>& out) {
   s.name = "actor_kl_loss";
   s.family = "policy_loss";
   s.verl_symbol = "verl.workers.utils.losses.ppo_loss (use_kl_loss: core_algos.kl_penalty + core_algos.agg_loss)";
-  s.inputs = {{"log_prob", Role::kTokens},
+  s.inputs = {{"log_prob", Role::kTokens, false, false, "", /*decides=*/true},
               {"ref_log_prob", Role::kTokens, false, false, "the reference policy's log-probs"},
               {"response_mask", Role::kTokens, /*is_mask=*/true}};
   std::vector<std::string> names = oracle::kKlPenaltyNames;
@@ -49,6 +49,7 @@ void AddActorKlLossSpecs(std::vector<FunctionSpec>& out) {
     for (double& g : agg.grad_log_prob.data) g *= coef;
     r.grads["log_prob"] = std::move(agg.grad_log_prob);
     r.metrics["kl_loss"] = agg.loss;
+    r.magnitude = agg.magnitude;
     return r;
   };
   // The '+' types are straight-through (value of the base estimator, gradient of k2):

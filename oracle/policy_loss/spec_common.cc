@@ -8,7 +8,7 @@
 namespace verlconf::oracle {
 
 std::vector<InputSpec> PolicyLossInputSpecs(bool rollout_is_weights) {
-  std::vector<InputSpec> in = {{"old_log_prob", Role::kTokens},
+  std::vector<InputSpec> in = {{"old_log_prob", Role::kTokens, false, false, "", /*decides=*/true},
                                {"log_prob", Role::kTokens},
                                {"advantages", Role::kTokens},
                                {"response_mask", Role::kTokens, /*is_mask=*/true}};
@@ -33,6 +33,7 @@ Result PackPolicyLoss(PolicyLossResult pl, DType dtype) {
   r.grads["log_prob"] = std::move(pl.grad_log_prob);
   r.metrics = std::move(pl.metrics);
   r.boundary = std::move(pl.boundary);
+  r.magnitude = pl.magnitude;
   return r;
 }
 

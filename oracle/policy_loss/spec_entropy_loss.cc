@@ -48,6 +48,7 @@ Result RunEntropyLoss(const Case& c) {
   Result r;
   r.outputs["entropy_loss"] = Array::Scalar(oracle::agg_loss(H, mask, mode, global), c.dtype);
   r.grads["logits"] = std::move(dH);
+  r.magnitude = oracle::agg_loss_magnitude(H, mask, mode, global);
   return r;
 }
 

@@ -16,7 +16,7 @@ void AddValueLossSpecs(std::vector<FunctionSpec>& out) {
   s.name = "compute_value_loss";
   s.family = "policy_loss";
   s.verl_symbol = "verl.trainer.ppo.core_algos.compute_value_loss";
-  s.inputs = {{"vpreds", Role::kTokens, false, false, "the critic's current value predictions"},
+  s.inputs = {{"vpreds", Role::kTokens, false, false, "the critic's current value predictions", /*decides=*/true},
               {"returns", Role::kTokens, false, false, "value targets (GAE returns)"},
               {"values", Role::kTokens, false, false, "old values (rollout-time critic)"},
               {"response_mask", Role::kTokens, /*is_mask=*/true}};
@@ -40,6 +40,7 @@ void AddValueLossSpecs(std::vector<FunctionSpec>& out) {
     r.grads["vpreds"] = std::move(v.grad_vpreds);
     r.metrics = std::move(v.metrics);
     r.boundary = std::move(v.boundary);
+    r.magnitude = v.magnitude;
     return r;
   };
   s.generate = [](const GenParams& p) {

@@ -38,6 +38,7 @@ ValueLossResult compute_value_loss(const Array& vpreds, const Array& returns, co
   }
   ValueLossResult out;
   out.loss = 0.5 * agg_loss(losses, mask, cfg.loss_agg_mode, cfg.global);
+  out.magnitude = agg_loss_magnitude(losses, mask, cfg.loss_agg_mode, cfg.global);
   const Array w = agg_loss_weights(mask, cfg.loss_agg_mode, cfg.global);
   out.grad_vpreds = Array(mask.shape, mask.dtype);
   for (int64_t k = 0; k < mask.size(); ++k) out.grad_vpreds[k] = 0.5 * w[k] * dloss[k];

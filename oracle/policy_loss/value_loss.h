@@ -14,6 +14,7 @@ struct ValueLossResult {
   Array grad_vpreds;                      // d loss / d vpreds
   std::map<std::string, double> metrics;  // "vf_clipfrac"
   Array boundary;                         // tokens whose clip decision is within float32 rounding
+  AggregateMagnitude magnitude;           // of agg_loss's sum, before the 0.5 (Result::magnitude)
 };
 
 // Filled in by the registry entry's reader from the case's config; verl's defaults are

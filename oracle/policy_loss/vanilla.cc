@@ -13,6 +13,7 @@ namespace verlconf::oracle {
 void Aggregate(const Array& losses, const Array& dlosses_dlogprob, const Array& mask, const std::string& mode,
                const GlobalBatchInfo& global, PolicyLossResult& out) {
   out.loss = agg_loss(losses, mask, mode, global);
+  out.magnitude = agg_loss_magnitude(losses, mask, mode, global);
   const Array w = agg_loss_weights(mask, mode, global);
   out.grad_log_prob = Array(mask.shape, mask.dtype);
   for (int64_t k = 0; k < mask.size(); ++k) out.grad_log_prob[k] = w[k] * dlosses_dlogprob[k];

@@ -23,6 +23,7 @@ struct PolicyLossResult {
   Array grad_log_prob;                    // d loss / d log_prob
   std::map<std::string, double> metrics;  // verl's names, e.g. "actor/pg_clipfrac"
   Array boundary;                         // tokens within float32 rounding of a decision (Result::boundary)
+  AggregateMagnitude magnitude;           // of the aggregation behind `loss` (Result::magnitude)
 };
 
 // Filled in by the registry entry's reader from the case's config; verl's defaults are

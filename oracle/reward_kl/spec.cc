@@ -95,8 +95,9 @@ void AddRewardKlSpecs(std::vector<FunctionSpec>& out) {
     s.name = "compute_rewards";
     s.family = "reward_kl";
     s.verl_symbol = "verl.trainer.ppo.core_algos.compute_rewards";
-    s.inputs = {
-        {"token_level_scores", Role::kTokens}, {"old_log_prob", Role::kTokens}, {"ref_log_prob", Role::kTokens}};
+    s.inputs = {{"token_level_scores", Role::kTokens},
+                {"old_log_prob", Role::kTokens, false, false, "", /*decides=*/true},
+                {"ref_log_prob", Role::kTokens}};
     s.config = {{"kl_ratio", "float", oracle::None(), "the KL coefficient (no default in verl)"}};
     s.outputs = {{"token_level_rewards"}};
     s.oracle = [](const Case& c) {

@@ -47,7 +47,7 @@ FunctionSpec HelperSpec(const std::string& verl_function) {
 
 // The IS and RS entries' inputs, and the start of their random cases.
 std::vector<InputSpec> LogRatioInputs() {
-  return {{"log_ratio", Role::kTokens, false, false, "log pi_train - log pi_rollout"},
+  return {{"log_ratio", Role::kTokens, false, false, "log pi_train - log pi_rollout", /*decides=*/true},
           {"response_mask", Role::kTokens, /*is_mask=*/true}};
 }
 
@@ -279,7 +279,7 @@ std::vector<std::string> Prefixed(const std::vector<std::string>& names) {
 
 FunctionSpec Offpolicy() {
   FunctionSpec s = HelperSpec("compute_offpolicy_metrics");
-  s.inputs = {{"old_log_prob", Role::kTokens, false, false, "training-policy log-probs"},
+  s.inputs = {{"old_log_prob", Role::kTokens, false, false, "training-policy log-probs", /*decides=*/true},
               {"rollout_log_prob", Role::kTokens, false, /*optional=*/true, "rollout-policy log-probs"},
               {"response_mask", Role::kTokens, /*is_mask=*/true}};
   s.metrics = oracle::OffpolicyMetricNames();
@@ -299,7 +299,7 @@ FunctionSpec Offpolicy() {
 
 FunctionSpec MetricsFromLogprobs() {
   FunctionSpec s = HelperSpec("compute_rollout_corr_metrics_from_logprobs");
-  s.inputs = {{"log_prob", Role::kTokens, false, false, "current-policy log-probs"},
+  s.inputs = {{"log_prob", Role::kTokens, false, false, "current-policy log-probs", /*decides=*/true},
               {"rollout_log_prob", Role::kTokens},
               {"response_mask", Role::kTokens, /*is_mask=*/true}};
   s.metrics = Prefixed(oracle::OffpolicyMetricNames());
@@ -319,7 +319,7 @@ FunctionSpec MetricsFromLogprobs() {
 
 FunctionSpec Pipeline() {
   FunctionSpec s = HelperSpec("compute_rollout_correction_and_rejection_mask");
-  s.inputs = {{"old_log_prob", Role::kTokens, false, false, "training-policy log-probs"},
+  s.inputs = {{"old_log_prob", Role::kTokens, false, false, "training-policy log-probs", /*decides=*/true},
               {"rollout_log_prob", Role::kTokens, false, false, "rollout-policy log-probs"},
               {"response_mask", Role::kTokens, /*is_mask=*/true}};
   oracle::AddRolloutSettingsKeys(s, kNone, "None (no IS), token or sequence");

@@ -101,7 +101,7 @@ FunctionSpec PresetSpec(const RolloutPreset& preset, const oracle::RolloutCorrec
 FunctionSpec Decoupled(const RolloutPreset& preset) {
   const oracle::RolloutCorrectionFields defaults = oracle::ExpandPresetDefaults(preset);
   FunctionSpec s = PresetSpec(preset, defaults);
-  s.inputs = {{"old_log_prob", Role::kTokens, false, false, "batch old_log_probs (training policy)"},
+  s.inputs = {{"old_log_prob", Role::kTokens, false, false, "batch old_log_probs (training policy)", /*decides=*/true},
               {"rollout_log_prob", Role::kTokens, false, false, "batch rollout_log_probs"},
               {"response_mask", Role::kTokens, /*is_mask=*/true}};
   AddKwargKeys(s, preset);
@@ -163,7 +163,7 @@ FunctionSpec Bypass(const RolloutPreset& preset) {
   const oracle::RolloutCorrectionFields defaults = oracle::ExpandPresetDefaults(preset);
   FunctionSpec s = PresetSpec(preset, defaults);
   s.inputs = {{"rollout_log_prob", Role::kTokens, false, false, "batch rollout_log_probs (become old_log_probs)"},
-              {"log_prob", Role::kTokens, false, false, "current-policy log-probs"},
+              {"log_prob", Role::kTokens, false, false, "current-policy log-probs", /*decides=*/true},
               {"advantages", Role::kTokens},
               {"response_mask", Role::kTokens, /*is_mask=*/true}};
   AddKwargKeys(s, preset);

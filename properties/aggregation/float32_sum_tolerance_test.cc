@@ -1,7 +1,7 @@
 // The float32 judgement of a scalar loss whose per-token terms cancel. A float32 sum of
 // n terms rounds against their magnitude sum |W L|, not against the (small) result, so a
 // correct float32 implementation can miss a cancelling loss by far more than 256 eps32
-// of it; the comparator allows ~(log2 n + 8) eps32 of the magnitude (check.cc), computed
+// of it; the comparator allows ~(log2 n + 8) eps32 of the magnitude (oracle/judge/tolerance.cc), computed
 // from the oracle's run. These cases pin both sides of that: correct float32 sums pass
 // where the plain relative bound fails them, and an error beyond the allowance, or any
 // error where nothing cancels, still fails.
@@ -11,9 +11,9 @@
 #include <random>
 #include <string>
 
-#include "oracle/core/check.h"
-#include "oracle/core/compare.h"
 #include "oracle/core/registry.h"
+#include "oracle/judge/compare.h"
+#include "oracle/judge/judge.h"
 
 namespace verlconf {
 namespace {

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "oracle/core/check.h"
-#include "oracle/core/compare.h"
 #include "oracle/core/generate.h"
 #include "oracle/core/registry.h"
+#include "oracle/judge/compare.h"
+#include "oracle/judge/judge.h"
 #include "properties/cuda_host_check.h"
 
 namespace verlconf {
@@ -65,7 +65,7 @@ TEST(CudaHostRolloutCorrection, OverflowingRowsAndExactRatios) {
 // bypass_ppo_clip_geo_rs's seq-mean-token-sum loss is -sum(A) over 8192 advantages
 // whose magnitudes add to ~6500 and whose sum is ~0.29. cuda-host's float32 sum is off
 // by 5e-5, 1e-8 of that magnitude: correct float32 rounding, which a bound relative to
-// |loss| (256 eps32) fails; the judge allows for the terms' magnitude (check.cc).
+// |loss| (256 eps32) fails; the judge allows for the terms' magnitude (oracle/judge/tolerance.cc).
 TEST(CudaHostRolloutCorrection, ACancellingLossIsJudgedAgainstItsTermsMagnitude) {
   const FunctionSpec* spec = FindSpec("bypass_ppo_clip_geo_rs", "rollout_correction");
   ASSERT_NE(spec, nullptr);

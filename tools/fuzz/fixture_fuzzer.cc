@@ -41,11 +41,11 @@
 
 #include "fixtures/h5child.h"
 #include "fixtures/h5io.h"
-#include "oracle/core/candidate.h"
-#include "oracle/core/check.h"
 #include "oracle/core/errors.h"
 #include "oracle/core/registry.h"
-#include "oracle/core/validate.h"
+#include "oracle/judge/candidate.h"
+#include "oracle/judge/judge.h"
+#include "oracle/judge/validate.h"
 
 namespace {
 

@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "cuda_impl/core/device.h"
-#include "oracle/core/check.h"
 #include "oracle/core/errors.h"
 #include "oracle/core/registry.h"
+#include "oracle/judge/judge.h"
 #include "properties/cuda_host_check.h"
 #include "tools/golden_set.h"
 #include "tools/paths.h"

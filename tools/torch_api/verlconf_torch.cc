@@ -10,7 +10,8 @@
 #include <stdexcept>
 
 #include "oracle/core/errors.h"
-#include "oracle/core/validate.h"
+#include "oracle/core/registry.h"
+#include "oracle/judge/validate.h"
 
 namespace verlconf::torch_api {
 namespace {

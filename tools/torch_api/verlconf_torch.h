@@ -37,8 +37,8 @@
 #include <vector>
 
 #include "oracle/core/case.h"
-#include "oracle/core/check.h"
 #include "oracle/core/tensor.h"
+#include "oracle/judge/judge.h"
 #include "tools/golden_set.h"
 
 namespace verlconf::torch_api {

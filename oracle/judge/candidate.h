@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "oracle/core/case.h"
-#include "oracle/core/check.h"
-#include "oracle/core/registry.h"
+#include "oracle/core/function_spec.h"
+#include "oracle/judge/judge.h"
 
 namespace verlconf {
 

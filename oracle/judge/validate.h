@@ -5,7 +5,7 @@
 #pragma once
 
 #include "oracle/core/case.h"
-#include "oracle/core/registry.h"
+#include "oracle/core/function_spec.h"
 
 namespace verlconf {
 

@@ -1,4 +1,4 @@
-#include "oracle/core/compare.h"
+#include "oracle/judge/compare.h"
 
 #include <algorithm>
 #include <cmath>
@@ -21,11 +21,6 @@ const char* OutcomeName(Outcome o) {
 }
 
 namespace {
-// The named factors of the default table (see compare.h).
-constexpr double kF64RelUlps = 262144.0;  // 2^18
-constexpr double kF64AbsUlps = 1024.0;    // 2^10
-constexpr double kF32RelUlps = 256.0;     // 2^8
-constexpr double kF32AbsUlps = 256.0;     // 2^8
 
 std::string Num(double v) {
   char b[32];
@@ -44,12 +39,6 @@ std::string Exact(double v) {
   return b;
 }
 
-// NaN matches NaN and an infinity matches the same infinity: verl's own NaN (0/0 on an
-// empty batch) is a value to reproduce, not an error.
-bool SameSpecial(double g, double w) {
-  if (std::isnan(w) || std::isnan(g)) return std::isnan(w) && std::isnan(g);
-  return g == w;  // infinities
-}
 // The same bits (NaN payloads aside: a NaN matches a NaN; -0 is not +0).
 bool SameBits(double x, double y) {
   if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
@@ -79,25 +68,6 @@ void KeepWorst(std::vector<FieldReport::Pair>& worst, const FieldReport::Pair& p
   if (worst.size() > FieldReport::kShownMismatches) worst.pop_back();
 }
 }  // namespace
-
-Tolerance DefaultTolerance(DType d) {
-  if (d == DType::kFloat32) return {kF32RelUlps * kEps32, kF32AbsUlps * kEps32, ""};
-  return {kF64RelUlps * kEps64, kF64AbsUlps * kEps64, ""};
-}
-
-Tolerance ExactTolerance() { return {0.0, 0.0, "discrete output: compared exactly"}; }
-
-double ErrorRatio(double got, double want, const Tolerance& tol) {
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  if (!std::isfinite(got) || !std::isfinite(want)) return SameSpecial(got, want) ? 0.0 : kInf;
-  const double diff = std::fabs(got - want);  // +inf when the difference overflows
-  const double allowed = tol.atol + tol.rtol * std::fabs(want);
-  if (!(allowed > 0.0)) return diff == 0.0 ? 0.0 : kInf;
-  // Correctly rounded division is monotone and allowed / allowed == 1, so diff <= allowed
-  // gives a ratio <= 1; diff > allowed means diff >= the next double above allowed, whose
-  // quotient exceeds 1 by more than half an ulp of 1 and so rounds above 1.
-  return diff / allowed;
-}
 
 std::string FormatIndex(int64_t flat, const std::vector<int64_t>& shape) {
   if (shape.empty()) return "()";

@@ -1,4 +1,4 @@
-#include "oracle/core/validate.h"
+#include "oracle/judge/validate.h"
 
 #include <algorithm>
 #include <cmath>

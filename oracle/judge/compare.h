@@ -1,7 +1,7 @@
 // Comparison of an implementation's result with a reference, and the outcome model.
 //
-// Closeness is |got - want| <= atol + rtol * |want| elementwise. Every comparison has
-// exactly one outcome; only PASSED counts as evidence of conformance.
+// Closeness is the tolerance's (oracle/core/tolerance.h). Every comparison has exactly
+// one outcome; only PASSED counts as evidence of conformance.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "oracle/core/tensor.h"
+#include "oracle/core/tolerance.h"
 
 namespace verlconf {
 
@@ -20,30 +21,6 @@ enum class Outcome {
   kUnsupported,  // the implementation does not provide this function or output
 };
 const char* OutcomeName(Outcome o);
-
-struct Tolerance {
-  double rtol = 0.0;
-  double atol = 0.0;
-  std::string reason;  // why it differs from the default ("" for the default)
-};
-
-// The default per dtype, as multiples of that dtype's machine epsilon:
-//   float64: rtol = 2^18 eps64 (5.8e-11), atol = 2^10 eps64 (2.3e-13). Oracle and
-//            verl compute the same formulas in the same precision; only rounding
-//            differs, so anything beyond means different semantics.
-//   float32: rtol = 2^8 eps32 (3.1e-5), atol = 2^8 eps32. verl computes in float32,
-//            the oracle in float64 from the same float32 inputs.
-Tolerance DefaultTolerance(DType d);
-// Tolerance for discrete outputs (masks, fractions): exact.
-Tolerance ExactTolerance();
-
-// |got - want| as a multiple of what the tolerance allows at `want`, atol + rtol * |want|.
-// This is the element test itself: an element is within tolerance exactly when the ratio
-// is <= 1 (Close), so a figure reported from it can never contradict the verdict. 0 for
-// matching non-finite values (NaN and NaN, the same infinity); +inf for any other pair
-// with a non-finite value, and for any difference where nothing is allowed (exact).
-double ErrorRatio(double got, double want, const Tolerance& tol);
-inline bool Close(double got, double want, const Tolerance& tol) { return ErrorRatio(got, want, tol) <= 1.0; }
 
 struct FieldReport {
   std::string field;  // "outputs/advantages", "grads/log_prob", "metrics/actor/ppo_kl"

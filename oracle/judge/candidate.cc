@@ -1,4 +1,4 @@
-#include "oracle/core/candidate.h"
+#include "oracle/judge/candidate.h"
 
 #include <algorithm>
 #include <limits>
@@ -6,7 +6,7 @@
 #include <set>
 
 #include "oracle/core/errors.h"
-#include "oracle/core/validate.h"
+#include "oracle/judge/validate.h"
 
 namespace verlconf {
 namespace {

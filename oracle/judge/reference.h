@@ -1,0 +1,76 @@
+// The reference side of a comparison where rounding decides: the oracle on the golden's
+// inputs, the tokens whose threshold decision it makes within rounding, and the values the
+// other decision gives there. None of it comes from the implementation under test.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "oracle/core/case.h"
+#include "oracle/core/function_spec.h"
+#include "oracle/judge/compare.h"
+
+namespace verlconf {
+
+// The reference side of a comparison: the oracle on the golden's inputs, where its
+// decisions are rounding-dependent, and the values the other decision gives there.
+struct ReferenceDecisions {
+  bool have = false;
+  // The oracle on the golden's inputs; its magnitude gives the scalar outputs' float32
+  // allowance without another oracle run.
+  Result result;
+  Array boundary;                // empty when no decision is close
+  std::vector<Result> branches;  // the other decision's values, one per push direction
+  // An exact tie between the two sides (a ratio rounded onto the bound itself): torch's
+  // max/min then split the gradient evenly, so the midpoint of the two decisions' values is
+  // what a correct implementation whose rounding lands on the bound returns.
+  std::vector<Result> ties;
+  // Discrete (0/1) outputs: the other decision is the flipped value, on valid tokens. This
+  // needs no push, so it holds where the decided quantity hardly moves with the log-ratio
+  // (k3 near a log-ratio of 0).
+  std::map<std::string, Array> flipped_discrete;
+  std::set<int64_t> unobservable;  // boundary positions where no field tells the decisions apart
+  const Array* mask = nullptr;     // the response mask fractions are taken over
+
+  DecisionView View(const std::map<std::string, Array>& ref_fields, const std::string& name, bool grads) const {
+    DecisionView v;
+    if (!boundary.size()) return v;
+    v.boundary = &boundary;
+    auto own = ref_fields.find(name);
+    if (own != ref_fields.end()) v.branch_values.push_back(&own->second);
+    auto flip = grads ? flipped_discrete.end() : flipped_discrete.find(name);
+    if (flip != flipped_discrete.end()) v.branch_values.push_back(&flip->second);
+    for (const auto* set : {&branches, &ties})
+      for (const Result& b : *set) {
+        const auto& m = grads ? b.grads : b.outputs;
+        auto it = m.find(name);
+        if (it != m.end()) v.branch_values.push_back(&it->second);
+      }
+    return v;
+  }
+
+  // Share of the response whose decision the reference makes within rounding (a valid
+  // token at a boundary: a masked one is in no fraction) and that differs from the
+  // reference's, as some element-wise field shows, or that no field can show at all (the
+  // fraction is then the only witness, and a correct implementation may decide either
+  // way). Where the reference makes no close decision (a clip that returns its input
+  // unchanged), nothing is allowed.
+  double DecisionShare(const std::set<int64_t>& flipped) const {
+    if (!mask || !boundary.size()) return 0.0;
+    double moved = 0, total = 0;
+    for (int64_t k = 0; k < mask->size(); ++k) {
+      total += (*mask)[k];
+      if (boundary[k] != 0.0 && (flipped.count(k) || unobservable.count(k))) moved += (*mask)[k];
+    }
+    return moved / (total + 1e-8);
+  }
+};
+
+// The oracle on `golden`'s inputs and, where its result marks a boundary, the other
+// decision's values (the spec's decision input pushed across it on each side), the ties,
+// and the positions no field can tell apart. have == false when the oracle raises.
+ReferenceDecisions ReferenceView(const FunctionSpec& spec, const Case& golden);
+
+}  // namespace verlconf

@@ -1,0 +1,175 @@
+#include "oracle/judge/tolerance.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+#include "oracle/core/errors.h"
+
+namespace verlconf {
+namespace {
+
+std::string Num(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3g", v);
+  return b;
+}
+
+}  // namespace
+
+bool IsDiscrete(const FunctionSpec& spec, const std::string& field) {
+  const std::string prefix = "outputs/";
+  if (field.rfind(prefix, 0) != 0) return false;
+  const OutputSpec* o = spec.FindOutput(field.substr(prefix.size()));
+  return o && o->discrete;
+}
+
+Tolerance ToleranceFor(const FunctionSpec& spec, const std::string& field, DType dtype) {
+  Tolerance t = IsDiscrete(spec, field) && dtype == DType::kFloat64 ? ExactTolerance() : DefaultTolerance(dtype);
+  // The field's own entry wins over the spec-wide "*".
+  const ToleranceOverride* pick = nullptr;
+  for (const auto& o : spec.tolerances) {
+    if (o.dtype != dtype) continue;
+    if (o.field == field) {
+      pick = &o;
+      break;
+    }
+    if (o.field == "*" && !pick) pick = &o;
+  }
+  if (pick) return {pick->rtol, pick->atol, pick->reason};
+  return t;
+}
+
+namespace {
+
+// A float32 scalar loss is a weighted sum of per-token terms (Result::magnitude, oracle/core/case.h). Its
+// rounding is bounded by the terms' magnitude M = sum |W_k L_k|, not by |loss|: a
+// pairwise or blocked float32 sum of n terms is within ~log2(n) eps32 M of the exact
+// sum, and each term's own rounding (exp, products, clips: a few eps32 each) adds up to
+// ~8 eps32 M more. Where the terms do not cancel, M ~ |loss| and the default's 256 eps32
+// |loss| already exceeds this; it matters only where they cancel. M comes from the
+// oracle's run on the golden's inputs, never from the implementation under test.
+// M for a case: what the oracle's aggregations report on its inputs; none (no terms)
+// where the oracle raises (a case verl raises on, or one without verl semantics, has no sum).
+AggregateMagnitude OracleMagnitude(const FunctionSpec& spec, const Case& c) {
+  if (!spec.oracle) return {};
+  try {
+    return spec.oracle(c).magnitude;
+  } catch (const VerlError&) {
+    return {};
+  } catch (const Unsupported&) {
+    return {};
+  }
+}
+
+// `known`: M from an oracle run on `c` the caller already made; null to run it here.
+void AllowForAggregateMagnitude(const FunctionSpec& spec, const std::string& field, const Case& c,
+                                const AggregateMagnitude* known, Tolerance& t) {
+  if (field.rfind("outputs/", 0) != 0 || !spec.oracle) return;
+  const OutputSpec* out = spec.FindOutput(field.substr(std::string("outputs/").size()));
+  if (!out || out->kind != OutputKind::kScalar) return;
+  const AggregateMagnitude m = known ? *known : OracleMagnitude(spec, c);
+  if (m.terms == 0 || !(m.abs_sum > 0.0)) return;
+  const double factor = std::ceil(std::log2(static_cast<double>(std::max<int64_t>(m.terms, 2)))) + 8.0;
+  const double extra = factor * kEps32 * m.abs_sum;
+  if (!(extra > 0.0) || !std::isfinite(extra)) return;
+  t.atol += extra;
+  char buf[160];
+  std::snprintf(buf, sizeof buf,
+                "float32 sum of %lld terms of magnitude %.3g: atol + %.3g (%.0f eps32 times the magnitude)",
+                static_cast<long long>(m.terms), m.abs_sum, extra, factor);
+  t.reason = t.reason.empty() ? buf : t.reason + "; " + buf;
+}
+
+}  // namespace
+
+Tolerance CaseTolerance(const FunctionSpec& spec, const std::string& field, const Case& c,
+                        const AggregateMagnitude* known) {
+  Tolerance t = ToleranceFor(spec, field, c.dtype);
+  if (spec.case_tolerance) {
+    // A bound computed from the case itself (a cancellation's condition number): it
+    // replaces the table's entry, and may only loosen the dtype's default.
+    if (std::optional<Tolerance> b = spec.case_tolerance(c, field)) {
+      const Tolerance d = DefaultTolerance(c.dtype);
+      t = {std::max(b->rtol, d.rtol), std::max(b->atol, d.atol), b->reason};
+    }
+  }
+  if (c.dtype != DType::kFloat32) return t;
+  AllowForAggregateMagnitude(spec, field, c, known, t);
+  if (!spec.float32_condition) return t;
+  const double cond = spec.float32_condition(c);
+  if (cond > 1.0) {
+    t.rtol *= cond;
+    t.atol *= cond;
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "float32 tolerance scaled by the case's condition number %.3g", cond);
+    t.reason = t.reason.empty() ? buf : t.reason + "; " + buf;
+  }
+  return t;
+}
+
+Tolerance ToleranceFor(const FunctionSpec& spec, const std::string& field, const Case& c) {
+  return CaseTolerance(spec, field, c, nullptr);
+}
+
+namespace {
+
+// The most elements any count in the case can be taken over: its largest input.
+int64_t CountedElements(const Case& c) {
+  int64_t n = 1;
+  for (const auto& [name, x] : c.inputs) n = std::max<int64_t>(n, x.size());
+  return n;
+}
+
+}  // namespace
+
+// A fraction (a clip fraction, a rejected share) is a count over a denominator of at most
+// CountedElements(c). Two counts differ by at least 1 / that, so a tolerance below half
+// of it judges the count exactly, and within that the division is held to the dtype's
+// floating tolerance: a correct different summation order (an ulp) never fails, one token
+// counted differently always does. A token whose decision the candidate's fields show to
+// differ at a rounding boundary moves the count legitimately: `share` of the valid tokens.
+Tolerance FractionTolerance(const Tolerance& floating, double want, const Case& c, double share) {
+  const double half_count = 0.5 / static_cast<double>(CountedElements(c));
+  double arithmetic = floating.atol + floating.rtol * std::fabs(want);
+  if (!std::isfinite(arithmetic)) arithmetic = half_count;  // verl's NaN (0/0) is matched as a value
+  Tolerance t{0.0, std::min(arithmetic, half_count) + share, ""};
+  t.reason = "a fraction: the count it implies exactly, the division to " +
+             std::string(arithmetic < half_count ? "the dtype's tolerance"
+                                                 : "half a count of " + std::to_string(CountedElements(c))) +
+             (share > 0 ? "; + " + Num(share) + " for valid tokens whose decision differs at a rounding boundary" : "");
+  return t;
+}
+
+namespace {
+
+// `d` as a ratio of small integers (1/64, 3/40) when one with a denominator of at most
+// `n` gives it to within rounding: the count difference a fraction's move implies.
+std::string AsCountRatio(double d, int64_t n) {
+  for (int64_t den = 1; den <= n && den <= (int64_t{1} << 22); ++den) {
+    const double k = std::round(d * static_cast<double>(den));
+    if (k >= 1 && std::fabs(d * static_cast<double>(den) - k) <= 1e-6 * k)
+      return std::to_string(static_cast<long long>(k)) + "/" + std::to_string(den);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string FractionNote(const FieldReport& f, const Case& c, const Tolerance& tol, double share) {
+  const int64_t n = CountedElements(c);
+  std::string s = "a fraction moved by " + Num(f.worst_abs);
+  if (!std::isfinite(f.worst_abs)) return s + " (not a number)";
+  if (f.worst_abs > 0.5 / static_cast<double>(n) + share) {
+    const std::string ratio = AsCountRatio(f.worst_abs, n);
+    s += (ratio.empty() ? "" : " (" + ratio + ")") + std::string(": the count it implies differs");
+  } else {
+    s += ": the count agrees, the division is beyond its floating tolerance";
+  }
+  s += "; allowed " + Num(tol.atol);
+  if (share > 0) s += ", " + Num(share) + " of it for tokens whose decision differs from the reference's";
+  return s;
+}
+
+}  // namespace verlconf
