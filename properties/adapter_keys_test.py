@@ -1,7 +1,7 @@
 """The verl adapter's key table against the registry, without torch or verl.
 
 fixtures/adapters/verl_keys.py is the table verl_adapter.py builds FUNCTIONS from. Run
-through the one key resolution the capture and the harness share (fixtures/
+through the one key resolution the capture and the harness share (verlconf/
 adapter_keys.py), it must name every registry function of `conform spec --json`, keyed
 (family, name), and nothing else; every factory it names must exist in verl_adapter.py
 (read with ast, not imported); and its RS options, presets and KL names must be the
@@ -23,11 +23,12 @@ ROOT = os.path.join(RUNFILES, "verlconf")
 if not os.path.isdir(os.path.join(ROOT, "fixtures")):
     ROOT = os.getcwd()
 FIXTURES = os.path.join(ROOT, "fixtures")
-sys.path.insert(0, FIXTURES)
+# verl_keys.py is an adapter's helper module, found as the adapter loader finds it: by its
+# directory (verlconf itself comes from the py_library dependency).
 sys.path.insert(0, os.path.join(FIXTURES, "adapters"))
 
-import adapter_keys  # noqa: E402
 import verl_keys  # noqa: E402
+from verlconf import adapter_keys  # noqa: E402
 
 
 def registry():
@@ -56,9 +57,9 @@ def golden_functions(version):
     return out
 
 
-def recorded(version):
+def recorded(version, family_file="kl.h5"):
     d = os.path.join(FIXTURES, f"verl-{version}")
-    with h5py.File(os.path.join(d, "kl.h5"), "r") as f:
+    with h5py.File(os.path.join(d, family_file), "r") as f:
         reg = {k: [x for x in str(v).split("\n") if x] for k, v in f["_verl_registry"].attrs.items()}
     with h5py.File(os.path.join(d, "rollout_correction.h5"), "r") as f:
         presets = sorted(f["_verl_presets"].attrs)
@@ -90,6 +91,10 @@ class VerlKeyTable(unittest.TestCase):
             self.assertEqual(sorted(reg["kl_penalty_names"]), sorted(verl_keys.KL_NAMES), version)
             self.assertEqual(sorted(reg["kl_penalty_not_implemented"]), sorted(verl_keys.KL_NOT_IMPLEMENTED), version)
             self.assertEqual(presets, sorted(verl_keys.PRESETS), version)
+        # The policy losses come from the registry: with bypass_mode, verl 0.9.1's
+        # POLICY_LOSS_REGISTRY, no more and no fewer.
+        reg, _ = recorded("0.9.1", "policy_loss.h5")
+        self.assertEqual(sorted(reg["policy_losses"]), sorted(verl_keys.POLICY_LOSSES + ("bypass_mode",)))
 
     def test_no_framework_was_imported(self):
         self.assertNotIn("torch", sys.modules)

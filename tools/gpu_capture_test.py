@@ -14,13 +14,12 @@ import zipfile
 RUNFILES = os.path.join(os.environ.get("TEST_SRCDIR", os.getcwd()), "verlconf")
 FIXTURES = os.path.join(RUNFILES, "fixtures")
 TOOLS = os.path.join(RUNFILES, "tools")
-sys.path.insert(0, FIXTURES)
-sys.path.insert(0, TOOLS)
+sys.path.insert(0, TOOLS)  # gpu_capture_boot.py is a script, not a library
 
 import h5py  # noqa: E402
 
 import gpu_capture_boot  # noqa: E402
-import h5schema  # noqa: E402
+from verlconf import h5schema  # noqa: E402
 
 
 def capture(*args):
@@ -97,6 +96,10 @@ class Boot(unittest.TestCase):
         with open(marker) as f:
             self.assertEqual(f.read(), "0.9.1 mine --out x")
         self.assertIn("stubbed ray", buf.getvalue())
+
+    def test_the_default_capture_is_the_repositorys(self):
+        args, _ = gpu_capture_boot.parse(["--wheels", self.wheels, "--", "--out", "x"])
+        self.assertTrue(os.path.isfile(args.capture), args.capture)
 
     def test_no_verl_wheel_is_an_error(self):
         os.remove(os.path.join(self.wheels, "verl-0.9.1-py3-none-any.whl"))

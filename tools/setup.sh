@@ -4,7 +4,7 @@
 # every dependency comes from these apt packages or /usr/local/cuda).
 #
 #   tools/setup.sh             install/verify the build and test dependencies
-#   tools/setup.sh --capture … delegate to tools/setup_capture.sh … (the
+#   tools/setup.sh --capture … delegate to fixtures/capture/setup_capture.sh … (the
 #                              Python environment that runs upstream verl)
 set -euo pipefail
 
@@ -14,10 +14,11 @@ die() { echo "setup: ERROR: $*" >&2; exit 1; }
 
 if [[ "${1:-}" == "--capture" ]]; then
   shift
-  [[ -f "$here/setup_capture.sh" ]] ||
-    die "tools/setup_capture.sh does not exist (capture setup is not available in this checkout)"
-  say "delegating to tools/setup_capture.sh $*"
-  exec bash "$here/setup_capture.sh" "$@"
+  capture_setup="$here/../fixtures/capture/setup_capture.sh"
+  [[ -f "$capture_setup" ]] ||
+    die "fixtures/capture/setup_capture.sh does not exist (capture setup is not available in this checkout)"
+  say "delegating to fixtures/capture/setup_capture.sh $*"
+  exec bash "$capture_setup" "$@"
 fi
 [[ $# -eq 0 ]] || die "unknown argument '$1' (usage: tools/setup.sh [--capture ARGS...])"
 

@@ -1,5 +1,5 @@
 """Reader scaling benchmark: writes kl fixture files holding N cases of one function
-(the capture's own writer, fixtures/h5schema.py, so the group layout is what a capture
+(the capture's own writer, verlconf.h5schema, so the group layout is what a capture
 produces) and times the C++ reader on each with tools/bench:fixture_read_bench.
 
     bazel build -c opt //tools/bench:fixture_read_bench
@@ -16,8 +16,9 @@ import tempfile
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures"))
-import h5schema  # noqa: E402
+# An entry script: it finds the verlconf package of this checkout.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures", "python"))
+from verlconf import h5schema  # noqa: E402
 
 
 def write(path, n):

@@ -33,10 +33,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS = os.path.join(HERE, "run_candidate.py")
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(HERE)), "fixtures")
 GOLDENS = os.path.join(FIXTURES, "verl-0.9.1")
-sys.path.insert(0, FIXTURES)
 
-import adapter_call  # noqa: E402
-import registry_spec  # noqa: E402
+from verlconf import adapter_call, registry_spec  # noqa: E402
 
 
 def harness(out, bug=""):
@@ -712,8 +710,7 @@ class Writing(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        sys.path.insert(0, HERE)
-        import run_candidate
+        from verlconf import run_candidate
         cls.rc = run_candidate
 
     FILES = [("a.h5", {}, []), ("b.h5", {}, []), ("c.h5", {}, [])]
@@ -777,7 +774,8 @@ class Writing(unittest.TestCase):
             adapter = os.path.join(work, "mine_adapter.py")
             with open(adapter, "w") as f:
                 f.write(textwrap.dedent("""
-                    import os, signal, h5schema
+                    import os, signal
+                    from verlconf import h5schema
                     name = "mine"
                     def versions():
                         real = h5schema.write_fixture_file
@@ -850,8 +848,7 @@ class Provenance(unittest.TestCase):
             self.assertEqual(attrs["harness_torch_version"], "0.0.1+adapter")
 
     def test_torch_is_never_imported_for_it(self):
-        sys.path.insert(0, HERE)
-        import run_candidate
+        from verlconf import run_candidate
         had = "torch" in sys.modules
         versions = run_candidate.harness_versions()
         self.assertEqual("torch" in sys.modules, had)
@@ -863,7 +860,7 @@ class ProgressLine(unittest.TestCase):
 
     def test_not_a_terminal_sees_nothing(self):
         import io
-        from progress import Progress
+        from verlconf.progress import Progress
         buf = io.StringIO()
         p = Progress(3, stream=buf)
         for k in range(3):
@@ -873,7 +870,7 @@ class ProgressLine(unittest.TestCase):
 
     def test_the_line_counts_names_and_estimates(self):
         import io
-        from progress import Progress
+        from verlconf.progress import Progress
         p = Progress(10, stream=io.StringIO(), force=True)
         p.start = 100.0
         p.done = 4
