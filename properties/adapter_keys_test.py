@@ -8,6 +8,7 @@ adapter_keys.py), it must name every registry function of `conform spec --json`,
 ones the capture recorded from each bundled verl (the adapter itself checks the
 installed verl at import). The resolution's own rules are pinned here too.
 """
+
 import ast
 import json
 import os
@@ -53,7 +54,7 @@ def golden_functions(version):
     for name in sorted(os.listdir(d)):
         if name.endswith(".h5"):
             with h5py.File(os.path.join(d, name), "r") as f:
-                out |= {(name[:-len(".h5")], fn) for fn in f if not fn.startswith("_")}
+                out |= {(name[: -len(".h5")], fn) for fn in f if not fn.startswith("_")}
     return out
 
 
@@ -111,8 +112,15 @@ class Resolution(unittest.TestCase):
 
     def test_bare_and_qualified(self):
         got = adapter_keys.resolve_keys(["vanilla", "kl/k1", "advantage/gpg", "policy_loss/gpg"], self.REG, "mine")
-        self.assertEqual(got, {("policy_loss", "vanilla"): "vanilla", ("kl", "k1"): "kl/k1",
-                               ("advantage", "gpg"): "advantage/gpg", ("policy_loss", "gpg"): "policy_loss/gpg"})
+        self.assertEqual(
+            got,
+            {
+                ("policy_loss", "vanilla"): "vanilla",
+                ("kl", "k1"): "kl/k1",
+                ("advantage", "gpg"): "advantage/gpg",
+                ("policy_loss", "gpg"): "policy_loss/gpg",
+            },
+        )
 
     def test_ambiguous_bare_key_names_its_qualified_forms(self):
         (p,) = self.problems(["gpg", "vanilla"])

@@ -72,9 +72,12 @@ def parse(argv: List[str]) -> Tuple[argparse.Namespace, List[str]]:
     ap.add_argument("--wheels", required=True)
     ap.add_argument("--stub", action="append", default=None)
     ap.add_argument("--simulate-bare", action="store_true")
-    ap.add_argument("--capture", default=os.path.join(HERE, "..", "fixtures", "capture", "capture.py"),
-                    help="the capture script (default: the repository's, or the bundle's fixtures/capture/capture.py)")
-    return ap.parse_args(argv[:cut]), argv[cut + 1:]
+    ap.add_argument(
+        "--capture",
+        default=os.path.join(HERE, "..", "fixtures", "capture", "capture.py"),
+        help="the capture script (default: the repository's, or the bundle's fixtures/capture/capture.py)",
+    )
+    return ap.parse_args(argv[:cut]), argv[cut + 1 :]
 
 
 def main(argv=None) -> int:

@@ -2,6 +2,7 @@
 --device on the numpy example adapter (verl's own capture needs torch and runs outside
 CI), and gpu_capture_boot.py's wheel selection, unpacking and stubbing on fake wheels.
 The capture on a GPU itself runs on the GPU machine only (tools/gpu_capture.sh)."""
+
 import contextlib
 import io
 import os
@@ -23,8 +24,11 @@ from verlconf import h5schema  # noqa: E402
 
 
 def capture(*args):
-    p = subprocess.run([sys.executable, os.path.join(FIXTURES, "capture.py"), "--adapter", "numpy_example"] +
-                       list(args), capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, os.path.join(FIXTURES, "capture.py"), "--adapter", "numpy_example"] + list(args),
+        capture_output=True,
+        text=True,
+    )
     return p.returncode, p.stdout + p.stderr
 
 
@@ -70,8 +74,11 @@ class Boot(unittest.TestCase):
         self.wheels = os.path.join(self.tmp, "wheels")
         os.mkdir(self.wheels)
         me = "cp%d%d" % sys.version_info[:2]
-        wheel(self.wheels, "verl-0.9.1-py3-none-any.whl",
-              {"verl/__init__.py": "__version__ = '0.9.1'\n", "verl-0.9.1.dist-info/METADATA": "Version: 0.9.1\n"})
+        wheel(
+            self.wheels,
+            "verl-0.9.1-py3-none-any.whl",
+            {"verl/__init__.py": "__version__ = '0.9.1'\n", "verl-0.9.1.dist-info/METADATA": "Version: 0.9.1\n"},
+        )
         wheel(self.wheels, f"fastthing-1.0-{me}-{me}-manylinux_2_28_x86_64.whl", {"fastthing.py": "WHO = 'mine'\n"})
         wheel(self.wheels, "fastthing-1.0-cp39-cp39-manylinux_2_28_x86_64.whl", {"fastthing.py": "WHO = 'other'\n"})
 
@@ -85,10 +92,12 @@ class Boot(unittest.TestCase):
         script = os.path.join(self.tmp, "fake_capture.py")
         marker = os.path.join(self.tmp, "ran.txt")
         with open(script, "w") as f:
-            f.write("import sys, verl, fastthing, ray\n"
-                    f"with open({marker!r}, 'w') as out:\n"
-                    "    out.write(verl.__version__ + ' ' + fastthing.WHO + ' ' + ' '.join(sys.argv[1:]))\n"
-                    "sys.exit(3)\n")
+            f.write(
+                "import sys, verl, fastthing, ray\n"
+                f"with open({marker!r}, 'w') as out:\n"
+                "    out.write(verl.__version__ + ' ' + fastthing.WHO + ' ' + ' '.join(sys.argv[1:]))\n"
+                "sys.exit(3)\n"
+            )
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
             code = gpu_capture_boot.main(["--wheels", self.wheels, "--capture", script, "--", "--out", "x"])
