@@ -24,11 +24,8 @@ ROOT = os.path.join(RUNFILES, "verlconf")
 if not os.path.isdir(os.path.join(ROOT, "fixtures")):
     ROOT = os.getcwd()
 FIXTURES = os.path.join(ROOT, "fixtures")
-# verl_keys.py is an adapter's helper module, found as the adapter loader finds it: by its
-# directory (verlconf itself comes from the py_library dependency).
-sys.path.insert(0, os.path.join(FIXTURES, "adapters"))
 
-import verl_keys  # noqa: E402
+import verl_keys  # noqa: E402  (//fixtures:verl_keys)
 from verlconf import adapter_keys  # noqa: E402
 
 

@@ -12,15 +12,13 @@ import tempfile
 import unittest
 import zipfile
 
+import h5py
+
+import gpu_capture_boot  # //tools:gpu_capture_boot
+from verlconf import h5schema
+
 RUNFILES = os.path.join(os.environ.get("TEST_SRCDIR", os.getcwd()), "verlconf")
 FIXTURES = os.path.join(RUNFILES, "fixtures")
-TOOLS = os.path.join(RUNFILES, "tools")
-sys.path.insert(0, TOOLS)  # gpu_capture_boot.py is a script, not a library
-
-import h5py  # noqa: E402
-
-import gpu_capture_boot  # noqa: E402
-from verlconf import h5schema  # noqa: E402
 
 
 def capture(*args):
