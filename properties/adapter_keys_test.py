@@ -1,13 +1,14 @@
 """The verl adapter's key table against the registry, without torch or verl.
 
 fixtures/adapters/verl_keys.py is the table verl_adapter.py builds FUNCTIONS from. Run
-through the one key resolution the capture and the harness share (fixtures/
+through the one key resolution the capture and the harness share (verlconf/
 adapter_keys.py), it must name every registry function of `conform spec --json`, keyed
 (family, name), and nothing else; every factory it names must exist in verl_adapter.py
 (read with ast, not imported); and its RS options, presets and KL names must be the
 ones the capture recorded from each bundled verl (the adapter itself checks the
 installed verl at import). The resolution's own rules are pinned here too.
 """
+
 import ast
 import json
 import os
@@ -23,11 +24,9 @@ ROOT = os.path.join(RUNFILES, "verlconf")
 if not os.path.isdir(os.path.join(ROOT, "fixtures")):
     ROOT = os.getcwd()
 FIXTURES = os.path.join(ROOT, "fixtures")
-sys.path.insert(0, FIXTURES)
-sys.path.insert(0, os.path.join(FIXTURES, "adapters"))
 
-import adapter_keys  # noqa: E402
-import verl_keys  # noqa: E402
+import verl_keys  # noqa: E402  (//fixtures:verl_keys)
+from verlconf import adapter_keys  # noqa: E402
 
 
 def registry():
@@ -52,13 +51,13 @@ def golden_functions(version):
     for name in sorted(os.listdir(d)):
         if name.endswith(".h5"):
             with h5py.File(os.path.join(d, name), "r") as f:
-                out |= {(name[:-len(".h5")], fn) for fn in f if not fn.startswith("_")}
+                out |= {(name[: -len(".h5")], fn) for fn in f if not fn.startswith("_")}
     return out
 
 
-def recorded(version):
+def recorded(version, family_file="kl.h5"):
     d = os.path.join(FIXTURES, f"verl-{version}")
-    with h5py.File(os.path.join(d, "kl.h5"), "r") as f:
+    with h5py.File(os.path.join(d, family_file), "r") as f:
         reg = {k: [x for x in str(v).split("\n") if x] for k, v in f["_verl_registry"].attrs.items()}
     with h5py.File(os.path.join(d, "rollout_correction.h5"), "r") as f:
         presets = sorted(f["_verl_presets"].attrs)
@@ -90,6 +89,10 @@ class VerlKeyTable(unittest.TestCase):
             self.assertEqual(sorted(reg["kl_penalty_names"]), sorted(verl_keys.KL_NAMES), version)
             self.assertEqual(sorted(reg["kl_penalty_not_implemented"]), sorted(verl_keys.KL_NOT_IMPLEMENTED), version)
             self.assertEqual(presets, sorted(verl_keys.PRESETS), version)
+        # The policy losses come from the registry: with bypass_mode, verl 0.9.1's
+        # POLICY_LOSS_REGISTRY, no more and no fewer.
+        reg, _ = recorded("0.9.1", "policy_loss.h5")
+        self.assertEqual(sorted(reg["policy_losses"]), sorted(verl_keys.POLICY_LOSSES + ("bypass_mode",)))
 
     def test_no_framework_was_imported(self):
         self.assertNotIn("torch", sys.modules)
@@ -106,8 +109,15 @@ class Resolution(unittest.TestCase):
 
     def test_bare_and_qualified(self):
         got = adapter_keys.resolve_keys(["vanilla", "kl/k1", "advantage/gpg", "policy_loss/gpg"], self.REG, "mine")
-        self.assertEqual(got, {("policy_loss", "vanilla"): "vanilla", ("kl", "k1"): "kl/k1",
-                               ("advantage", "gpg"): "advantage/gpg", ("policy_loss", "gpg"): "policy_loss/gpg"})
+        self.assertEqual(
+            got,
+            {
+                ("policy_loss", "vanilla"): "vanilla",
+                ("kl", "k1"): "kl/k1",
+                ("advantage", "gpg"): "advantage/gpg",
+                ("policy_loss", "gpg"): "policy_loss/gpg",
+            },
+        )
 
     def test_ambiguous_bare_key_names_its_qualified_forms(self):
         (p,) = self.problems(["gpg", "vanilla"])

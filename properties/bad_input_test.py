@@ -2,6 +2,7 @@
 or argument that triggers it and the outcome conform must give. Bad input is exit 2
 with one line on stderr naming the file, the case and the field; never a crash (exit
 3 or a signal), never a silent pass (exit 0)."""
+
 import os
 import shutil
 import tempfile
@@ -11,7 +12,6 @@ import h5py
 import numpy as np
 
 from cli_support import GOLDENS, assert_bad_input, run  # noqa: E402
-
 
 
 def first_case(f, function, want_error=False):
@@ -88,11 +88,15 @@ class BadInputMatrix(unittest.TestCase):
         self.check_dir(path, "k1/" + case, "inputs/", "T is")
 
     def test_integer_where_float(self):
-        path, case = self.corrupt("kl", "k2", lambda g: self.replace(g, "logprob", g["inputs/logprob"][()].astype(np.int64)))
+        path, case = self.corrupt(
+            "kl", "k2", lambda g: self.replace(g, "logprob", g["inputs/logprob"][()].astype(np.int64))
+        )
         self.check_dir(path, "k2/" + case, "inputs/logprob", "dtype int64")
 
     def test_float16(self):
-        path, case = self.corrupt("kl", "k2", lambda g: self.replace(g, "logprob", g["inputs/logprob"][()].astype(np.float16)))
+        path, case = self.corrupt(
+            "kl", "k2", lambda g: self.replace(g, "logprob", g["inputs/logprob"][()].astype(np.float16))
+        )
         self.check_dir(path, "k2/" + case, "inputs/logprob", "16 bits")
 
     def test_string_where_float(self):
@@ -127,6 +131,7 @@ class BadInputMatrix(unittest.TestCase):
         def edit(g):
             for name in list(g["inputs"]):
                 self.replace(g, name, g["inputs"][name][()][:0])
+
         path, case = self.corrupt("kl", "abs", edit)
         self.check_dir(path, "abs/" + case, "empty batch")
 
@@ -134,6 +139,7 @@ class BadInputMatrix(unittest.TestCase):
         def edit(g):
             for name in list(g["inputs"]):
                 self.replace(g, name, g["inputs"][name][()][:, :0])
+
         path, case = self.corrupt("kl", "abs", edit)
         self.check_dir(path, "abs/" + case, "zero-length")
 
@@ -154,44 +160,61 @@ class BadInputMatrix(unittest.TestCase):
         self.assertBadInput(["check", "--against", GOLDENS, "--candidate", cand], cand, "k9/")
 
     def test_unknown_agg_mode(self):
-        path, case = self.corrupt("policy_loss", "vanilla", lambda g: g.attrs.__setitem__("cfg.loss_agg_mode", "token-avg"))
+        path, case = self.corrupt(
+            "policy_loss", "vanilla", lambda g: g.attrs.__setitem__("cfg.loss_agg_mode", "token-avg")
+        )
         self.check_dir(path, "vanilla/" + case, "cfg.loss_agg_mode", "'token-avg' is not one of verl's names")
 
     def test_unknown_kl_name_in_config(self):
-        path, case = self.corrupt("reward_kl", "apply_kl_penalty", lambda g: g.attrs.__setitem__("cfg.kl_penalty", "k4"))
+        path, case = self.corrupt(
+            "reward_kl", "apply_kl_penalty", lambda g: g.attrs.__setitem__("cfg.kl_penalty", "k4")
+        )
         self.check_dir(path, "apply_kl_penalty/" + case, "cfg.kl_penalty", "'k4'")
 
     # A threshold or option verl refuses, on a case that claims verl returned a result:
     # the file cannot have come from verl (cases expecting verl's ValueError are fine).
     def test_malformed_rs_threshold(self):
-        path, case = self.corrupt("rollout_correction", "token_k1",
-                                  lambda g: g.attrs.__setitem__("cfg.rollout_rs_threshold", "2_1"))
+        path, case = self.corrupt(
+            "rollout_correction", "token_k1", lambda g: g.attrs.__setitem__("cfg.rollout_rs_threshold", "2_1")
+        )
         self.check_dir(path, "token_k1/" + case, "cfg.rollout_rs_threshold", "2_1")
 
     def test_lower_upper_on_a_k3_option(self):
-        path, case = self.corrupt("rollout_correction", "seq_mean_k3",
-                                  lambda g: g.attrs.__setitem__("cfg.rollout_rs_threshold", "0.5_2.0"))
+        path, case = self.corrupt(
+            "rollout_correction", "seq_mean_k3", lambda g: g.attrs.__setitem__("cfg.rollout_rs_threshold", "0.5_2.0")
+        )
         self.check_dir(path, "seq_mean_k3/" + case, "cfg.rollout_rs_threshold")
 
     def test_malformed_is_threshold(self):
-        path, case = self.corrupt("rollout_correction", "compute_rollout_correction_weights",
-                                  lambda g: g.attrs.__setitem__("cfg.rollout_is_threshold", "abc"))
+        path, case = self.corrupt(
+            "rollout_correction",
+            "compute_rollout_correction_weights",
+            lambda g: g.attrs.__setitem__("cfg.rollout_is_threshold", "abc"),
+        )
         self.check_dir(path, "compute_rollout_correction_weights/" + case, "cfg.rollout_is_threshold", "abc")
 
     def test_unknown_rs_option(self):
-        path, case = self.corrupt("rollout_correction", "compute_rollout_rejection_mask",
-                                  lambda g: g.attrs.__setitem__("cfg.rollout_rs", "token_k1,token_k4"))
+        path, case = self.corrupt(
+            "rollout_correction",
+            "compute_rollout_rejection_mask",
+            lambda g: g.attrs.__setitem__("cfg.rollout_rs", "token_k1,token_k4"),
+        )
         self.check_dir(path, "compute_rollout_rejection_mask/" + case, "cfg.rollout_rs", "token_k4")
 
     def test_unknown_is_level(self):
-        path, case = self.corrupt("rollout_correction", "compute_rollout_correction_weights",
-                                  lambda g: g.attrs.__setitem__("cfg.rollout_is", "tok"))
-        self.check_dir(path, "compute_rollout_correction_weights/" + case, "cfg.rollout_is",
-                       "'tok' is not one of verl's names")
+        path, case = self.corrupt(
+            "rollout_correction",
+            "compute_rollout_correction_weights",
+            lambda g: g.attrs.__setitem__("cfg.rollout_is", "tok"),
+        )
+        self.check_dir(
+            path, "compute_rollout_correction_weights/" + case, "cfg.rollout_is", "'tok' is not one of verl's names"
+        )
 
     def test_expected_threshold_error_is_not_bad_input(self):
-        code, out, err = run("check", "--against", GOLDENS, "--only",
-                             "compute_rollout_rejection_mask/err_lower_above_upper_4x8_f64")
+        code, out, err = run(
+            "check", "--against", GOLDENS, "--only", "compute_rollout_rejection_mask/err_lower_above_upper_4x8_f64"
+        )
         self.assertEqual(code, 0, out + err)
         self.assertIn("1 passed", out)
 
@@ -213,8 +236,12 @@ class BadInputMatrix(unittest.TestCase):
             data[0, 0] += 0.5
             del g["logprob"]
             g["logprob"] = data
-        self.assertBadInput(["check", "--against", GOLDENS, "--candidate", cand], "k2/" + case, "inputs/logprob",
-                            "differs from the golden input")
+        self.assertBadInput(
+            ["check", "--against", GOLDENS, "--candidate", cand],
+            "k2/" + case,
+            "inputs/logprob",
+            "differs from the golden input",
+        )
 
     def test_candidate_raising_where_verl_returns_is_a_failure(self):
         cand = os.path.join(self.tmp, "cand.h5")

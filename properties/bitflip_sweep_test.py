@@ -11,6 +11,7 @@ that damaged values go through validation and the judge.
 
 VERLCONF_BITFLIP_FLIPS sets the number of flips per file (default 64, 448 runs: about a
 minute on 2 cores, two and a half under AddressSanitizer)."""
+
 import concurrent.futures
 import os
 import random
@@ -36,6 +37,7 @@ def data_extents(path):
     datasets and chunks; compact data lives in the object header, which is metadata)."""
     out = []
     with h5py.File(path, "r") as f:
+
         def visit(_, obj):
             if not isinstance(obj, h5py.Dataset):
                 return
@@ -46,6 +48,7 @@ def data_extents(path):
                 for k in range(obj.id.get_num_chunks()):
                     chunk = obj.id.get_chunk_info(k)
                     out.append((chunk.byte_offset, chunk.byte_offset + chunk.size))
+
         f.visititems(visit)
     return sorted(out)
 

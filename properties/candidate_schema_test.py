@@ -2,6 +2,7 @@
 they computed: each class of docs/bad-input.md's candidate rows, with files edited
 here, asserting the exit code and the one line (or the table and outcome) conform
 gives."""
+
 import os
 import shutil
 import tempfile
@@ -11,8 +12,6 @@ import h5py
 import numpy as np
 
 from cli_support import GOLDENS, assert_bad_input, row, run  # noqa: E402
-
-
 
 
 def cases_of(path, function, want_error=False):
@@ -86,6 +85,7 @@ class CandidateSchema(unittest.TestCase):
             data = g[name][()]
             del g[name]
             g[name] = data.astype(np.int64)
+
         case = self.edit_case(path, "k3", lambda g: to_int(g, "outputs/kl"))
         self.assertBadInput(self.check(path, "--only", "k3"), "k3/" + case, "outputs/kl", "dtype int64")
         path = self.cand("kl")
@@ -98,14 +98,18 @@ class CandidateSchema(unittest.TestCase):
         def edit(g):
             del g["metrics/actor/ppo_kl"]
             g["metrics/actor/ppo_kl"] = np.int64(0)
+
         case = self.edit_case(path, "vanilla", edit)
-        self.assertBadInput(self.check(path, "--only", "vanilla"), "vanilla/" + case, "metrics/actor/ppo_kl",
-                            "dtype int64")
+        self.assertBadInput(
+            self.check(path, "--only", "vanilla"), "vanilla/" + case, "metrics/actor/ppo_kl", "dtype int64"
+        )
 
     def test_unknown_output_gradient_metric(self):
-        for function, field, kind in (("k3", "outputs/kl_value", "not an output of 'k3'"),
-                                      ("k3", "grads/ref_logprob", "not a gradient of 'k3'"),
-                                      ("vanilla", "metrics/actor/pg_clipfrc", "not a metric of 'vanilla'")):
+        for function, field, kind in (
+            ("k3", "outputs/kl_value", "not an output of 'k3'"),
+            ("k3", "grads/ref_logprob", "not a gradient of 'k3'"),
+            ("vanilla", "metrics/actor/pg_clipfrc", "not a metric of 'vanilla'"),
+        ):
             path = self.cand("kl" if function == "k3" else "policy_loss")
             case = self.edit_case(path, function, lambda g: g.create_dataset(field, data=np.float64(0.5)))
             self.assertBadInput(self.check(path, "--only", function), function + "/" + case, field, kind)
@@ -115,6 +119,7 @@ class CandidateSchema(unittest.TestCase):
 
         def edit(g):
             g["inputs/extra"] = g["inputs/logprob"][()]
+
         case = self.edit_case(path, "k2", edit)
         self.assertBadInput(self.check(path, "--only", "k2"), "k2/" + case, "inputs/extra", "not an input of 'k2'")
 
@@ -125,6 +130,7 @@ class CandidateSchema(unittest.TestCase):
             data = g["outputs/kl"][()]
             del g["outputs/kl"]
             g["outputs/sub/kl"] = data
+
         case = self.edit_case(path, "k3", edit)
         self.assertBadInput(self.check(path, "--only", "k3"), "k3/" + case, "outputs/sub/kl", "nested group")
 
@@ -135,8 +141,10 @@ class CandidateSchema(unittest.TestCase):
 
     # --- what the candidate computed, and what it did not ----------------------------
     def test_other_float_dtype_is_the_candidates_result_and_fails(self):
-        for suffix, stored, message in (("_f64", np.float32, "candidate returned float32 for a float64 case"),
-                                        ("_f32", np.float64, "candidate returned float64 for a float32 case")):
+        for suffix, stored, message in (
+            ("_f64", np.float32, "candidate returned float32 for a float64 case"),
+            ("_f32", np.float64, "candidate returned float64 for a float32 case"),
+        ):
             path = self.cand("kl")
             case = next(c for c in cases_of(path, "k3") if c.endswith(suffix))
             with h5py.File(path, "r+") as f:
@@ -153,11 +161,13 @@ class CandidateSchema(unittest.TestCase):
         path = self.cand("kl")
         with h5py.File(path, "r+") as f:
             del f["k3"]
-        n = len(cases_of(os.path.join(GOLDENS, "kl.h5"), "k3")) + len(cases_of(os.path.join(GOLDENS, "kl.h5"), "k3", True))
+        n = len(cases_of(os.path.join(GOLDENS, "kl.h5"), "k3")) + len(
+            cases_of(os.path.join(GOLDENS, "kl.h5"), "k3", True)
+        )
         # One line names it (the table's rows are what the candidate provides) ...
         code, out, err = self.check(path)
         self.assertEqual(code, 0, out + err)
-        self.assertFalse([l for l in out.splitlines() if l.split()[:1] == ["k3"]], out)
+        self.assertFalse([ln for ln in out.splitlines() if ln.split()[:1] == ["k3"]], out)
         self.assertRegex(out, r"(?m)^1 function\(s\) not provided \(%d case\(s\) UNSUPPORTED; .*\): k3$" % n)
         # ... and --show-unsupported gives it its row and, with --verbose, its cases.
         code, out, err = self.check(path, "--verbose", "--show-unsupported")
@@ -176,6 +186,7 @@ class CandidateSchema(unittest.TestCase):
             for sub in ("outputs", "grads"):
                 del g[sub]
             g.attrs["declined"] = "our kernel has no float64 path"
+
         case = self.edit_case(path, "k2", decline)
         code, out, err = self.check(path, "--only", "k2/" + case, "--verbose")
         self.assertEqual(code, 4, out + err)  # the one case selected was not compared
@@ -195,14 +206,19 @@ class CandidateSchema(unittest.TestCase):
         path = os.path.join(d, "kl.h5")
         os.chmod(path, 0o644)
         case = self.edit_case(path, "k2", lambda g: g.attrs.__setitem__("declined", "x"))
-        self.assertBadInput(run("check", "--against", d, "--candidate", self.cand("kl"), "--only", "k2"),
-                            "k2/" + case, "'declined'", "golden")
+        self.assertBadInput(
+            run("check", "--against", d, "--candidate", self.cand("kl"), "--only", "k2"),
+            "k2/" + case,
+            "'declined'",
+            "golden",
+        )
 
         def decline(g):
             for sub in ("outputs", "grads", "projections", "vjps"):
                 if sub in g:
                     del g[sub]
             g.attrs["declined"] = "this verl lacks k2"
+
         shutil.rmtree(d)
         shutil.copytree(GOLDENS, d)
         os.chmod(path, 0o644)
@@ -217,8 +233,9 @@ class CandidateSchema(unittest.TestCase):
         path = self.cand("policy_loss")
         # A case whose clip fraction is not all zero, so the fields present prove something.
         case = self.edit_case(path, "vanilla", lambda g: g["metrics/actor"].__delitem__("ppo_kl"), index=3)
-        code, out, err = self.check(path, "--only", "vanilla/" + case, "--verbose",
-                                    "--report", os.path.join(self.tmp, "r.md"))
+        code, out, err = self.check(
+            path, "--only", "vanilla/" + case, "--verbose", "--report", os.path.join(self.tmp, "r.md")
+        )
         self.assertEqual(code, 0, out + err)
         cells = row(out, "vanilla")
         self.assertEqual(int(cells[-2]), 1, out)  # partial
@@ -240,6 +257,7 @@ class CandidateSchema(unittest.TestCase):
         def edit(g):
             del g["metrics/actor/ppo_kl"]
             g["outputs/pg_loss"][()] = g["outputs/pg_loss"][()] + 1.0
+
         case = self.edit_case(path, "vanilla", edit, index=3)
         code, out, err = self.check(path, "--only", "vanilla/" + case)
         self.assertEqual(code, 1, out + err)

@@ -1,6 +1,7 @@
 """What the tests of the conform binary share: the binary under test (the first argument
 Bazel passes), the bundled goldens in the runfiles, one run of conform, a table row, and
 the bad-input promise (exit 2, exactly one line on stderr, naming what it must)."""
+
 import os
 import subprocess
 import sys
@@ -15,8 +16,9 @@ if not os.path.isdir(GOLDENS):
 def run(*args, stdout=subprocess.PIPE, timeout=600):
     """(exit status, stdout, stderr) of `conform ARGS`; bytes that are not UTF-8 are kept
     as \\x escapes, so a message that carries them can still be asserted on."""
-    p = subprocess.run([CONFORM, *args], stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=timeout,
-                       errors="backslashreplace")
+    p = subprocess.run(
+        [CONFORM, *args], stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=timeout, errors="backslashreplace"
+    )
     return p.returncode, p.stdout or "", p.stderr
 
 
@@ -32,7 +34,7 @@ def assert_bad_input(test, result, *needles):
     """`result` (from run) is exit 2 with one stderr line holding every needle; the line."""
     code, out, err = result
     test.assertEqual(code, 2, "expected exit 2\n" + out + err)
-    lines = [l for l in err.splitlines() if l.strip()]
+    lines = [ln for ln in err.splitlines() if ln.strip()]
     test.assertEqual(len(lines), 1, err)
     for n in needles:
         test.assertIn(n, lines[0])

@@ -5,6 +5,7 @@ What a user relies on: a planted error in a copy of a golden file makes
 index; a truncated file, a missing dataset and a wrong shape each exit 2 with one
 clear line; `list --json` reports verl 0.9.1 from the files' provenance.
 """
+
 import json
 import os
 import re
@@ -19,14 +20,25 @@ from cli_support import GOLDENS, assert_bad_input, row, run  # noqa: E402
 
 # Every option each command accepts, as a user would look them up in its --help.
 OPTIONS = {
-    "check": ["--against", "--candidate", "--impl", "--only", "--junit", "--report", "--format", "--jobs", "--require-all",
-              "--show-unsupported", "--verbose", "--help"],
+    "check": [
+        "--against",
+        "--candidate",
+        "--impl",
+        "--only",
+        "--junit",
+        "--report",
+        "--format",
+        "--jobs",
+        "--require-all",
+        "--show-unsupported",
+        "--verbose",
+        "--help",
+    ],
     "list": ["--against", "--json", "--help"],
     "spec": ["--json", "--pretty", "--help"],
     "drift": ["--only", "--report", "--format", "--help"],
 }
-EPS64, EPS32 = 2.0 ** -52, 2.0 ** -23
-
+EPS64, EPS32 = 2.0**-52, 2.0**-23
 
 
 class ConformCli(unittest.TestCase):
@@ -67,8 +79,11 @@ class ConformCli(unittest.TestCase):
         # compute_advantage dispatches to (verl_dispatch_kwargs in `conform spec --json`).
         code, out, err = run("spec", "--json")
         self.assertEqual(code, 0, err)
-        dispatched = [f["name"] for f in json.loads(out)["functions"]
-                      if f["family"] == "advantage" and "verl_dispatch_kwargs" in f]
+        dispatched = [
+            f["name"]
+            for f in json.loads(out)["functions"]
+            if f["family"] == "advantage" and "verl_dispatch_kwargs" in f
+        ]
         self.assertTrue(dispatched)
         self.assertEqual(sorted(estimators), sorted(dispatched))
         advantage = {f["name"]: f for f in doc["functions"] if f["family"] == "advantage"}
@@ -150,7 +165,7 @@ class ConformCli(unittest.TestCase):
         code, out, err = run("check", "--against", GOLDENS, "--only", "k3", "--junit", junit)
         self.assertEqual(code, 0, out + err)
         with open(junit) as f:
-            self.assertIn("<testsuite name=\"conform.oracle.k3\"", f.read())
+            self.assertIn('<testsuite name="conform.oracle.k3"', f.read())
 
 
 class Help(unittest.TestCase):
@@ -210,7 +225,7 @@ class Spec(unittest.TestCase):
             with self.subTest(key=key):
                 code, out, err = run("spec", key)
                 self.assertEqual(code, 0, out + err)
-                blocks = [l for l in out.splitlines() if l and not l.startswith(" ")]
+                blocks = [ln for ln in out.splitlines() if ln and not ln.startswith(" ")]
                 self.assertEqual(blocks, [family + "/" + f["name"]], out)  # exactly one function
                 self.assertIn("mirrors verl's " + f["verl_symbol"], out)
                 for i in f["inputs"]:
@@ -224,8 +239,13 @@ class Spec(unittest.TestCase):
                     self.assertIn(m, out)
                 for c in f["config"]:  # verl's default, as Python spells it
                     d = c["verl_default"]
-                    shown = "None" if d is None else repr(bool(d)) if c["type"] == "bool" else (
-                        '"%s"' % d if isinstance(d, str) else repr(d))
+                    shown = (
+                        "None"
+                        if d is None
+                        else repr(bool(d))
+                        if c["type"] == "bool"
+                        else ('"%s"' % d if isinstance(d, str) else repr(d))
+                    )
                     self.assertRegex(out, r"(?m)^    %s +\S+ += %s( |$)" % (re.escape(c["name"]), re.escape(shown)))
                 if f["notes"]:  # wrapped to the terminal's width
                     self.assertIn(" ".join(("notes: " + f["notes"]).split()), " ".join(out.split()))
@@ -246,11 +266,13 @@ class Spec(unittest.TestCase):
         self.assertNotIn("policy_loss/gpg", out)
         code, out, err = run("spec", "reward_kl")  # a family: all of its functions
         self.assertEqual(code, 0, out + err)
-        self.assertEqual([l for l in out.splitlines() if l.startswith("reward_kl/")],
-                         ["reward_kl/" + f["name"] for f in self.functions if f["family"] == "reward_kl"])
+        self.assertEqual(
+            [ln for ln in out.splitlines() if ln.startswith("reward_kl/")],
+            ["reward_kl/" + f["name"] for f in self.functions if f["family"] == "reward_kl"],
+        )
         code, out, err = run("spec", "kl")  # the KL estimator "kl", not the family "kl"
         self.assertEqual(code, 0, out + err)
-        self.assertEqual([l for l in out.splitlines() if l and not l.startswith(" ")], ["kl/kl"])
+        self.assertEqual([ln for ln in out.splitlines() if ln and not ln.startswith(" ")], ["kl/kl"])
         assert_bad_input(self, run("spec", "no_such_function"), "'no_such_function'")
 
     def test_json_is_the_machine_form_and_pretty_is_the_same_document(self):
@@ -286,8 +308,11 @@ class CheckReport(unittest.TestCase):
         (i, j), got, want)."""
         path = self.copy("advantage.h5")
         with h5py.File(path, "r+") as f:
-            case = next(c for c in sorted(f["grpo"].keys()) if c.endswith("_f64")
-                        and np.any(f["grpo"][c]["outputs"]["advantages"][()] != 0))
+            case = next(
+                c
+                for c in sorted(f["grpo"].keys())
+                if c.endswith("_f64") and np.any(f["grpo"][c]["outputs"]["advantages"][()] != 0)
+            )
             ds = f["grpo"][case]["outputs"]["advantages"]
             data = ds[()]
             i, j = (int(x) for x in np.argwhere(data != 0)[0])
@@ -320,8 +345,8 @@ class CheckReport(unittest.TestCase):
         self.assertEqual(field["worst_index"], [i, j])
         self.assertEqual(field["mismatched"], 1)
         # The documented float64 default, and the ratio is |got - want| / (atol + rtol |want|).
-        self.assertEqual(field["tolerance"]["rtol"], 2.0 ** 18 * EPS64)
-        self.assertEqual(field["tolerance"]["atol"], 2.0 ** 10 * EPS64)
+        self.assertEqual(field["tolerance"]["rtol"], 2.0**18 * EPS64)
+        self.assertEqual(field["tolerance"]["atol"], 2.0**10 * EPS64)
         ratio = abs(got - want) / (field["tolerance"]["atol"] + field["tolerance"]["rtol"] * abs(want))
         self.assertAlmostEqual(field["err_tol"] / ratio, 1.0, places=12)
         self.assertGreater(field["err_tol"], 1.0)
@@ -354,7 +379,7 @@ class CheckReport(unittest.TestCase):
         self.assertEqual(code, 1, err)
         with open(report) as f:
             md = f.read()
-        sections = [l for l in md.splitlines() if l.startswith("## ")]
+        sections = [ln for ln in md.splitlines() if ln.startswith("## ")]
         self.assertEqual(sections, ["## Provenance", "## Fields", "## Differences", "## Failures"])
         prov = md.split("## Provenance")[1].split("## Fields")[0]
         with h5py.File(os.path.join(GOLDENS, "advantage.h5"), "r") as f:
@@ -366,11 +391,11 @@ class CheckReport(unittest.TestCase):
         # Copied unchanged from the goldens, verl_version says nothing about the candidate.
         self.assertNotIn("| candidate | verl_version |", prov)
         fields = md.split("## Fields")[1].split("## Differences")[0]
-        grpo = [l for l in fields.splitlines() if l.startswith("| `grpo` | advantage | `outputs/advantages` |")]
+        grpo = [ln for ln in fields.splitlines() if ln.startswith("| `grpo` | advantage | `outputs/advantages` |")]
         self.assertEqual(len(grpo), 1, fields)
         self.assertEqual(grpo[0].split("|")[5].strip(), "1")  # failed once
         diffs = md.split("## Differences")[1].split("## Failures")[0]
-        line = next(l for l in diffs.splitlines() if l.startswith("| `grpo` | advantage | `outputs/advantages` |"))
+        line = next(ln for ln in diffs.splitlines() if ln.startswith("| `grpo` | advantage | `outputs/advantages` |"))
         cells = [c.strip() for c in line.strip("|").split("|")]
         self.assertEqual(cells[3], "1")
         self.assertGreater(float(cells[4]), 1.0)
@@ -407,8 +432,9 @@ class CheckReport(unittest.TestCase):
         path, case, _, _, _ = self.plant()
         serial = run("check", "--against", GOLDENS, "--candidate", path, "--format", "json")
         self.assertEqual(serial[0], 1, serial[2])
-        self.assertEqual(run("check", "--against", GOLDENS, "--candidate", path, "--format", "json", "--jobs", "4"),
-                         serial)
+        self.assertEqual(
+            run("check", "--against", GOLDENS, "--candidate", path, "--format", "json", "--jobs", "4"), serial
+        )
         for bad in ("0", "-1", "x", "257"):
             assert_bad_input(self, run("check", "--jobs", bad), "--jobs")
         assert_bad_input(self, run("check", "--impl", "cuda-host", "--jobs", "2"), "--jobs", "one case at a time")
@@ -420,8 +446,8 @@ class CheckReport(unittest.TestCase):
         code, out, err = run("check", "--against", GOLDENS, "--candidate", cand, "--verbose")
         self.assertEqual(code, 0, out + err)
         row(out, "k3")  # provided: a row
-        self.assertFalse([l for l in out.splitlines() if l.split()[:1] == ["grpo"]], out)
-        line = next(l for l in out.splitlines() if "function(s) not provided" in l)
+        self.assertFalse([ln for ln in out.splitlines() if ln.split()[:1] == ["grpo"]], out)
+        line = next(ln for ln in out.splitlines() if "function(s) not provided" in ln)
         names = line.split(": ", 1)[1].split(", ")
         self.assertIn("grpo", names)
         self.assertIn("policy_loss/gpg", names)  # a name in two families is qualified
@@ -461,22 +487,24 @@ class Options(unittest.TestCase):
         self.assertBadInput(["check", "--against", GOLDENS, "--against", GOLDENS], "--against given twice")
         self.assertBadInput(["check", "--verbose", "--verbose"], "--verbose given twice")
         self.assertBadInput(["check", "--verbose=no"], "--verbose takes no value")
-        self.assertBadInput(["check", "--candidate", "--junit", "x.xml"], "--candidate needs a value",
-                            "--junit")
-        self.assertBadInput(["check", "--impl", "cuda", "--candidate", os.path.join(GOLDENS, "kl.h5")],
-                            "--impl and --candidate")
+        self.assertBadInput(["check", "--candidate", "--junit", "x.xml"], "--candidate needs a value", "--junit")
+        self.assertBadInput(
+            ["check", "--impl", "cuda", "--candidate", os.path.join(GOLDENS, "kl.h5")], "--impl and --candidate"
+        )
 
     def test_every_only_name_must_resolve(self):
-        for args, needle in ((["check", "--only", "k3,no_such_function"], "'no_such_function'"),
-                             (["check", "--only", "k3", "--only", "k3/no_such_case"], "'k3/no_such_case'"),
-                             (["check", "--only", "policy_loss/k3"], "'policy_loss/k3'"),
-                             (["check", "--only", "a/b/c/d"], "'a/b/c/d'"),
-                             (["drift", GOLDENS, GOLDENS, "--only", "k3,nope"], "'nope'")):
+        for args, needle in (
+            (["check", "--only", "k3,no_such_function"], "'no_such_function'"),
+            (["check", "--only", "k3", "--only", "k3/no_such_case"], "'k3/no_such_case'"),
+            (["check", "--only", "policy_loss/k3"], "'policy_loss/k3'"),
+            (["check", "--only", "a/b/c/d"], "'a/b/c/d'"),
+            (["drift", GOLDENS, GOLDENS, "--only", "k3,nope"], "'nope'"),
+        ):
             self.assertBadInput(args + ["--against", GOLDENS] if args[0] == "check" else args, needle)
         # The qualified forms select exactly one family's function.
         code, out, err = run("check", "--against", GOLDENS, "--only", "advantage/gpg")
         self.assertEqual(code, 0, out + err)
-        families = {l.split()[1] for l in out.splitlines() if l.split()[:1] == ["gpg"]}
+        families = {ln.split()[1] for ln in out.splitlines() if ln.split()[:1] == ["gpg"]}
         self.assertEqual(families, {"advantage"})
         with h5py.File(os.path.join(GOLDENS, "kl.h5"), "r") as f:
             case = sorted(f["k3"])[0]
@@ -512,7 +540,7 @@ class Drift(unittest.TestCase):
         self.assertEqual(code, 1, out + err)
         self.assertIn("k3/%s: outputs/kl (only in the old set)" % case, out)
         self.assertIn("vanilla/%s: metrics/actor/ppo_kl (only in the new set)" % vcase, out)
-        cells = next(l.split() for l in out.splitlines() if l.split()[:2] == ["k3", "outputs/kl"])
+        cells = next(ln.split() for ln in out.splitlines() if ln.split()[:2] == ["k3", "outputs/kl"])
         compared, same, miss = int(cells[2]), int(cells[3]), int(cells[6])
         self.assertEqual(miss, 1)
         self.assertEqual(same, compared)  # the missing case is not among the "same"
@@ -528,8 +556,9 @@ class Drift(unittest.TestCase):
         code, out, err = run("drift", self.old, self.new, "--format", "json")
         self.assertEqual(code, 1, out + err)
         doc = json.loads(out)
-        self.assertEqual((doc["schema"], doc["schema_version"], doc["exit_code"], doc["drift"]),
-                         ("verlconf.drift", 1, 1, True))
+        self.assertEqual(
+            (doc["schema"], doc["schema_version"], doc["exit_code"], doc["drift"]), ("verlconf.drift", 1, 1, True)
+        )
         # (k3+ takes k3's value, and the golden file stores equal datasets once, so the
         # planted change shows there too.)
         self.assertTrue(all(c["err_tol"] == "inf" or c["err_tol"] > 1.0 for c in doc["changes"]), doc["changes"])
@@ -576,11 +605,11 @@ class Drift(unittest.TestCase):
         self.assertRegex(md, r"\| `torch_version` \| `[^`|]+` \| `[^`|]*9\.9\.9[^`|]*` \|")
         changed = md.split("### Changed beyond tolerance, or on one side only", 1)[1].split("###", 1)[0]
         self.assertIn("| max err/tol | max abs | max rel |", changed)
-        k3 = next(l for l in changed.splitlines() if l.startswith("| `k3` | `outputs/kl` |")).split("|")
-        self.assertGreater(float(k3[6]), 1.0)                     # err/tol beyond the tolerance
-        self.assertAlmostEqual(float(k3[7]), 1e-3, delta=1e-9)    # the planted absolute change
-        k1 = next(l for l in changed.splitlines() if l.startswith("| `k1` | `outputs/kl` |")).split("|")
-        self.assertEqual(int(k1[5]), 1)                           # one case has it on one side only
+        k3 = next(ln for ln in changed.splitlines() if ln.startswith("| `k3` | `outputs/kl` |")).split("|")
+        self.assertGreater(float(k3[6]), 1.0)  # err/tol beyond the tolerance
+        self.assertAlmostEqual(float(k3[7]), 1e-3, delta=1e-9)  # the planted absolute change
+        k1 = next(ln for ln in changed.splitlines() if ln.startswith("| `k1` | `outputs/kl` |")).split("|")
+        self.assertEqual(int(k1[5]), 1)  # one case has it on one side only
         self.assertIn("outputs/kl (only in the old set)", md.split("### Fields present on one side only", 1)[1])
         same = md.split("### Unchanged or rounding only", 1)[1]
         self.assertIn("| flips | max err/tol | max abs | max rel |", same)

@@ -4,6 +4,7 @@ hand-written reading above the marker is not generated.)
 
     drift_report_test.py CONFORM REPORT OLD_SET NEW_SET   (sets as fixtures/<name>)
 """
+
 import os
 import subprocess
 import sys
@@ -25,9 +26,18 @@ class DriftReport(unittest.TestCase):
         generated_part = committed.split(MARK, 1)[1]
         with tempfile.TemporaryDirectory(dir=os.environ.get("TEST_TMPDIR")) as tmp:
             out = os.path.join(tmp, "drift.md")
-            p = subprocess.run([CONFORM, "drift", os.path.join(RUNFILES, "fixtures", OLD),
-                                os.path.join(RUNFILES, "fixtures", NEW), "--report", out],
-                               capture_output=True, text=True)
+            p = subprocess.run(
+                [
+                    CONFORM,
+                    "drift",
+                    os.path.join(RUNFILES, "fixtures", OLD),
+                    os.path.join(RUNFILES, "fixtures", NEW),
+                    "--report",
+                    out,
+                ],
+                capture_output=True,
+                text=True,
+            )
             self.assertIn(p.returncode, (0, 1), p.stdout + p.stderr)  # 1: drift found
             with open(out) as f:
                 fresh = f.read()

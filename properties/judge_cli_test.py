@@ -4,6 +4,7 @@ goldens), no false pass (the golden set itself as the candidate, a differently d
 fraction, a run that compared nothing), and every bundled golden set checkable as a
 whole directory, the differences between verl releases reported as FAILED cases.
 """
+
 import json
 import os
 import re
@@ -51,16 +52,19 @@ class JudgeCli(unittest.TestCase):
     def test_the_golden_set_itself_is_a_usage_error(self):
         link = os.path.join(self.tmp, "link")
         os.symlink(GOLDENS, link)
-        for args in (["--candidate", GOLDENS],
-                     ["--candidate", os.path.join(GOLDENS, "kl.h5")],
-                     ["--candidate", link],
-                     ["--candidate", os.path.join(link, "..", os.path.basename(GOLDENS))]):
+        for args in (
+            ["--candidate", GOLDENS],
+            ["--candidate", os.path.join(GOLDENS, "kl.h5")],
+            ["--candidate", link],
+            ["--candidate", os.path.join(link, "..", os.path.basename(GOLDENS))],
+        ):
             assert_bad_input(self, run(*args), "--candidate", "the golden set", "itself")
         # The same files as --against, whichever set that is.
         copy = self.goldens_copy("other")
         assert_bad_input(self, run("--against", copy, "--candidate", copy), "is the golden set", copy)
-        assert_bad_input(self, run("--against", copy, "--candidate", os.path.join(copy, "advantage.h5")),
-                         "a file of the golden set")
+        assert_bad_input(
+            self, run("--against", copy, "--candidate", os.path.join(copy, "advantage.h5")), "a file of the golden set"
+        )
 
     def test_a_copy_of_the_goldens_is_judged_and_said_to_be_bit_for_bit(self):
         code, out, err = run("--candidate", self.goldens_copy(), "--jobs", "2")
@@ -91,6 +95,7 @@ class JudgeCli(unittest.TestCase):
                 for fn, cn, g in cases(f):
                     if "metrics" not in g:
                         continue
+
                     def bump(_, ds):
                         nonlocal moved
                         if isinstance(ds, h5py.Dataset):
@@ -98,6 +103,7 @@ class JudgeCli(unittest.TestCase):
                             if np.all(np.isfinite(v)):
                                 ds[()] = np.nextafter(v, v.dtype.type(2.0))
                                 moved += 1
+
                     g["metrics"].visititems(bump)
         self.assertGreater(moved, 1000)
         code, out, err = run("--candidate", d, "--jobs", "2")
@@ -124,8 +130,11 @@ class JudgeCli(unittest.TestCase):
         code, out, err = run("--candidate", os.path.join(d, "policy_loss.h5"), "--only", "compute_value_loss")
         self.assertEqual(code, 1, out + err)
         for cn in changed:
-            self.assertRegex(out, r"FAILED compute_value_loss/%s .*\n(.*\n)*?  metrics/vf_clipfrac: FAILED "
-                                  r"\(a fraction moved by .*: the count it implies differs" % re.escape(cn))
+            self.assertRegex(
+                out,
+                r"FAILED compute_value_loss/%s .*\n(.*\n)*?  metrics/vf_clipfrac: FAILED "
+                r"\(a fraction moved by .*: the count it implies differs" % re.escape(cn),
+            )
 
     # -- a run that compared nothing is not green -------------------------------------
 
@@ -171,14 +180,24 @@ class JudgeCli(unittest.TestCase):
         # (docs/drift-verl-0.8.0-to-0.9.1.md): reinforce_plus_plus, token-sum and every
         # loss case using it, gspo, the sequence IS fractions, dro, the k1 threshold check,
         # the multi-trajectory wrapper, the value loss's global counts.
-        for fn in ("reinforce_plus_plus", "token-sum", "gspo", "compute_is_metrics", "dro",
-                   "compute_rollout_rejection_mask", "compute_advantage_for_multi_trajectories",
-                   "compute_value_loss"):
+        for fn in (
+            "reinforce_plus_plus",
+            "token-sum",
+            "gspo",
+            "compute_is_metrics",
+            "dro",
+            "compute_rollout_rejection_mask",
+            "compute_advantage_for_multi_trajectories",
+            "compute_value_loss",
+        ):
             self.assertIn(fn, failed)
         for fn in ("grpo", "gae", "low_var_kl", "token-mean", "clip_cov", "kl_cov"):
             self.assertNotIn(fn, failed)
-        self.assertRegex(out, r"FAILED compute_rollout_rejection_mask/err_lower_above_upper_4x8_f32 .*"
-                              r"raised 'ValueError.*but verl returned a result; the goldens are verl 0\.8\.0's")
+        self.assertRegex(
+            out,
+            r"FAILED compute_rollout_rejection_mask/err_lower_above_upper_4x8_f32 .*"
+            r"raised 'ValueError.*but verl returned a result; the goldens are verl 0\.8\.0's",
+        )
         # The drift report names the same functions.
         code, drift, _ = run("drift", old, GOLDENS, "--format", "json")
         self.assertEqual(code, 1)

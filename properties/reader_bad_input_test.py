@@ -5,6 +5,7 @@ message, and libhdf5 refusals that must say what they are. Every test runs the r
 conform binary on a file it crafts with h5py and expects exit 2 with exactly one
 stderr line naming the file (and the case and field where there is one), within a
 timeout: a hang is a failure too."""
+
 import fcntl
 import os
 import shutil
@@ -117,8 +118,10 @@ class ReaderBadInput(unittest.TestCase):
     def test_declared_data_that_is_not_stored(self):
         # Below the caps, but never written: the file is small and would still cost
         # the full size in fill values.
-        for layout, kw, needle in [("chunked", {"chunks": (100, 100)}, "holds no data"),
-                                   ("contiguous", {}, "stores 0 bytes")]:
+        for layout, kw, needle in [
+            ("chunked", {"chunks": (100, 100)}, "holds no data"),
+            ("contiguous", {}, "stores 0 bytes"),
+        ]:
             with self.subTest(layout=layout):
                 path, case = self.edit(lambda f, g: self.replace_input(g, (1000, 1000), **kw))
                 self.check(path, case, "inputs/logprob", needle, "the schema has no fill values")
@@ -127,6 +130,7 @@ class ReaderBadInput(unittest.TestCase):
         def edit(f, g):
             self.replace_input(g, (2, 64), chunks=(1, 16))
             g["inputs/logprob"][0, :] = 1.0  # row 1's four chunks stay unwritten
+
         path, case = self.edit(edit)
         self.check(path, case, "inputs/logprob", "holds no data")
 
@@ -137,33 +141,52 @@ class ReaderBadInput(unittest.TestCase):
             del g["outputs"]["kl"]
             g["outputs"].create_dataset("kl", data=np.zeros(2**23 + 1), compression="gzip", chunks=(2**20,))
             g["grads"]["logprob_twin"] = g["outputs"]["kl"]
+
         path, case = self.edit(edit)
         self.check(path, case, "the case would hold more than 16777216 elements")
 
     # --- link structure -----------------------------------------------------------
     def test_hard_link_cycles(self):
-        for name, target in [("self", lambda f, g: g["inputs"]), ("case", lambda f, g: g),
-                             ("function", lambda f, g: g.parent)]:
+        for name, target in [
+            ("self", lambda f, g: g["inputs"]),
+            ("case", lambda f, g: g),
+            ("function", lambda f, g: g.parent),
+        ]:
             with self.subTest(loop_to=name):
+
                 def edit(f, g):
                     g["inputs"]["loop"] = target(f, g)
+
                 path, case = self.edit(edit)
                 self.check(path, case, "inputs", "cycle")
         # Through the root, whose members are functions and cases: bounded by depth.
-        path, case = self.edit(lambda f, g: g["metrics"].__setitem__("root", f["/"]) if "metrics" in g
-                               else g.create_group("metrics").__setitem__("root", f["/"]))
+        path, case = self.edit(
+            lambda f, g: (
+                g["metrics"].__setitem__("root", f["/"])
+                if "metrics" in g
+                else g.create_group("metrics").__setitem__("root", f["/"])
+            )
+        )
         self.check(path, case, "metrics")
 
     def test_links_other_than_hard_links(self):
         fifo = os.path.join(self.tmp, "pipe")
         os.mkfifo(fifo)
-        for kind, link in [("external link", h5py.ExternalLink(fifo, "/")),
-                           ("external link", h5py.ExternalLink(os.path.join(GOLDENS, "kl.h5"), "/k1")),
-                           ("soft link", h5py.SoftLink("/k1"))]:
+        for kind, link in [
+            ("external link", h5py.ExternalLink(fifo, "/")),
+            ("external link", h5py.ExternalLink(os.path.join(GOLDENS, "kl.h5"), "/k1")),
+            ("soft link", h5py.SoftLink("/k1")),
+        ]:
             with self.subTest(link=str(link)):
                 path, case = self.edit(lambda f, g: g["inputs"].__setitem__("elsewhere", link))
-                self.check(path, case, "inputs/elsewhere", "is an " + kind if kind[0] == "e" else "is a " + kind,
-                           "hard links only", timeout=60)
+                self.check(
+                    path,
+                    case,
+                    "inputs/elsewhere",
+                    "is an " + kind if kind[0] == "e" else "is a " + kind,
+                    "hard links only",
+                    timeout=60,
+                )
         path = self.family()
         with h5py.File(path, "r+") as f:
             f["k9"] = h5py.ExternalLink(fifo, "/")
@@ -198,14 +221,21 @@ class ReaderBadInput(unittest.TestCase):
             layout[:] = h5py.VirtualSource(os.path.join(GOLDENS, "kl.h5"), "/k1/x", shape=(4, 8))
             del g["inputs"]["logprob"]
             g["inputs"].create_virtual_dataset("logprob", layout)
+
         path, case = self.edit(virtual)
         self.check(path, case, "inputs/logprob", "virtual dataset")
 
     # --- names and values -----------------------------------------------------------
     def test_names_outside_the_schema_character_sets(self):
-        bad = [(b"new\nline_f64", "\\x0A"), (b"tab\tbed_f64", "\\x09"), (b"bell\x07_f64", "\\x07"),
-               (b"not\xffutf8_f64", "\\xFF"), (b"Upper_f64", "Upper_f64"), (b"sp ace_f64", "sp ace_f64"),
-               ("caf\u00e9_f64".encode(), "\\xC3\\xA9")]
+        bad = [
+            (b"new\nline_f64", "\\x0A"),
+            (b"tab\tbed_f64", "\\x09"),
+            (b"bell\x07_f64", "\\x07"),
+            (b"not\xffutf8_f64", "\\xFF"),
+            (b"Upper_f64", "Upper_f64"),
+            (b"sp ace_f64", "sp ace_f64"),
+            ("caf\u00e9_f64".encode(), "\\xC3\\xA9"),
+        ]
         for raw, shown in bad:
             with self.subTest(case=raw):
                 path = self.family()
@@ -225,9 +255,11 @@ class ReaderBadInput(unittest.TestCase):
         self.check(path, case, "attribute name", "cfg.a\\x0Ab")
 
     def test_string_values_that_break_a_line_or_utf8(self):
-        for key, value, needle in [("why", "two\nlines", "control characters"),
-                                   ("dtype", "float64\x1b[31m", "control characters"),
-                                   ("why", np.bytes_(b"\xff\xfe"), "not UTF-8")]:
+        for key, value, needle in [
+            ("why", "two\nlines", "control characters"),
+            ("dtype", "float64\x1b[31m", "control characters"),
+            ("why", np.bytes_(b"\xff\xfe"), "not UTF-8"),
+        ]:
             with self.subTest(key=key, value=value):
                 path, case = self.edit(lambda f, g: g.attrs.__setitem__(key, value))
                 self.check(path, case, "'" + key + "'", needle)
@@ -239,10 +271,18 @@ class ReaderBadInput(unittest.TestCase):
     def test_non_finite_config_values(self):
         for value in (np.nan, np.inf, -np.inf):
             with self.subTest(value=value):
-                path, case = self.edit(lambda f, g: g.attrs.__setitem__("cfg.clip_ratio", np.float64(value)),
-                                       family="policy_loss", function="vanilla")
-                self.check(path, case, "cfg.clip_ratio", "non-finite value " + str(value).lower(),
-                           "config values must be finite")
+                path, case = self.edit(
+                    lambda f, g: g.attrs.__setitem__("cfg.clip_ratio", np.float64(value)),
+                    family="policy_loss",
+                    function="vanilla",
+                )
+                self.check(
+                    path,
+                    case,
+                    "cfg.clip_ratio",
+                    "non-finite value " + str(value).lower(),
+                    "config values must be finite",
+                )
 
     # --- what libhdf5 refuses -----------------------------------------------------
     def test_locked_by_another_process(self):
@@ -255,6 +295,7 @@ class ReaderBadInput(unittest.TestCase):
         def edit(f, g):
             del g["inputs"]["logprob"]
             g["inputs"].create_dataset("logprob", data=np.zeros((4, 8)), compression="lzf")
+
         path, case = self.edit(edit)
         self.check(path, case, "inputs/logprob", "needs HDF5 filter 'lzf' (id 32000), which this build lacks")
 
@@ -293,8 +334,11 @@ class ReaderBadInput(unittest.TestCase):
         def in_size(offset):
             return any(at + 8 <= offset < at + 16 for c in global_heap_collections(kl) for at, _, _ in c)
 
-        for offset, bit, where, needle in [(881406, 2, in_block, "kl.h5"), (881736, 2, in_block, "kl.h5"),
-                                           (677777, 3, in_size, "the HDF5 library crashed reading this file")]:
+        for offset, bit, where, needle in [
+            (881406, 2, in_block, "kl.h5"),
+            (881736, 2, in_block, "kl.h5"),
+            (677777, 3, in_size, "the HDF5 library crashed reading this file"),
+        ]:
             with self.subTest(offset=offset, bit=bit):
                 self.assertTrue(where(offset), "kl.h5 was recaptured: the attack's byte %d is elsewhere" % offset)
                 path = self.damaged("kl", offset, bit)
@@ -309,8 +353,12 @@ class ReaderBadInput(unittest.TestCase):
     def test_a_fractal_heap_block_that_fails_its_checksum(self):
         # Other files, blocks, bytes and bits of the same class (the heaps of dense groups'
         # links and of dense attribute storage).
-        for name, block, byte, bit in [("policy_loss", 0, 40, 0), ("advantage", -1, 200, 7),
-                                       ("rollout_correction", 0, 33, 4), ("kl", 0, 100, 5)]:
+        for name, block, byte, bit in [
+            ("policy_loss", 0, 40, 0),
+            ("advantage", -1, 200, 7),
+            ("rollout_correction", 0, 33, 4),
+            ("kl", 0, 100, 5),
+        ]:
             with self.subTest(file=name, byte=byte, bit=bit):
                 path = self.alone(name)
                 blocks = signatures(path, b"FHDB")
@@ -320,14 +368,17 @@ class ReaderBadInput(unittest.TestCase):
 
     def test_a_global_heap_object_whose_size_grew(self):
         # By 2^24 to 2^47 bytes: libhdf5 copies that much into the string's buffer.
-        for name, which, byte, bit in [("advantage", 0, 4, 0), ("policy_loss", 2, 5, 6), ("reward_kl", 1, 3, 7),
-                                       ("kl", -2, 4, 3)]:
+        for name, which, byte, bit in [
+            ("advantage", 0, 4, 0),
+            ("policy_loss", 2, 5, 6),
+            ("reward_kl", 1, 3, 7),
+            ("kl", -2, 4, 3),
+        ]:
             with self.subTest(file=name, byte=byte, bit=bit):
                 path = self.alone(name)
                 at, _, _ = global_heap_collections(path)[0][which]
                 flip(path, at + 8 + byte, bit)
-                self.assertDamaged(["check", "--against", self.dir], path,
-                                   "the HDF5 library crashed reading this file")
+                self.assertDamaged(["check", "--against", self.dir], path, "the HDF5 library crashed reading this file")
 
     def test_a_global_heap_object_that_grew_into_the_free_space(self):
         # By 128 bytes, so that the next object header libhdf5 decodes is the free
@@ -338,13 +389,15 @@ class ReaderBadInput(unittest.TestCase):
             for name in ("kl", "aggregation", "torch_functional"):
                 with self.subTest(file=name):
                     path = self.alone(name)
-                    objects = next(c for c in reversed(global_heap_collections(path))
-                                   if c[-1][1] == 0 and c[-1][2] > 512)
+                    objects = next(
+                        c for c in reversed(global_heap_collections(path)) if c[-1][1] == 0 and c[-1][2] > 512
+                    )
                     at, _, size = objects[-2]
                     self.assertLess(size, 128)
                     flip(path, at + 8, 7)
-                    self.assertDamaged(["check", "--against", self.dir], path,
-                                       "did not finish reading this file in 3 s of CPU time")
+                    self.assertDamaged(
+                        ["check", "--against", self.dir], path, "did not finish reading this file in 3 s of CPU time"
+                    )
         finally:
             del os.environ["VERLCONF_READER_CPU_SECONDS"]
 

@@ -2,6 +2,7 @@
 new name is written, never an input, never through a planted link; a run that exits 2
 leaves no report behind, stale or new; a table that did not reach stdout is exit 2.
 Each test asserts the exit code and the one line on stderr."""
+
 import hashlib
 import os
 import shutil
@@ -10,7 +11,6 @@ import tempfile
 import unittest
 
 from cli_support import GOLDENS, assert_bad_input, run  # noqa: E402
-
 
 
 def digest(path):
@@ -45,11 +45,22 @@ class ReportFiles(unittest.TestCase):
         os.symlink("/dev/null", to_device)
         dangling = os.path.join(self.tmp, "dangling.md")
         os.symlink(os.path.join(self.tmp, "nothing", "here"), dangling)
-        for option, target, what in (("--junit", fifo, "a FIFO"), ("--report", sub, "a directory"),
-                                     ("--junit", to_device, "a symbolic link to a character device"),
-                                     ("--report", dangling, "a symbolic link to nothing")):
+        for option, target, what in (
+            ("--junit", fifo, "a FIFO"),
+            ("--report", sub, "a directory"),
+            ("--junit", to_device, "a symbolic link to a character device"),
+            ("--report", dangling, "a symbolic link to nothing"),
+        ):
             # A FIFO would block a writer forever: the timeout is part of the assertion.
-            self.assertBadInput(self.check_k3(option, target, ), option, target, what)
+            self.assertBadInput(
+                self.check_k3(
+                    option,
+                    target,
+                ),
+                option,
+                target,
+                what,
+            )
         self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode))
         self.assertTrue(os.path.isdir(sub))
         self.assertTrue(stat.S_ISCHR(os.stat("/dev/null").st_mode))
@@ -67,7 +78,7 @@ class ReportFiles(unittest.TestCase):
             self.assertEqual(f.read(), "precious\n")
         self.assertFalse(os.path.islink(link))
         with open(link) as f:
-            self.assertIn("<testsuite name=\"conform.oracle.k3\"", f.read())
+            self.assertIn('<testsuite name="conform.oracle.k3"', f.read())
         self.assertNoTemporaries(self.tmp)
 
     def test_an_input_is_never_overwritten(self):
@@ -75,15 +86,22 @@ class ReportFiles(unittest.TestCase):
         shutil.copytree(GOLDENS, goldens)
         kl = os.path.join(goldens, "kl.h5")
         before = digest(kl)
-        self.assertBadInput(run("check", "--against", goldens, "--only", "k3", "--report", kl), "--report", kl,
-                            "the same file as the input")
+        self.assertBadInput(
+            run("check", "--against", goldens, "--only", "k3", "--report", kl),
+            "--report",
+            kl,
+            "the same file as the input",
+        )
         # The same inode under another name (a hard link to the candidate).
         cand = os.path.join(self.tmp, "cand.h5")
         shutil.copyfile(kl, cand)
         alias = os.path.join(self.tmp, "alias.xml")
         os.link(cand, alias)
-        self.assertBadInput(run("check", "--against", goldens, "--candidate", cand, "--junit", alias),
-                            alias, "the same file as the input " + cand)
+        self.assertBadInput(
+            run("check", "--against", goldens, "--candidate", cand, "--junit", alias),
+            alias,
+            "the same file as the input " + cand,
+        )
         self.assertBadInput(run("drift", goldens, GOLDENS, "--report", kl), kl, "the same file as the input")
         self.assertEqual(digest(kl), before)
         self.assertEqual(digest(cand), before)
@@ -121,8 +139,12 @@ class ReportFiles(unittest.TestCase):
     def test_a_table_that_cannot_be_written_is_exit_2(self):
         junit = os.path.join(self.tmp, "junit.xml")
         with open("/dev/full", "w") as full:
-            for args in (["check", "--against", GOLDENS, "--only", "k3", "--junit", junit], ["spec", "--json"],
-                         ["list", "--against", GOLDENS], ["drift", GOLDENS, GOLDENS]):
+            for args in (
+                ["check", "--against", GOLDENS, "--only", "k3", "--junit", junit],
+                ["spec", "--json"],
+                ["list", "--against", GOLDENS],
+                ["drift", GOLDENS, GOLDENS],
+            ):
                 self.assertBadInput(run(*args, stdout=full), "cannot write the results to standard output")
         self.assertFalse(os.path.exists(junit))  # no report for a table nobody saw
 

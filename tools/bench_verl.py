@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """verl's own functions timed on one device, eager and under torch.compile: the rows of the
-perf anchor (/work/shared/perf-anchor-verl-0.9.0-h200.md, tools/bench/anchor.cc), measured in
+perf anchor (verl 0.9.0 on an H200, recorded in tools/bench/anchor.cc), measured in
 the same run as cuda_bench so that tools/bench/ratio_table.py can put them side by side.
 
     python3 tools/bench_verl.py --verl-wheel verl-0.9.1-py3-none-any.whl [--device cuda]
@@ -160,8 +160,12 @@ _RC_WEIGHTS_CONFIG = {
     "rc/token_icepop": {"rollout_is": "token", "rollout_is_threshold": "0.5_2.0"},
     "rc/token_is_batchnorm": {"rollout_is": "token", "rollout_is_batch_normalize": True},
 }
-_RC_PIPELINE_CONFIG = {"rollout_is": "token", "rollout_is_threshold": 2.0, "rollout_rs": "token_k1,seq_mean_k3",
-                       "rollout_rs_threshold": "0.5_2.0,0.01"}
+_RC_PIPELINE_CONFIG = {
+    "rollout_is": "token",
+    "rollout_is_threshold": 2.0,
+    "rollout_rs": "token_k1,seq_mean_k3",
+    "rollout_rs_threshold": "0.5_2.0,0.01",
+}
 
 
 def _rs_threshold(option: str):
@@ -202,10 +206,12 @@ def parse_only(text: str) -> List[str]:
         hit = next((n for n in names if rest == n or rest.startswith(n + ",")), None)
         if hit is None:
             bad = rest.split(",")[0]
-            raise UsageError(f"--only: '{bad}' is neither an anchor row nor a family (rows: {', '.join(LABELS)}; "
-                             f"families: {', '.join(FAMILIES)})")
+            raise UsageError(
+                f"--only: '{bad}' is neither an anchor row nor a family (rows: {', '.join(LABELS)}; "
+                f"families: {', '.join(FAMILIES)})"
+            )
         picked += [r[0] for r in ANCHOR_ROWS if r[1] == hit] if hit in FAMILIES else [hit]
-        rest = rest[len(hit):].lstrip(",").strip()
+        rest = rest[len(hit) :].lstrip(",").strip()
     return picked
 
 
@@ -224,15 +230,26 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     ap.add_argument("--repeats", type=int, default=10, help="timed calls per (row, mode); the median is reported")
     ap.add_argument("--warmup", type=int, default=2, help="untimed calls before the timed ones (default 2)")
     ap.add_argument("--modes", default="eager,compile", help="eager, compile or both (default eager,compile)")
-    ap.add_argument("--budget-s", type=float, default=240.0,
-                    help="start no new (row, mode) measurement after this many seconds (0: no budget)")
-    ap.add_argument("--max-row-s", type=float, default=10.0,
-                    help="fewer repeats (at least 3) where --repeats calls would take longer than this")
+    ap.add_argument(
+        "--budget-s",
+        type=float,
+        default=240.0,
+        help="start no new (row, mode) measurement after this many seconds (0: no budget)",
+    )
+    ap.add_argument(
+        "--max-row-s",
+        type=float,
+        default=10.0,
+        help="fewer repeats (at least 3) where --repeats calls would take longer than this",
+    )
     ap.add_argument("--only", default="", help="anchor labels, comma-separated (default: every anchor row)")
     ap.add_argument("--backend", default="inductor", help="torch.compile backend (default inductor)")
     ap.add_argument("--json", default="", help="write the results here (schema %s)" % SCHEMA)
-    ap.add_argument("--simulate-bare", action="store_true",
-                    help="hide every package the GPU machine lacks (testing in a full environment)")
+    ap.add_argument(
+        "--simulate-bare",
+        action="store_true",
+        help="hide every package the GPU machine lacks (testing in a full environment)",
+    )
     a = ap.parse_args(argv)
     if not a.verl_wheel and not a.verl_site:
         raise UsageError("one of --verl-wheel or --verl-site is required")
@@ -542,8 +559,9 @@ def make_inputs(torch, rows: int, tokens: int, device: str, seed: int = 20261201
         "gdpo_non_tensor_batch": {"format_reward": comps[0], "accuracy_reward": comps[1]},
         "gdpo_batch": {
             "prompts": torch.zeros(rows, prompt_len, dtype=torch.int64, device=device),
-            "attention_mask": torch.cat([torch.ones(rows, prompt_len, dtype=torch.int64, device=device),
-                                         mask.to(torch.int64)], dim=1),
+            "attention_mask": torch.cat(
+                [torch.ones(rows, prompt_len, dtype=torch.int64, device=device), mask.to(torch.int64)], dim=1
+            ),
         },
     }
 
@@ -577,11 +595,17 @@ def config_notes() -> List[str]:
 def row_notes(label: str, family: str, name: str) -> str:
     """What a row passes beyond verl's defaults (the JSON's per-row "notes")."""
     if label in _RC_WEIGHTS_CONFIG:
-        return "compute_rollout_correction_weights(" + ", ".join(
-            f"{k}={v!r}" for k, v in _RC_WEIGHTS_CONFIG[label].items()) + ")"
+        return (
+            "compute_rollout_correction_weights("
+            + ", ".join(f"{k}={v!r}" for k, v in _RC_WEIGHTS_CONFIG[label].items())
+            + ")"
+        )
     if name == "compute_rollout_correction_and_rejection_mask":
-        return "compute_rollout_correction_and_rejection_mask(" + ", ".join(
-            f"{k}={v!r}" for k, v in _RC_PIPELINE_CONFIG.items()) + ")"
+        return (
+            "compute_rollout_correction_and_rejection_mask("
+            + ", ".join(f"{k}={v!r}" for k, v in _RC_PIPELINE_CONFIG.items())
+            + ")"
+        )
     if family == RC:
         return f"compute_rollout_rejection_mask(rollout_rs={name!r}, rollout_rs_threshold={_rs_threshold(name)!r})"
     return {
@@ -605,17 +629,25 @@ def _row_call(label: str, family: str, name: str, mods: Dict[str, Any], x: Dict[
             # ray_trainer.compute_advantage: compute_gae_advantage_return(token_level_rewards, values,
             # response_mask, gamma, lam) with the AlgoConfig's gamma and lam
             algo = AlgoConfig()
-            kw = dict(token_level_rewards=x["token_level_rewards"], values=x["values"], response_mask=mask,
-                      gamma=algo.gamma, lam=algo.lam)
+            kw = dict(
+                token_level_rewards=x["token_level_rewards"],
+                values=x["values"],
+                response_mask=mask,
+                gamma=algo.gamma,
+                lam=algo.lam,
+            )
             return ca.compute_gae_advantage_return, None, kw
         if name == "grpo":
-            kw = dict(token_level_rewards=x["token_level_rewards"], response_mask=mask, index=x["uid"],
-                      norm_adv_by_std_in_grpo=AlgoConfig().norm_adv_by_std_in_grpo)
+            kw = dict(
+                token_level_rewards=x["token_level_rewards"],
+                response_mask=mask,
+                index=x["uid"],
+                norm_adv_by_std_in_grpo=AlgoConfig().norm_adv_by_std_in_grpo,
+            )
             return ca.compute_grpo_outcome_advantage, None, kw
         # the dispatcher's generic branch: rewards, mask, config, index (uid is in the batch),
         # reward_baselines where present (remax), gdpo's batches, OTB's extra tensors
-        kw = dict(token_level_rewards=x["token_level_rewards"], response_mask=mask, config=AlgoConfig(),
-                  index=x["uid"])
+        kw = dict(token_level_rewards=x["token_level_rewards"], response_mask=mask, config=AlgoConfig(), index=x["uid"])
         if name == "remax":
             kw["reward_baselines"] = x["reward_baselines"]
         if name == "gdpo":
@@ -629,8 +661,13 @@ def _row_call(label: str, family: str, name: str, mods: Dict[str, Any], x: Dict[
         leaf = x["log_prob"].detach().requires_grad_(True)
         if name == "compute_policy_loss_reinforce":
             cfg = actor_mod.ActorConfig(strategy="fsdp", rollout_n=1, ppo_micro_batch_size_per_gpu=1)
-            kw = dict(rollout_log_prob=x["old_log_prob"], log_prob=leaf, advantages=x["advantages"],
-                      response_mask=mask, config=cfg)
+            kw = dict(
+                rollout_log_prob=x["old_log_prob"],
+                log_prob=leaf,
+                advantages=x["advantages"],
+                response_mask=mask,
+                config=cfg,
+            )
             return ca.compute_policy_loss_reinforce, leaf, kw
         extra = {}
         if name == "dro":  # PolicyLossConfig.dro_beta has no default; dro raises without one
@@ -639,8 +676,15 @@ def _row_call(label: str, family: str, name: str, mods: Dict[str, Any], x: Dict[
             rcc = mods["config_algorithm"].RolloutCorrectionConfig(bypass_mode=True)
             extra["policy_loss"] = actor_mod.PolicyLossConfig(loss_mode="bypass_mode", rollout_correction=rcc)
         cfg = actor_mod.ActorConfig(strategy="fsdp", rollout_n=1, ppo_micro_batch_size_per_gpu=1, **extra)
-        kw = dict(old_log_prob=x["old_log_prob"], log_prob=leaf, advantages=x["advantages"], response_mask=mask,
-                  loss_agg_mode=cfg.loss_agg_mode, config=cfg, rollout_is_weights=None)
+        kw = dict(
+            old_log_prob=x["old_log_prob"],
+            log_prob=leaf,
+            advantages=x["advantages"],
+            response_mask=mask,
+            loss_agg_mode=cfg.loss_agg_mode,
+            config=cfg,
+            rollout_is_weights=None,
+        )
         return ca.get_policy_loss_fn(name), leaf, kw
     if family == KL:
         if label.endswith("_fwd_bwd"):
@@ -656,14 +700,27 @@ def _row_call(label: str, family: str, name: str, mods: Dict[str, Any], x: Dict[
     if family == RC:
         log_ratio = x["old_log_prob"] - x["rollout_log_prob"]
         if label in _RC_WEIGHTS_CONFIG:
-            return rc.compute_rollout_correction_weights, None, dict(log_ratio=log_ratio, response_mask=mask,
-                                                                     **_RC_WEIGHTS_CONFIG[label])
+            return (
+                rc.compute_rollout_correction_weights,
+                None,
+                dict(log_ratio=log_ratio, response_mask=mask, **_RC_WEIGHTS_CONFIG[label]),
+            )
         if name == "compute_rollout_correction_and_rejection_mask":
-            return rc.compute_rollout_correction_and_rejection_mask, None, dict(
-                old_log_prob=x["old_log_prob"], rollout_log_prob=x["rollout_log_prob"], response_mask=mask,
-                **_RC_PIPELINE_CONFIG)
-        return rc.compute_rollout_rejection_mask, None, dict(log_ratio=log_ratio, response_mask=mask,
-                                                             rollout_rs=name, rollout_rs_threshold=_rs_threshold(name))
+            return (
+                rc.compute_rollout_correction_and_rejection_mask,
+                None,
+                dict(
+                    old_log_prob=x["old_log_prob"],
+                    rollout_log_prob=x["rollout_log_prob"],
+                    response_mask=mask,
+                    **_RC_PIPELINE_CONFIG,
+                ),
+            )
+        return (
+            rc.compute_rollout_rejection_mask,
+            None,
+            dict(log_ratio=log_ratio, response_mask=mask, rollout_rs=name, rollout_rs_threshold=_rs_threshold(name)),
+        )
     raise AssertionError(label)
 
 
@@ -750,32 +807,49 @@ def _fmt_err(ex: BaseException) -> str:
 def run(a, info: Dict[str, Any], mods: Dict[str, Any]) -> Tuple[Dict[str, Any], int]:
     import torch
 
-    out = {"schema": SCHEMA, "verl_version": info["verl_version"], "torch_version": torch.__version__,
-           "python_version": sys.version.split()[0], "stubs": info["stubs"],
-           "skipped_inits": info["skipped_inits"], "stub_notes": describe_stubs(info), "config_notes": config_notes(),
-           "simulate_bare": bool(a.simulate_bare), "repeats": a.repeats, "warmup": a.warmup,
-           "modes": a.mode_list, "backend": a.backend, "budget_s": a.budget_s,
-           "shapes": [list(s) for s in a.shape_list], "rows": [], "not_run_budget": []}
+    out = {
+        "schema": SCHEMA,
+        "verl_version": info["verl_version"],
+        "torch_version": torch.__version__,
+        "python_version": sys.version.split()[0],
+        "stubs": info["stubs"],
+        "skipped_inits": info["skipped_inits"],
+        "stub_notes": describe_stubs(info),
+        "config_notes": config_notes(),
+        "simulate_bare": bool(a.simulate_bare),
+        "repeats": a.repeats,
+        "warmup": a.warmup,
+        "modes": a.mode_list,
+        "backend": a.backend,
+        "budget_s": a.budget_s,
+        "shapes": [list(s) for s in a.shape_list],
+        "rows": [],
+        "not_run_budget": [],
+    }
     if a.device.startswith("cuda"):
         if not torch.cuda.is_available():
             out.update(status="skipped", reason="torch.cuda.is_available() is False", device={"type": "cuda"})
             return out, 0
         dev = torch.device(a.device)
-        out["device"] = {"type": "cuda", "name": torch.cuda.get_device_name(dev),
-                         "cuda_runtime": torch.version.cuda}
+        out["device"] = {"type": "cuda", "name": torch.cuda.get_device_name(dev), "cuda_runtime": torch.version.cuda}
         torch.cuda.set_device(dev)
     else:
         import platform
 
-        out["device"] = {"type": "cpu", "name": platform.processor() or platform.machine(),
-                         "threads": torch.get_num_threads()}
+        out["device"] = {
+            "type": "cpu",
+            "name": platform.processor() or platform.machine(),
+            "threads": torch.get_num_threads(),
+        }
         # On a loaded machine inductor's OpenMP kernels wait for their threads to be
         # scheduled (seen here: 16 ms for a 64x256 elementwise op, 0.015 ms with
         # OMP_NUM_THREADS=1); the CPU figures check the plumbing, they rate nothing.
         out["note"] = "--device cpu: wall-clock of whole calls, a plumbing check, not a performance figure"
         print(f"bench_verl: {out['note']}")
-    print(f"bench_verl: verl {info['verl_version']} from {info['verl_root']}, torch {torch.__version__}, "
-          f"device {out['device']['name']}")
+    print(
+        f"bench_verl: verl {info['verl_version']} from {info['verl_root']}, torch {torch.__version__}, "
+        f"device {out['device']['name']}"
+    )
     for line in out["stub_notes"]:
         print(f"bench_verl: {line}")
     for line in out["config_notes"]:
@@ -829,9 +903,16 @@ def run(a, info: Dict[str, Any], mods: Dict[str, Any]) -> Tuple[Dict[str, Any], 
                     r["compile_s"], r["compile"] = m["compile_s"], "compiled"
                     r["graphs"], r["graph_breaks"] = m["graphs"], m["graph_breaks"]
                     r["graphs_compiled_while_timing"] = m["graphs_compiled_while_timing"]
-                extra = (f"  compile {m['compile_s']:.1f} s, {m['graphs']} graphs, {m['graph_breaks']} breaks"
-                         + (f", {m['graphs_compiled_while_timing']} more compiled while timing"
-                            if m["graphs_compiled_while_timing"] else "") if mode == "compile" else "")
+                extra = (
+                    f"  compile {m['compile_s']:.1f} s, {m['graphs']} graphs, {m['graph_breaks']} breaks"
+                    + (
+                        f", {m['graphs_compiled_while_timing']} more compiled while timing"
+                        if m["graphs_compiled_while_timing"]
+                        else ""
+                    )
+                    if mode == "compile"
+                    else ""
+                )
                 print(f"  {label:40s} {m['ms']:10.3f} ms  ({m['repeats']} repeats){extra}", flush=True)
             except Exception as ex:  # a verl exception stays in its row; the run goes on
                 r[f"{mode}_status"] = _fmt_err(ex)
@@ -847,9 +928,11 @@ def run(a, info: Dict[str, Any], mods: Dict[str, Any]) -> Tuple[Dict[str, Any], 
     out["elapsed_s"] = round(time.perf_counter() - start, 2)
     out["status"] = "error" if failed else "ok"
     compiled = sum(1 for r in rows if not r[4])
-    print(f"\nbench_verl: {len(out['rows'])} rows over {len(a.shape_list)} shape(s) in {out['elapsed_s']:.1f} s; "
-          f"{compiled} of {len(rows)} functions compilable, {len(rows) - compiled} not compiled (Python loops); "
-          f"{len(out['not_run_budget'])} (row, mode) measurements not run (budget {a.budget_s:.0f} s)")
+    print(
+        f"\nbench_verl: {len(out['rows'])} rows over {len(a.shape_list)} shape(s) in {out['elapsed_s']:.1f} s; "
+        f"{compiled} of {len(rows)} functions compilable, {len(rows) - compiled} not compiled (Python loops); "
+        f"{len(out['not_run_budget'])} (row, mode) measurements not run (budget {a.budget_s:.0f} s)"
+    )
     return out, 1 if failed else 0
 
 
@@ -871,8 +954,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     hidden: List[str] = []
     if a.simulate_bare:
         hidden = simulate_bare()
-        print(f"bench_verl: --simulate-bare: {len(hidden)} top-level modules of packages the GPU machine lacks "
-              f"are hidden")
+        print(
+            f"bench_verl: --simulate-bare: {len(hidden)} top-level modules of packages the GPU machine lacks are hidden"
+        )
     tmp = None
     try:
         if a.verl_wheel:
@@ -887,8 +971,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         except Exception as ex:
             why = _fmt_err(ex)
             print(f"bench_verl: verl could not be loaded from {root}: {why}", file=sys.stderr)
-            _write_json(a.json, {"schema": SCHEMA, "status": "error", "reason": f"verl not loaded: {why}",
-                                 "simulate_bare": bool(a.simulate_bare), "rows": []})
+            _write_json(
+                a.json,
+                {
+                    "schema": SCHEMA,
+                    "status": "error",
+                    "reason": f"verl not loaded: {why}",
+                    "simulate_bare": bool(a.simulate_bare),
+                    "rows": [],
+                },
+            )
             return 1
         info["verl_root"] = a.verl_wheel or root
         out, rc = run(a, info, mods)

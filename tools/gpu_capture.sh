@@ -80,10 +80,10 @@ bundle="$(abspath "$bundle")"
 cd "$repo"
 
 # ---------------------------------------------------------------------------- wheels
-# Exact pins of the capture environment (tools/capture-requirements-torch-2.11.0.txt:
+# Exact pins of the capture environment (fixtures/capture/capture-requirements-torch-2.11.0.txt:
 # the GPU machine's torch is 2.11.0) for the packages the machine lacks. The two with
 # compiled code come for CPython 3.11 (a --dry run here) and 3.12 (the GPU machine).
-req="$repo/tools/capture-requirements-torch-2.11.0.txt"
+req="$repo/fixtures/capture/capture-requirements-torch-2.11.0.txt"
 pin() { grep -i "^$1==" "$req" | head -1 | cut -d= -f3; }
 pure=("verl==0.9.1" "omegaconf==$(pin omegaconf)" "codetiming==$(pin codetiming)" "pyvers==$(pin pyvers)")
 compiled=("tensordict==$(pin tensordict)" "orjson==$(pin orjson)")
@@ -114,13 +114,16 @@ if [[ -e "$bundle" ]]; then
   fi
   rm -rf "$bundle"
 fi
-mkdir -p "$bundle/repo/fixtures/adapters" "$bundle/repo/fixtures/catalogue" "$bundle/repo/tools" "$bundle/wheels"
+mkdir -p "$bundle/repo/fixtures/adapters" "$bundle/repo/fixtures/capture" "$bundle/repo/fixtures/python/verlconf/catalogue" \
+  "$bundle/repo/tools" "$bundle/wheels"
 touch "$bundle/$marker"
 # The capture's files keep their repository paths: capture_script_sha256 hashes them by
 # those paths, so the GPU set's hash names the same scripts as a capture here.
-cp fixtures/capture.py fixtures/adapter_call.py fixtures/adapter_keys.py fixtures/h5schema.py fixtures/projections.py \
-  fixtures/registry_spec.py fixtures/verlconf_harness.py fixtures/spec.json "$bundle/repo/fixtures/"
-cp fixtures/catalogue/*.py "$bundle/repo/fixtures/catalogue/"
+cp fixtures/capture.py fixtures/spec.json "$bundle/repo/fixtures/"
+cp fixtures/capture/capture.py "$bundle/repo/fixtures/capture/"
+cp fixtures/python/verlconf_harness.py "$bundle/repo/fixtures/python/"
+cp fixtures/python/verlconf/*.py "$bundle/repo/fixtures/python/verlconf/"
+cp fixtures/python/verlconf/catalogue/*.py "$bundle/repo/fixtures/python/verlconf/catalogue/"
 cp fixtures/adapters/verl_adapter.py fixtures/adapters/verl_keys.py "$bundle/repo/fixtures/adapters/"
 cp tools/gpu_capture_boot.py tools/bench_verl.py "$bundle/repo/tools/"
 for p in "${pure[@]}"; do cp "$wheels"/"$(echo "${p%%==*}" | tr - _)"-"${p##*==}"-py3*.whl "$bundle/wheels/"; done

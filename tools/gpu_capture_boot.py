@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs fixtures/capture.py on a machine that has torch, numpy and h5py but neither verl
+"""Runs the capture (fixtures/capture/capture.py) on a machine that has torch, numpy and h5py but neither verl
 nor the few packages verl's algorithm modules import (the GPU machine: no registry to
 install from). tools/gpu_capture.sh bundles this file with the capture's own files.
 
@@ -72,9 +72,12 @@ def parse(argv: List[str]) -> Tuple[argparse.Namespace, List[str]]:
     ap.add_argument("--wheels", required=True)
     ap.add_argument("--stub", action="append", default=None)
     ap.add_argument("--simulate-bare", action="store_true")
-    ap.add_argument("--capture", default=os.path.join(HERE, "..", "fixtures", "capture.py"),
-                    help="the capture script (default: the repository's, or the bundle's fixtures/capture.py)")
-    return ap.parse_args(argv[:cut]), argv[cut + 1:]
+    ap.add_argument(
+        "--capture",
+        default=os.path.join(HERE, "..", "fixtures", "capture", "capture.py"),
+        help="the capture script (default: the repository's, or the bundle's fixtures/capture/capture.py)",
+    )
+    return ap.parse_args(argv[:cut]), argv[cut + 1 :]
 
 
 def main(argv=None) -> int:

@@ -2,6 +2,7 @@
 --device on the numpy example adapter (verl's own capture needs torch and runs outside
 CI), and gpu_capture_boot.py's wheel selection, unpacking and stubbing on fake wheels.
 The capture on a GPU itself runs on the GPU machine only (tools/gpu_capture.sh)."""
+
 import contextlib
 import io
 import os
@@ -11,21 +12,21 @@ import tempfile
 import unittest
 import zipfile
 
+import h5py
+
+import gpu_capture_boot  # //tools:gpu_capture_boot
+from verlconf import h5schema
+
 RUNFILES = os.path.join(os.environ.get("TEST_SRCDIR", os.getcwd()), "verlconf")
 FIXTURES = os.path.join(RUNFILES, "fixtures")
-TOOLS = os.path.join(RUNFILES, "tools")
-sys.path.insert(0, FIXTURES)
-sys.path.insert(0, TOOLS)
-
-import h5py  # noqa: E402
-
-import gpu_capture_boot  # noqa: E402
-import h5schema  # noqa: E402
 
 
 def capture(*args):
-    p = subprocess.run([sys.executable, os.path.join(FIXTURES, "capture.py"), "--adapter", "numpy_example"] +
-                       list(args), capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, os.path.join(FIXTURES, "capture.py"), "--adapter", "numpy_example"] + list(args),
+        capture_output=True,
+        text=True,
+    )
     return p.returncode, p.stdout + p.stderr
 
 
@@ -71,8 +72,11 @@ class Boot(unittest.TestCase):
         self.wheels = os.path.join(self.tmp, "wheels")
         os.mkdir(self.wheels)
         me = "cp%d%d" % sys.version_info[:2]
-        wheel(self.wheels, "verl-0.9.1-py3-none-any.whl",
-              {"verl/__init__.py": "__version__ = '0.9.1'\n", "verl-0.9.1.dist-info/METADATA": "Version: 0.9.1\n"})
+        wheel(
+            self.wheels,
+            "verl-0.9.1-py3-none-any.whl",
+            {"verl/__init__.py": "__version__ = '0.9.1'\n", "verl-0.9.1.dist-info/METADATA": "Version: 0.9.1\n"},
+        )
         wheel(self.wheels, f"fastthing-1.0-{me}-{me}-manylinux_2_28_x86_64.whl", {"fastthing.py": "WHO = 'mine'\n"})
         wheel(self.wheels, "fastthing-1.0-cp39-cp39-manylinux_2_28_x86_64.whl", {"fastthing.py": "WHO = 'other'\n"})
 
@@ -86,10 +90,12 @@ class Boot(unittest.TestCase):
         script = os.path.join(self.tmp, "fake_capture.py")
         marker = os.path.join(self.tmp, "ran.txt")
         with open(script, "w") as f:
-            f.write("import sys, verl, fastthing, ray\n"
-                    f"with open({marker!r}, 'w') as out:\n"
-                    "    out.write(verl.__version__ + ' ' + fastthing.WHO + ' ' + ' '.join(sys.argv[1:]))\n"
-                    "sys.exit(3)\n")
+            f.write(
+                "import sys, verl, fastthing, ray\n"
+                f"with open({marker!r}, 'w') as out:\n"
+                "    out.write(verl.__version__ + ' ' + fastthing.WHO + ' ' + ' '.join(sys.argv[1:]))\n"
+                "sys.exit(3)\n"
+            )
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
             code = gpu_capture_boot.main(["--wheels", self.wheels, "--capture", script, "--", "--out", "x"])
@@ -97,6 +103,10 @@ class Boot(unittest.TestCase):
         with open(marker) as f:
             self.assertEqual(f.read(), "0.9.1 mine --out x")
         self.assertIn("stubbed ray", buf.getvalue())
+
+    def test_the_default_capture_is_the_repositorys(self):
+        args, _ = gpu_capture_boot.parse(["--wheels", self.wheels, "--", "--out", "x"])
+        self.assertTrue(os.path.isfile(args.capture), args.capture)
 
     def test_no_verl_wheel_is_an_error(self):
         os.remove(os.path.join(self.wheels, "verl-0.9.1-py3-none-any.whl"))

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/gpu_check.sh: the one prepared GPU check (DESIGN.md, "GPU checks").
+# tools/gpu_check.sh: the one prepared GPU check (README.md, "Tests").
 #
 # Builds the CUDA tests, the conform CLI and the benchmark here (bazel -c opt), bundles
 # them into a directory that runs on a bare Linux x86-64 machine with only the NVIDIA

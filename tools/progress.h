@@ -1,7 +1,7 @@
 // A one-line progress bar for long checks: done/total, a bar, the case at hand and an
 // ETA from the mean time per case so far. Shown only when stderr is a terminal (logs, CI
 // output, pipes and tests never see it) and redrawn at most ten times a second.
-// tools/harness/progress.py draws the same line for the harness.
+// fixtures/python/verlconf/progress.py draws the same line for the harness.
 #pragma once
 
 #include <unistd.h>
@@ -38,7 +38,8 @@ class Progress {
 
  private:
   static std::string Clock(double seconds) {
-    const long s = static_cast<long>(seconds + 0.5);
+    // Never negative; rounds as the harness's progress.py does, so both draw the same clock.
+    const long s = static_cast<long>(seconds + 0.5);  // NOLINT(bugprone-incorrect-roundings)
     char b[32];
     std::snprintf(b, sizeof b, "%ld:%02ld", s / 60, s % 60);
     return b;

@@ -4,7 +4,7 @@
 # every dependency comes from these apt packages or /usr/local/cuda).
 #
 #   tools/setup.sh             install/verify the build and test dependencies
-#   tools/setup.sh --capture … delegate to tools/setup_capture.sh … (the
+#   tools/setup.sh --capture … delegate to fixtures/capture/setup_capture.sh … (the
 #                              Python environment that runs upstream verl)
 set -euo pipefail
 
@@ -14,10 +14,11 @@ die() { echo "setup: ERROR: $*" >&2; exit 1; }
 
 if [[ "${1:-}" == "--capture" ]]; then
   shift
-  [[ -f "$here/setup_capture.sh" ]] ||
-    die "tools/setup_capture.sh does not exist (capture setup is not available in this checkout)"
-  say "delegating to tools/setup_capture.sh $*"
-  exec bash "$here/setup_capture.sh" "$@"
+  capture_setup="$here/../fixtures/capture/setup_capture.sh"
+  [[ -f "$capture_setup" ]] ||
+    die "fixtures/capture/setup_capture.sh does not exist (capture setup is not available in this checkout)"
+  say "delegating to fixtures/capture/setup_capture.sh $*"
+  exec bash "$capture_setup" "$@"
 fi
 [[ $# -eq 0 ]] || die "unknown argument '$1' (usage: tools/setup.sh [--capture ARGS...])"
 
@@ -26,7 +27,9 @@ fi
 # Debian's python3 with numpy/h5py for py_test (third_party/python); compiler; clang
 # and its libFuzzer/sanitizer runtime for tools/fuzz/run.sh; clang-format and clang-tidy
 # for tools/lint.sh (the style gate); LibTorch (CPU, shared
-# libraries) for the C++ candidate API and the autograd cross-check (tools/torch_api).
+# libraries) for the C++ candidate API and the autograd cross-check (tools/torch_api);
+# python3-venv for the small venv that holds ruff (tools/lint.sh's Python gate: PyPI
+# only, and Debian 12's python3 refuses `pip install --user` (PEP 668)).
 packages=(
   bazel-bootstrap
   g++
@@ -36,6 +39,7 @@ packages=(
   python3 python3-numpy python3-h5py
   clang libclang-rt-14-dev clang-format clang-tidy
   libtorch-dev
+  python3-venv
 )
 
 [[ -r /etc/os-release ]] && . /etc/os-release
@@ -81,6 +85,20 @@ for f in /usr/lib/x86_64-linux-gnu/{libtorch,libtorch_cpu,libc10}.so /usr/includ
   [[ -f "$f" ]] || die "missing LibTorch file $f (libtorch-dev)"
 done
 say "bazel, static libraries, python3 numpy/h5py, libtorch: ok"
+
+# ruff, pinned, in a venv of its own outside the tree (tools/lint.sh finds it there).
+# Neither Debian 12 nor PyPI packages buildifier: tools/lint.sh checks BUILD/.bzl files
+# with buildifier where one is on PATH, else with tools/lint_bazel.py.
+RUFF_VERSION=0.17.6
+tools_venv="${VERLCONF_TOOLS:-$HOME/.cache/verlconf-tools}/venv"
+if [[ "$("$tools_venv/bin/ruff" --version 2>/dev/null)" == "ruff $RUFF_VERSION" ]]; then
+  say "ruff $RUFF_VERSION: already installed in $tools_venv, skipped"
+else
+  [[ -x "$tools_venv/bin/pip" ]] || /usr/bin/python3 -m venv "$tools_venv" || die "cannot create $tools_venv"
+  say "installing ruff $RUFF_VERSION into $tools_venv"
+  "$tools_venv/bin/pip" install -q --disable-pip-version-check "ruff==$RUFF_VERSION" ||
+    die "pip install ruff==$RUFF_VERSION failed"
+fi
 
 # The CUDA toolkit is not a Debian package; CI images ship it preinstalled.
 if [[ -x /usr/local/cuda/bin/nvcc && -f /usr/local/cuda/lib64/libcudart_static.a ]]; then

@@ -15,17 +15,15 @@ import glob
 import hashlib
 import os
 import re
-import sys
 import tempfile
 import types
 import unittest
 
+import make_report  # //tools/peers:peer_report
+import peer_report
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(REPO, "tools", "peers"))
-
-import make_report  # noqa: E402
-import peer_report  # noqa: E402
 
 
 def reports():
@@ -52,17 +50,21 @@ def problems(path: str):
     pins = []
     if os.path.isfile(os.path.join(REPO, h["requirements"])):
         with open(os.path.join(REPO, h["requirements"]), encoding="utf-8") as f:
-            pins = [l.strip() for l in f if l.strip() and not l.startswith("#")]
+            pins = [ln.strip() for ln in f if ln.strip() and not ln.startswith("#")]
     if pins and (h["framework"] != pins[0] or pins[0] not in h["environment"].split()):
-        out.append(f"{path}: framework {h['framework']} is not the first pin of {h['requirements']} "
-                   f"({pins[0]}) installed in the environment it lists")
+        out.append(
+            f"{path}: framework {h['framework']} is not the first pin of {h['requirements']} "
+            f"({pins[0]}) installed in the environment it lists"
+        )
     for key in ("adapter", "requirements"):
         f = os.path.join(REPO, h[key])
         if not os.path.isfile(f):
             out.append(f"{path}: {key} {h[key]} does not exist")
         elif sha256(f) != h[f"{key} sha256"]:
-            out.append(f"{path}: {h[key]} has sha256 {sha256(f)}, the report was produced with "
-                       f"{h[key + ' sha256']}: rerun tools/peers/run.sh {stem}")
+            out.append(
+                f"{path}: {h[key]} has sha256 {sha256(f)}, the report was produced with "
+                f"{h[key + ' sha256']}: rerun tools/peers/run.sh {stem}"
+            )
     differs = sorted(f"{fam}/{fn}" for (fam, fn), v in rep.verdicts.items() if "differs" in v.values())
     for key in differs:
         cause = rep.causes.get(key)
@@ -108,8 +110,12 @@ class ReportsTest(unittest.TestCase):
             out = os.path.join(tmp, "README.md")
             self.assertEqual(make_report.cmd_readme(types.SimpleNamespace(out=out)), 0)
             with open(out, encoding="utf-8") as f, open(os.path.join(HERE, "README.md"), encoding="utf-8") as g:
-                self.assertEqual(g.read(), f.read(), "docs/peers/README.md is stale: rerun "
-                                 "python3 tools/peers/make_report.py readme --out docs/peers/README.md")
+                self.assertEqual(
+                    g.read(),
+                    f.read(),
+                    "docs/peers/README.md is stale: rerun "
+                    "python3 tools/peers/make_report.py readme --out docs/peers/README.md",
+                )
 
     def test_checker_catches_a_stale_adapter_and_a_missing_cause(self):
         # The checks above must be able to fail: tamper with a copy of a real report.

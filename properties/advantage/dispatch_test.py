@@ -7,6 +7,7 @@ states the same list (`verl_dispatch_kwargs` in `conform spec --json`); this tes
 the two together, so a verl upgrade that changes what an estimator receives shows up
 here, and pins the surprises of 0.9.1 (docs/verl-quirks.md).
 """
+
 import json
 import os
 import subprocess
@@ -64,7 +65,9 @@ class Dispatch(unittest.TestCase):
         # It is the one registry estimator without **kwargs: with reward_baselines in the
         # batch (which the dispatcher forwards to every registry estimator), verl's own
         # call raises TypeError.
-        self.assertTrue(self.record["grpo_vectorized.accepts"].startswith("TypeError"), self.record["grpo_vectorized.accepts"])
+        self.assertTrue(
+            self.record["grpo_vectorized.accepts"].startswith("TypeError"), self.record["grpo_vectorized.accepts"]
+        )
         self.assertIn("reward_baselines", self.record["grpo_vectorized.accepts"])
         for n in self.names:
             if n != "grpo_vectorized":

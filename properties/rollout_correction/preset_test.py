@@ -7,6 +7,7 @@ Each preset's registry spec states the oracle's expansion (`preset_expansion` in
 preset or changes what one means shows up here. (The goldens of each preset then check
 that running the expanded config gives verl's weights, masks, losses and metrics.)
 """
+
 import json
 import os
 import subprocess

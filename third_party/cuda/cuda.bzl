@@ -51,7 +51,7 @@ def _nvcc_objects_impl(ctx):
     # Host compiler = Bazel's C++ compiler, so host code and ABI match.
     args += ["-ccbin", cc_toolchain.compiler_executable]
 
-    # Workspace-relative includes ("cuda_impl/x.h", "oracle/x.h"), also for
+    # Workspace-relative includes ("cuda_impl/<family>/<file>.h", "oracle/core/<file>.h"), also for
     # generated headers, then whatever the deps export.
     args += ["-I.", "-I" + ctx.bin_dir.path, "-I" + ctx.genfiles_dir.path]
     args += ["-I" + p for p in cc.quote_includes.to_list()]

@@ -10,8 +10,7 @@ import numpy as np
 
 class PythonToolchainSmoke(unittest.TestCase):
     def test_interpreter_is_system_python(self):
-        self.assertEqual(os.path.realpath(sys.executable),
-                         os.path.realpath("/usr/bin/python3"))
+        self.assertEqual(os.path.realpath(sys.executable), os.path.realpath("/usr/bin/python3"))
 
     def test_h5py_roundtrip(self):
         path = os.path.join(os.environ["TEST_TMPDIR"], "smoke.h5")

@@ -1,6 +1,6 @@
 // The perf anchor: verl 0.9.0's own timings of its functions on one H200 (torch
-// 2.11.0+cu130, fp32, B=4096 x T=8192, groups of 16), from
-// /work/shared/perf-anchor-verl-0.9.0-h200.md. cuda_bench prints each row next to the
+// 2.11.0+cu130, fp32, B=4096 x T=8192, groups of 16), measured outside this repository
+// and copied into anchor.cc, which is their record here. cuda_bench prints each row next to the
 // registry entry (and configuration) it times, so the comparison with verl is in the
 // same table even when bench_verl.py could not run.
 #pragma once

@@ -24,8 +24,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def _find(rel: str) -> str:
     # Under bazel test the files are runfiles of this test; run by hand, the tree's own.
-    for root in (os.environ.get("TEST_SRCDIR", "") + "/" + os.environ.get("TEST_WORKSPACE", ""),
-                 os.path.dirname(os.path.dirname(HERE))):
+    for root in (
+        os.environ.get("TEST_SRCDIR", "") + "/" + os.environ.get("TEST_WORKSPACE", ""),
+        os.path.dirname(os.path.dirname(HERE)),
+    ):
         p = os.path.join(root, rel)
         if os.path.isfile(p):
             return p
@@ -56,34 +58,78 @@ def _write(d: str, name: str, obj) -> str:
 
 def _cuda_doc(status="ok"):
     def row(label, family, name, ms, ratio, meets, anchor=None, rows=4096, tokens=8192):
-        r = {"label": label, "family": family, "name": name, "rows": rows, "tokens": tokens, "status": "ok",
-             "ms": ms, "roofline_ms": ms / ratio, "ratio_to_roofline": ratio, "meets_target": meets}
+        r = {
+            "label": label,
+            "family": family,
+            "name": name,
+            "rows": rows,
+            "tokens": tokens,
+            "status": "ok",
+            "ms": ms,
+            "roofline_ms": ms / ratio,
+            "ratio_to_roofline": ratio,
+            "meets_target": meets,
+        }
         if anchor:
             r["anchor"] = {"row": anchor[0], "verl_eager_ms": anchor[1], "shape_matches": rows == 4096}
         return r
 
     return {
-        "schema": "verlconf-cuda-bench/2", "status": status, "device": {"name": "Fake GPU"},
+        "schema": "verlconf-cuda-bench/2",
+        "status": status,
+        "device": {"name": "Fake GPU"},
         "shapes": [[4096, 8192], [8, 16]],
         "results": [
             row("policy_loss/vanilla", "policy_loss", "vanilla", 0.2, 1.2, True, ("loss/vanilla_fwd_bwd", 6.403)),
-            row("rc/token_is", "rollout_correction", "compute_rollout_correction_weights", 0.3, 1.8, False,
-                ("rc/token_is", 9.861)),
+            row(
+                "rc/token_is",
+                "rollout_correction",
+                "compute_rollout_correction_weights",
+                0.3,
+                1.8,
+                False,
+                ("rc/token_is", 9.861),
+            ),
             row("kl/full", "kl", "full", 0.1, 1.0, True),  # no verl row: cuda only
             {"label": "kl/full+", "family": "kl", "name": "full+", "rows": 4096, "tokens": 8192, "status": "raises"},
-            {"label": "kl/abs", "family": "kl", "name": "abs", "rows": 4096, "tokens": 8192, "status": "ok",
-             "host_wall_ms": 3.0},  # from a --system host run
+            {
+                "label": "kl/abs",
+                "family": "kl",
+                "name": "abs",
+                "rows": 4096,
+                "tokens": 8192,
+                "status": "ok",
+                "host_wall_ms": 3.0,
+            },  # from a --system host run
             row("entropy/x", "entropy", "x", 0.05, 1.0, True, rows=4096, tokens=512),  # T/16 tokens
-            row("policy_loss/vanilla", "policy_loss", "vanilla", 0.01, 3.0, False, ("loss/vanilla_fwd_bwd", 6.403),
-                rows=8, tokens=16),
+            row(
+                "policy_loss/vanilla",
+                "policy_loss",
+                "vanilla",
+                0.01,
+                3.0,
+                False,
+                ("loss/vanilla_fwd_bwd", 6.403),
+                rows=8,
+                tokens=16,
+            ),
         ],
     }
 
 
 def _verl_doc():
     def row(label, eager, comp, rows=4096, tokens=8192, comp_status="ok"):
-        r = {"label": label, "family": "f", "name": "n", "rows": rows, "tokens": tokens, "eager_status": "ok",
-             "eager_ms": eager, "compile_status": comp_status, "status": "ok"}
+        r = {
+            "label": label,
+            "family": "f",
+            "name": "n",
+            "rows": rows,
+            "tokens": tokens,
+            "eager_status": "ok",
+            "eager_ms": eager,
+            "compile_status": comp_status,
+            "status": "ok",
+        }
         if comp is not None:
             r["compile_ms"] = comp
         if (rows, tokens) == (4096, 8192):
@@ -91,8 +137,13 @@ def _verl_doc():
         return r
 
     return {
-        "schema": "verlconf-bench-verl/1", "status": "ok", "verl_version": "0.9.1", "torch_version": "2.11.0",
-        "device": {"name": "Fake GPU"}, "stubs": ["omegaconf", "ray"], "shapes": [[4096, 8192], [8, 16]],
+        "schema": "verlconf-bench-verl/1",
+        "status": "ok",
+        "verl_version": "0.9.1",
+        "torch_version": "2.11.0",
+        "device": {"name": "Fake GPU"},
+        "stubs": ["omegaconf", "ray"],
+        "shapes": [[4096, 8192], [8, 16]],
         "rows": [
             row("loss/vanilla_fwd_bwd", 6.0, 2.0),
             row("rc/token_is", 10.0, 0.2),  # compiled verl beats cuda (0.3 ms) here
@@ -131,16 +182,18 @@ class RatioTableTest(unittest.TestCase):
         t = self.run_table(_cuda_doc(), _verl_doc())
         anchor = "## B=4096 x T=8192"
         # matched through anchor.row: cuda's policy_loss/vanilla is the anchor's loss/vanilla_fwd_bwd
-        self.assertEqual(_table_row(t, "loss/vanilla_fwd_bwd", anchor),
-                         ["loss/vanilla_fwd_bwd", "0.2000", "1.20", "yes", "6.000", "2.000", "30.0x", "10.0x", "6.403"])
-        self.assertEqual(_table_row(t, "rc/token_is", anchor)[1:8],
-                         ["0.3000", "1.80", "NO", "10.000", "0.2000", "33.3x", "0.7x"])
+        self.assertEqual(
+            _table_row(t, "loss/vanilla_fwd_bwd", anchor),
+            ["loss/vanilla_fwd_bwd", "0.2000", "1.20", "yes", "6.000", "2.000", "30.0x", "10.0x", "6.403"],
+        )
+        self.assertEqual(
+            _table_row(t, "rc/token_is", anchor)[1:8], ["0.3000", "1.80", "NO", "10.000", "0.2000", "33.3x", "0.7x"]
+        )
         # rows on one side only
         self.assertEqual(_table_row(t, "kl/full", anchor)[4:8], ["-", "-", "-", "-"])
         self.assertEqual(_table_row(t, "kl/full+", anchor)[1], "raises")
         self.assertEqual(_table_row(t, "kl/abs", anchor)[1:4], ["3.000 (host)", "-", "-"])
-        self.assertEqual(_table_row(t, "adv/grpo", anchor)[1:8],
-                         ["-", "-", "-", "200.000", "not compiled", "-", "-"])
+        self.assertEqual(_table_row(t, "adv/grpo", anchor)[1:8], ["-", "-", "-", "200.000", "not compiled", "-", "-"])
         self.assertEqual(_table_row(t, "adv/gae", anchor)[5], "not run (budget)")
         self.assertEqual(_table_row(t, "adv/gae", anchor)[8], "1.500")  # verl's own anchor figure as fallback
         # the T/16 entry belongs to the anchor shape, not a shape of its own
@@ -148,20 +201,29 @@ class RatioTableTest(unittest.TestCase):
         self.assertNotIn("T=512", t)
         # the small shape has no anchor column
         small = _table_row(t, "loss/vanilla_fwd_bwd", "## B=8 x T=16")
-        self.assertEqual(small, ["loss/vanilla_fwd_bwd", "0.0100", "3.00", "NO", "0.5000", "not run (budget)",
-                                 "50.0x", "-"])
-        self.assertIn("Summary (B=4096 x T=8192): cuda faster than compiled verl in 1 of 2 rows timed both ways, "
-                      "faster than eager verl in 2 of 2; 3 of 4 cuda rows within target.", t)
-        self.assertIn("Summary (all shapes): cuda faster than compiled verl in 1 of 2 rows timed both ways, "
-                      "faster than eager verl in 3 of 3; 3 of 5 cuda rows within target.", t)
+        self.assertEqual(
+            small, ["loss/vanilla_fwd_bwd", "0.0100", "3.00", "NO", "0.5000", "not run (budget)", "50.0x", "-"]
+        )
+        self.assertIn(
+            "Summary (B=4096 x T=8192): cuda faster than compiled verl in 1 of 2 rows timed both ways, "
+            "faster than eager verl in 2 of 2; 3 of 4 cuda rows within target.",
+            t,
+        )
+        self.assertIn(
+            "Summary (all shapes): cuda faster than compiled verl in 1 of 2 rows timed both ways, "
+            "faster than eager verl in 3 of 3; 3 of 5 cuda rows within target.",
+            t,
+        )
         self.assertIn("stubbed modules: omegaconf, ray", t)
 
     def test_cuda_skipped(self):
         cuda = {"schema": "verlconf-cuda-bench/2", "status": "skipped", "reason": "no CUDA device"}
         t = self.run_table(cuda, _verl_doc())
         self.assertIn("cuda_bench: skipped (no CUDA device)", t)
-        self.assertEqual(_table_row(t, "loss/vanilla_fwd_bwd", "## B=4096 x T=8192")[1:8],
-                         ["-", "-", "-", "6.000", "2.000", "-", "-"])
+        self.assertEqual(
+            _table_row(t, "loss/vanilla_fwd_bwd", "## B=4096 x T=8192")[1:8],
+            ["-", "-", "-", "6.000", "2.000", "-", "-"],
+        )
         self.assertIn("in 0 of 0 rows timed both ways", t)
 
     def test_verl_absent(self):
@@ -176,8 +238,11 @@ class RatioTableTest(unittest.TestCase):
                 f.write("{not json")
             r = subprocess.run([sys.executable, RATIO_TABLE, "--cuda", p], capture_output=True, text=True)
             self.assertEqual(r.returncode, 1)
-            r = subprocess.run([sys.executable, RATIO_TABLE, "--verl", _write(d, "c.json", _cuda_doc())],
-                               capture_output=True, text=True)
+            r = subprocess.run(
+                [sys.executable, RATIO_TABLE, "--verl", _write(d, "c.json", _cuda_doc())],
+                capture_output=True,
+                text=True,
+            )
             self.assertEqual(r.returncode, 1)  # a cuda_bench JSON given as bench_verl's
 
 
@@ -208,8 +273,18 @@ class BenchVerlArgsTest(unittest.TestCase):
                 self.assertEqual(p.returncode, 2, (args, p.stdout, p.stderr))
                 self.assertIn("bench_verl.py:", p.stderr, args)
             a = bv.parse_args(["--verl-wheel", whl, "--only", "rc/token_is+token_k1,seq_mean_k3,kl,adv/gae"])
-            self.assertEqual(a.only_list, ["rc/token_is+token_k1,seq_mean_k3", "kl/kl", "kl/abs", "kl/mse",
-                                           "kl/low_var_kl", "kl/low_var_kl+_fwd_bwd", "adv/gae"])
+            self.assertEqual(
+                a.only_list,
+                [
+                    "rc/token_is+token_k1,seq_mean_k3",
+                    "kl/kl",
+                    "kl/abs",
+                    "kl/mse",
+                    "kl/low_var_kl",
+                    "kl/low_var_kl+_fwd_bwd",
+                    "adv/gae",
+                ],
+            )
             self.assertEqual(a.shape_list, [(4096, 8192), (1024, 2048), (256, 512)])
             self.assertEqual(a.budget_s, 240.0)
 
@@ -263,9 +338,10 @@ class SimulateBareTest(unittest.TestCase):
             sys.path.insert(0, d)
             saved = list(sys.meta_path)
             try:
-                sys.meta_path[:] = [bv._BareFilter(f, {"verlconf_fake_present"}, set())
-                                    if f is importlib.machinery.PathFinder else f
-                                    for f in saved]
+                sys.meta_path[:] = [
+                    bv._BareFilter(f, {"verlconf_fake_present"}, set()) if f is importlib.machinery.PathFinder else f
+                    for f in saved
+                ]
                 importlib.invalidate_caches()
                 with self.assertRaises(ImportError):
                     import verlconf_fake_present  # noqa: F401

@@ -120,13 +120,21 @@ def build(cuda: Optional[Dict[str, Any]], verl: Optional[Dict[str, Any]], notes:
         out.append(f"- cuda_bench: {dev}, status {cuda.get('status', '?')}")
     if verl:
         dev = (verl.get("device") or {}).get("name", "?")
-        out.append(f"- bench_verl: verl {verl.get('verl_version', '?')}, torch {verl.get('torch_version', '?')}, "
-                   f"{dev}; stubbed modules: {', '.join(verl.get('stubs', [])) or 'none'}")
+        out.append(
+            f"- bench_verl: verl {verl.get('verl_version', '?')}, torch {verl.get('torch_version', '?')}, "
+            f"{dev}; stubbed modules: {', '.join(verl.get('stubs', [])) or 'none'}"
+        )
     out += [f"- {n}" for n in notes]
     out.append("- speed-up: verl ms / cuda ms; meets: cuda ms within the target (1.5x the roofline, gae 3x)")
     out.append("")
-    totals = {"both_compiled": 0, "faster_than_compiled": 0, "both_eager": 0, "faster_than_eager": 0,
-              "cuda_ok": 0, "within_target": 0}
+    totals = {
+        "both_compiled": 0,
+        "faster_than_compiled": 0,
+        "both_eager": 0,
+        "faster_than_eager": 0,
+        "cuda_ok": 0,
+        "within_target": 0,
+    }
     for shape in shapes:
         labels = order.get(shape, [])
         if not labels:
@@ -134,8 +142,16 @@ def build(cuda: Optional[Dict[str, Any]], verl: Optional[Dict[str, Any]], notes:
         anchor = shape == ANCHOR_SHAPE
         out.append(f"## B={shape[0]} x T={shape[1]}")
         out.append("")
-        head = ["function", "cuda ms", "x roofline", "meets target", "verl eager ms", "verl compiled ms",
-                "speed-up over eager", "speed-up over compiled"]
+        head = [
+            "function",
+            "cuda ms",
+            "x roofline",
+            "meets target",
+            "verl eager ms",
+            "verl compiled ms",
+            "speed-up over eager",
+            "speed-up over compiled",
+        ]
         if anchor:
             head.append("anchor verl 0.9.0 ms")
         out.append("| " + " | ".join(head) + " |")
@@ -151,8 +167,11 @@ def build(cuda: Optional[Dict[str, Any]], verl: Optional[Dict[str, Any]], notes:
                 cuda_ms = float(cr["ms"])
                 ratio = cr.get("ratio_to_roofline")
                 meets = cr.get("meets_target")
-                cells = [_ms(cuda_ms), "-" if ratio is None else f"{ratio:.2f}",
-                         "-" if meets is None else ("yes" if meets else "NO")]
+                cells = [
+                    _ms(cuda_ms),
+                    "-" if ratio is None else f"{ratio:.2f}",
+                    "-" if meets is None else ("yes" if meets else "NO"),
+                ]
                 c["cuda_ok"] += 1
                 c["within_target"] += bool(meets)
             elif cr.get("status") == "ok" and cr.get("host_wall_ms") is not None:
@@ -185,9 +204,11 @@ def build(cuda: Optional[Dict[str, Any]], verl: Optional[Dict[str, Any]], notes:
 
 
 def _summary(what: str, c: Dict[str, int]) -> str:
-    return (f"Summary ({what}): cuda faster than compiled verl in {c['faster_than_compiled']} of "
-            f"{c['both_compiled']} rows timed both ways, faster than eager verl in {c['faster_than_eager']} of "
-            f"{c['both_eager']}; {c['within_target']} of {c['cuda_ok']} cuda rows within target.")
+    return (
+        f"Summary ({what}): cuda faster than compiled verl in {c['faster_than_compiled']} of "
+        f"{c['both_compiled']} rows timed both ways, faster than eager verl in {c['faster_than_eager']} of "
+        f"{c['both_eager']}; {c['within_target']} of {c['cuda_ok']} cuda rows within target."
+    )
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -12,6 +12,7 @@ never over the goldens or another input, never over earlier results without --fo
 through temporaries that a failure removes), and the provenance it records of its own
 run. No torch: Debian's python3 with numpy and h5py.
 """
+
 import hashlib
 import importlib.metadata
 import json
@@ -33,21 +34,36 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS = os.path.join(HERE, "run_candidate.py")
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(HERE)), "fixtures")
 GOLDENS = os.path.join(FIXTURES, "verl-0.9.1")
-sys.path.insert(0, FIXTURES)
 
-import adapter_call  # noqa: E402
-import registry_spec  # noqa: E402
+from verlconf import adapter_call, registry_spec  # noqa: E402
 
 
 def harness(out, bug=""):
     env = dict(os.environ, VERLCONF_EXAMPLE_BUG=bug)
-    subprocess.run([sys.executable, HARNESS, "--adapter", "numpy_example", "--out", out, "--goldens", GOLDENS,
-                    "--conform", CONFORM], check=True, env=env, capture_output=True, text=True)
+    subprocess.run(
+        [
+            sys.executable,
+            HARNESS,
+            "--adapter",
+            "numpy_example",
+            "--out",
+            out,
+            "--goldens",
+            GOLDENS,
+            "--conform",
+            CONFORM,
+        ],
+        check=True,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
 
 
 def check(candidate, *options):
-    p = subprocess.run([CONFORM, "check", "--against", GOLDENS, "--candidate", candidate, *options],
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [CONFORM, "check", "--against", GOLDENS, "--candidate", candidate, *options], capture_output=True, text=True
+    )
     return p.returncode, p.stdout + p.stderr
 
 
@@ -71,8 +87,8 @@ class Harness(unittest.TestCase):
                 self.assertGreater(passed, 0, fn)
             # Not implemented by the example: reported, never passed; named in one line,
             # and a row of its own with --show-unsupported.
-            self.assertFalse([l for l in text.splitlines() if l.split()[:1] == ["grpo_vectorized"]], text)
-            line = next(l for l in text.splitlines() if "function(s) not provided" in l)
+            self.assertFalse([ln for ln in text.splitlines() if ln.split()[:1] == ["grpo_vectorized"]], text)
+            line = next(ln for ln in text.splitlines() if "function(s) not provided" in ln)
             self.assertIn("grpo_vectorized", line.split(": ", 1)[1].split(", "))
             code, text = check(out, "--show-unsupported")
             self.assertEqual(code, 0, text)
@@ -134,8 +150,22 @@ class Contract(unittest.TestCase):
                 f.write(textwrap.dedent(src))
         for fn in files:
             os.symlink(os.path.join(GOLDENS, fn), os.path.join(gold, fn))
-        p = subprocess.run([sys.executable, HARNESS, "--adapter", os.path.join(ad, "mine_adapter.py"), "--out", out,
-                            "--goldens", gold, "--spec", self.spec_path], capture_output=True, text=True)
+        p = subprocess.run(
+            [
+                sys.executable,
+                HARNESS,
+                "--adapter",
+                os.path.join(ad, "mine_adapter.py"),
+                "--out",
+                out,
+                "--goldens",
+                gold,
+                "--spec",
+                self.spec_path,
+            ],
+            capture_output=True,
+            text=True,
+        )
         return p.returncode, p.stdout + p.stderr, out, gold
 
     def conform(self, out, gold):
@@ -151,14 +181,24 @@ class Contract(unittest.TestCase):
     @staticmethod
     def cases(path, function):
         with h5py.File(path, "r") as f:
-            return {cn: (dict(f[function][cn].attrs), {sub: {k: f[function][cn][sub][k][()] for k in f[function][cn][sub]}
-                                                      for sub in f[function][cn] if isinstance(f[function][cn][sub], h5py.Group)
-                                                      and sub != "metrics"}, "metrics" in f[function][cn])
-                    for cn in f[function]}
+            return {
+                cn: (
+                    dict(f[function][cn].attrs),
+                    {
+                        sub: {k: f[function][cn][sub][k][()] for k in f[function][cn][sub]}
+                        for sub in f[function][cn]
+                        if isinstance(f[function][cn][sub], h5py.Group) and sub != "metrics"
+                    },
+                    "metrics" in f[function][cn],
+                )
+                for cn in f[function]
+            }
 
     def test_declines_by_none_and_by_exception(self):
         with tmpdir() as work:
-            code, text, out, gold = self.harness(work, """
+            code, text, out, gold = self.harness(
+                work,
+                """
                 from verlconf_harness import Decline
                 name = "mine"
                 def versions(): return {}
@@ -167,7 +207,8 @@ class Contract(unittest.TestCase):
                         return None
                     raise Decline("no float64 path yet")
                 FUNCTIONS = {"k1": k1}
-            """)
+            """,
+            )
             self.assertEqual(code, 0, text)
             cases = self.cases(os.path.join(out, "kl.h5"), "k1")
             n = len(self.golden_cases(gold, "kl.h5", "k1"))  # one candidate case per golden case
@@ -188,13 +229,16 @@ class Contract(unittest.TestCase):
         # verl raises a bare NotImplementedError for "full"; the same raised by the
         # adapter is the adapter not computing the case.
         with tmpdir() as work:
-            code, text, out, gold = self.harness(work, """
+            code, text, out, gold = self.harness(
+                work,
+                """
                 name = "mine"
                 def versions(): return {}
                 def full(inputs, cfg, dtype):
                     raise NotImplementedError
                 FUNCTIONS = {"full": full}
-            """)
+            """,
+            )
             self.assertEqual(code, 0, text)
             for cn, (attrs, subs, _) in self.cases(os.path.join(out, "kl.h5"), "full").items():
                 self.assertEqual(attrs.get("declined"), "NotImplementedError", cn)
@@ -214,7 +258,9 @@ class Contract(unittest.TestCase):
 
     def test_framework_exceptions_are_compared_with_verls(self):
         with tmpdir() as work:
-            code, text, out, gold = self.harness(work, """
+            code, text, out, gold = self.harness(
+                work,
+                """
                 import mini_framework as fw
                 name = "mine"
                 def versions(): return {}
@@ -223,7 +269,10 @@ class Contract(unittest.TestCase):
                 def full(inputs, cfg, dtype):
                     return {"outputs": {"kl": fw.kl_full(inputs["logprob"], inputs["ref_logprob"])}}
                 FUNCTIONS = {"token-mean": token_mean, "full": full}
-            """, files=("kl.h5", "aggregation.h5"), helpers={"mini_framework": self.FRAMEWORK})
+            """,
+                files=("kl.h5", "aggregation.h5"),
+                helpers={"mini_framework": self.FRAMEWORK},
+            )
             self.assertEqual(code, 0, text)
             for cn, (attrs, _, _) in self.cases(os.path.join(out, "kl.h5"), "full").items():
                 self.assertEqual(attrs.get("expect_error"), "NotImplementedError", cn)
@@ -231,7 +280,9 @@ class Contract(unittest.TestCase):
             self.assertEqual(code, 1, report)  # token-mean raises where verl returns
             self.assertEqual(int(row(report, "full")[3]), len(self.golden_cases(gold, "kl.h5", "full")), report)
             # token-mean passes exactly where verl raises the same (its expect_error cases)
-            raises = sum("expect_error" in attrs for attrs in self.golden_cases(gold, "aggregation.h5", "token-mean").values())
+            raises = sum(
+                "expect_error" in attrs for attrs in self.golden_cases(gold, "aggregation.h5", "token-mean").values()
+            )
             self.assertGreater(raises, 0)
             cells = row(report, "token-mean")
             self.assertEqual((int(cells[3]), int(cells[4])), (raises, int(cells[2]) - raises), report)
@@ -239,18 +290,25 @@ class Contract(unittest.TestCase):
     def test_adapter_exceptions_never_match(self):
         # The same ValueError, raised by the adapter's own code: glue failing, not a result.
         with tmpdir() as work:
-            code, text, out, gold = self.harness(work, """
+            code, text, out, gold = self.harness(
+                work,
+                """
                 name = "mine"
                 def versions(): return {}
                 def token_mean(inputs, cfg, dtype):
                     raise ValueError("(global) batch_num_tokens is required when dp_size > 1")
                 FUNCTIONS = {"token-mean": token_mean}
-            """, files=("aggregation.h5",))
+            """,
+                files=("aggregation.h5",),
+            )
             self.assertEqual(code, 0, text)
             self.assertIn("adapter error (never matches verl): aggregation/token-mean/", text)
             for cn, (attrs, _, _) in self.cases(os.path.join(out, "aggregation.h5"), "token-mean").items():
-                self.assertEqual(attrs.get("expect_error"),
-                                 "AdapterError: ValueError: (global) batch_num_tokens is required when dp_size > 1", cn)
+                self.assertEqual(
+                    attrs.get("expect_error"),
+                    "AdapterError: ValueError: (global) batch_num_tokens is required when dp_size > 1",
+                    cn,
+                )
             code, report = self.conform(out, gold)
             self.assertEqual(code, 1, report)
             cells = row(report, "token-mean")
@@ -259,35 +317,47 @@ class Contract(unittest.TestCase):
     def test_misspelled_fields_are_errors(self):
         for where, adapter in (
             ("outputs/kl_value", 'return {"outputs": {"kl_value": inputs["logprob"]}}'),
-            ("grads/log_prob", 'return {"outputs": {"kl": inputs["logprob"]}, "grads": {"log_prob": inputs["logprob"]}}'),
+            (
+                "grads/log_prob",
+                'return {"outputs": {"kl": inputs["logprob"]}, "grads": {"log_prob": inputs["logprob"]}}',
+            ),
             ("metrics/kl_mean", 'return {"outputs": {"kl": inputs["logprob"]}, "metrics": {"kl_mean": 0.5}}'),
             ("result key 'output'", 'return {"output": {"kl": inputs["logprob"]}}'),
         ):
             with self.subTest(where=where), tmpdir() as work:
-                code, text, out, _ = self.harness(work, f"""
+                code, text, out, _ = self.harness(
+                    work,
+                    f"""
                     name = "mine"
                     def versions(): return {{}}
                     def k1(inputs, cfg, dtype):
                         {adapter}
                     FUNCTIONS = {{"k1": k1}}
-                """)
+                """,
+                )
                 self.assertEqual(code, 2, text)
                 self.assertRegex(text, r"harness: error: k1/[a-z0-9_]+_f(64|32): " + where.replace("'", "."))
                 self.assertIn("nothing written", text)
                 self.assertFalse(os.path.exists(out) and os.listdir(out), text)
 
     def test_non_float_results_are_errors(self):
-        for what, expr in (("int64", 'inputs["logprob"].astype("int64")'), ("bool", 'inputs["logprob"] > 0'),
-                           ("object", 'np.array(["a"] * inputs["logprob"].size, dtype=object)')):
+        for what, expr in (
+            ("int64", 'inputs["logprob"].astype("int64")'),
+            ("bool", 'inputs["logprob"] > 0'),
+            ("object", 'np.array(["a"] * inputs["logprob"].size, dtype=object)'),
+        ):
             with self.subTest(what=what), tmpdir() as work:
-                code, text, out, _ = self.harness(work, f"""
+                code, text, out, _ = self.harness(
+                    work,
+                    f"""
                     import numpy as np
                     name = "mine"
                     def versions(): return {{}}
                     def k1(inputs, cfg, dtype):
                         return {{"outputs": {{"kl": {expr}}}}}
                     FUNCTIONS = {{"k1": k1}}
-                """)
+                """,
+                )
                 self.assertEqual(code, 2, text)
                 self.assertRegex(text, rf"k1/[a-z0-9_]+_f64: outputs/kl: returned as {what}")
                 self.assertFalse(os.path.exists(out) and os.listdir(out), text)
@@ -296,7 +366,9 @@ class Contract(unittest.TestCase):
         # float32 for a float64 case stays float32 (conform, not the harness, judges it);
         # a plain Python float takes the case dtype.
         with tmpdir() as work:
-            code, text, out, _ = self.harness(work, """
+            code, text, out, _ = self.harness(
+                work,
+                """
                 import numpy as np
                 name = "mine"
                 def versions(): return {}
@@ -307,7 +379,9 @@ class Contract(unittest.TestCase):
                 def token_sum(inputs, cfg, dtype):
                     return {"outputs": {"loss": float((inputs["loss_mat"] * inputs["loss_mask"]).sum())}}
                 FUNCTIONS = {"k1": k1, "token-sum": token_sum}
-            """, files=("kl.h5", "aggregation.h5"))
+            """,
+                files=("kl.h5", "aggregation.h5"),
+            )
             self.assertEqual(code, 0, text)
             for cn, (attrs, subs, _) in self.cases(os.path.join(out, "kl.h5"), "k1").items():
                 self.assertEqual(subs["outputs"]["kl"].dtype, np.float32, cn)
@@ -322,7 +396,9 @@ class Contract(unittest.TestCase):
 
     def test_partial_results_stay_partial(self):
         with tmpdir() as work:
-            code, text, out, _ = self.harness(work, """
+            code, text, out, _ = self.harness(
+                work,
+                """
                 import numpy as np
                 name = "mine"
                 def versions(): return {}
@@ -331,7 +407,9 @@ class Contract(unittest.TestCase):
                 def k1(inputs, cfg, dtype):
                     return {"grads": {"logprob": np.ones_like(inputs["logprob"])}}
                 FUNCTIONS = {"policy_loss/vanilla": vanilla, "k1": k1}
-            """, files=("kl.h5", "policy_loss.h5"))
+            """,
+                files=("kl.h5", "policy_loss.h5"),
+            )
             self.assertEqual(code, 0, text)
             for cn, (attrs, subs, has_metrics) in self.cases(os.path.join(out, "policy_loss.h5"), "vanilla").items():
                 if "expect_error" in attrs:
@@ -346,26 +424,33 @@ class Contract(unittest.TestCase):
     def test_ambiguous_bare_key_fails_at_load(self):
         with tmpdir() as work:
             marker = os.path.join(work, "called")
-            code, text, out, _ = self.harness(work, f"""
+            code, text, out, _ = self.harness(
+                work,
+                f"""
                 name = "mine"
                 def versions(): return {{}}
                 def gpg(inputs, cfg, dtype):
                     open({marker!r}, "w").close()
                 FUNCTIONS = {{"gpg": gpg, "k1": gpg}}
-            """)
+            """,
+            )
             self.assertEqual(code, 2, text)
-            self.assertIn("bare key 'gpg' names functions in 2 families; key them 'advantage/gpg' or "
-                          "'policy_loss/gpg'", text)
+            self.assertIn(
+                "bare key 'gpg' names functions in 2 families; key them 'advantage/gpg' or 'policy_loss/gpg'", text
+            )
             self.assertFalse(os.path.exists(marker), "a case ran before the keys were resolved")
             self.assertFalse(os.path.exists(out), text)
 
     def test_unknown_key_fails_at_load(self):
         with tmpdir() as work:
-            code, text, out, _ = self.harness(work, """
+            code, text, out, _ = self.harness(
+                work,
+                """
                 name = "mine"
                 def versions(): return {}
                 FUNCTIONS = {"policy_loss/vanila": print}
-            """)
+            """,
+            )
             self.assertEqual(code, 2, text)
             self.assertIn("key 'policy_loss/vanila' names no registry function", text)
 
@@ -387,30 +472,49 @@ class CaptureShares(unittest.TestCase):
         path = os.path.join(work, "mine_adapter.py")
         with open(path, "w") as f:
             f.write(textwrap.dedent(adapter))
-        p = subprocess.run([sys.executable, os.path.join(FIXTURES, "capture.py"), "--adapter", path, "--out",
-                            os.path.join(work, "out"), "--only", "k1", "--spec", self.spec_path],
-                           capture_output=True, text=True)
+        p = subprocess.run(
+            [
+                sys.executable,
+                os.path.join(FIXTURES, "capture.py"),
+                "--adapter",
+                path,
+                "--out",
+                os.path.join(work, "out"),
+                "--only",
+                "k1",
+                "--spec",
+                self.spec_path,
+            ],
+            capture_output=True,
+            text=True,
+        )
         return p.returncode, p.stdout + p.stderr
 
     def test_ambiguous_key(self):
         with tmpdir() as work:
-            code, text = self.capture(work, """
+            code, text = self.capture(
+                work,
+                """
                 name = "mine"
                 def versions(): return {}
                 FUNCTIONS = {"gpg": print, "k1": print}
-            """)
+            """,
+            )
             self.assertEqual(code, 1, text)
             self.assertIn("bare key 'gpg' names functions in 2 families", text)
 
     def test_unknown_field_fails_the_case(self):
         with tmpdir() as work:
-            code, text = self.capture(work, """
+            code, text = self.capture(
+                work,
+                """
                 name = "mine"
                 def versions(): return {}
                 def k1(inputs, cfg, dtype):
                     return {"outputs": {"kl": inputs["logprob"] - inputs["ref_logprob"], "kl_value": inputs["logprob"]}}
                 FUNCTIONS = {"k1": k1}
-            """)
+            """,
+            )
             self.assertEqual(code, 1, text)
             self.assertRegex(text, r"capture: FAILED: k1/[a-z0-9_]+_f64: outputs/kl_value: not a field of kl/k1")
 
@@ -421,14 +525,17 @@ class Projections(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        spec = json.loads(subprocess.run([CONFORM, "spec", "--json"], check=True, capture_output=True, text=True).stdout)
+        spec = json.loads(
+            subprocess.run([CONFORM, "spec", "--json"], check=True, capture_output=True, text=True).stdout
+        )
         cls.entries = registry_spec.by_key(spec)
         cls.inputs = {"logprob": np.zeros((2, 3)), "ref_logprob": np.zeros((2, 3))}
         cls.proj = {"kl": np.full((2, 3), 0.5)}
 
     def call(self, fn, projections, name=("kl", "k1"), cfg=None):
-        return adapter_call.call(fn, __file__, "k1/x_f64", self.entries[name], self.inputs, cfg or {}, "float64",
-                                 projections)
+        return adapter_call.call(
+            fn, __file__, "k1/x_f64", self.entries[name], self.inputs, cfg or {}, "float64", projections
+        )
 
     def test_passed_to_a_function_that_takes_them(self):
         seen = {}
@@ -451,17 +558,21 @@ class Projections(unittest.TestCase):
             return {"vjps": {"kl/logprob": np.zeros((2, 3)), "kl/ref_logprob": np.zeros((2, 3))}}
 
         out = self.call(fn, None)
-        self.assertTrue(any("kl/logprob: a vjp for an output the case gave no projection of" in p
-                            for p in out.problems), out.problems)
+        self.assertTrue(
+            any("kl/logprob: a vjp for an output the case gave no projection of" in p for p in out.problems),
+            out.problems,
+        )
         self.assertTrue(any("vjps/kl/ref_logprob: not a field" in p for p in out.problems), out.problems)
 
     def test_metric_placeholders_take_the_case_config(self):
         entry = ("rollout_correction", "compute_rs_metrics")
-        ok = self.call(lambda i, c, d: {"metrics": {"rollout_rs_token_k1_mean": 1.0}}, None, entry,
-                       {"option_name": "token_k1"})
+        ok = self.call(
+            lambda i, c, d: {"metrics": {"rollout_rs_token_k1_mean": 1.0}}, None, entry, {"option_name": "token_k1"}
+        )
         self.assertEqual(ok.problems, [])
-        bad = self.call(lambda i, c, d: {"metrics": {"rollout_rs_token_k2_mean": 1.0}}, None, entry,
-                        {"option_name": "token_k1"})
+        bad = self.call(
+            lambda i, c, d: {"metrics": {"rollout_rs_token_k2_mean": 1.0}}, None, entry, {"option_name": "token_k1"}
+        )
         self.assertEqual(len(bad.problems), 1, bad.problems)
 
 
@@ -532,8 +643,13 @@ class Outputs(unittest.TestCase):
         os.makedirs(cwd)
         try:
             extra = ["--adapter", self.adapter, "--goldens", self.gold, "--spec", self.spec] if base else []
-            p = subprocess.run([sys.executable, HARNESS, *extra, *args], cwd=cwd, capture_output=True, text=True,
-                               env=dict(os.environ, **(env or {})))
+            p = subprocess.run(
+                [sys.executable, HARNESS, *extra, *args],
+                cwd=cwd,
+                capture_output=True,
+                text=True,
+                env=dict(os.environ, **(env or {})),
+            )
             self.assertEqual(os.listdir(cwd), [], "the harness wrote into the current directory")
         finally:
             shutil.rmtree(cwd)
@@ -544,8 +660,13 @@ class Outputs(unittest.TestCase):
         self.assertEqual((code, out, err), (2, "", f"harness: error: {message}\n"))
 
     def test_an_empty_value_is_a_usage_error(self):
-        full = {"--adapter": self.adapter, "--out": os.path.join(self.work, "out"), "--goldens": self.gold,
-                "--spec": self.spec, "--conform": CONFORM}
+        full = {
+            "--adapter": self.adapter,
+            "--out": os.path.join(self.work, "out"),
+            "--goldens": self.gold,
+            "--spec": self.spec,
+            "--conform": CONFORM,
+        }
         for option in full:
             for form in ([option, ""], [option + "="]):
                 with self.subTest(form=form):
@@ -568,12 +689,17 @@ class Outputs(unittest.TestCase):
         for out in (self.gold, self.gold + "/", os.path.join(self.gold, "..", "gold"), link):
             for force in ([], ["--force"]):
                 with self.subTest(out=out, force=force):
-                    self.refused(f"--out {out}: the goldens directory {self.gold}; refusing to write over it",
-                                 "--out", out, *force)
+                    self.refused(
+                        f"--out {out}: the goldens directory {self.gold}; refusing to write over it",
+                        "--out",
+                        out,
+                        *force,
+                    )
         for out in (os.path.join(self.gold, "mine"), os.path.join(link, "a", "b")):
             with self.subTest(out=out):
-                self.refused(f"--out {out}: inside the goldens directory {self.gold}; refusing to write into it",
-                             "--out", out)
+                self.refused(
+                    f"--out {out}: inside the goldens directory {self.gold}; refusing to write into it", "--out", out
+                )
                 self.assertFalse(os.path.exists(out))
 
     def test_never_through_the_goldens_links(self):
@@ -581,34 +707,65 @@ class Outputs(unittest.TestCase):
         links = os.path.join(self.work, "links")
         os.makedirs(links)
         os.symlink(os.path.join(self.gold, "kl.h5"), os.path.join(links, "kl.h5"))
-        self.refused(f"--out {self.gold}: {os.path.realpath(self.gold)}, the directory of the golden "
-                     f"{links}/kl.h5; refusing to write over it",
-                     "--adapter", self.adapter, "--spec", self.spec, "--goldens", links, "--out", self.gold, "--force",
-                     base=False)
+        self.refused(
+            f"--out {self.gold}: {os.path.realpath(self.gold)}, the directory of the golden "
+            f"{links}/kl.h5; refusing to write over it",
+            "--adapter",
+            self.adapter,
+            "--spec",
+            self.spec,
+            "--goldens",
+            links,
+            "--out",
+            self.gold,
+            "--force",
+            base=False,
+        )
 
     def test_never_over_the_bundled_goldens(self):
         # Without --force: were the rule broken, "already holds results" would still
         # refuse, so this test can never remove the repository's goldens.
-        self.refused(f"--out {GOLDENS}: the goldens directory {GOLDENS}; refusing to write over it",
-                     "--adapter", self.adapter, "--spec", self.spec, "--out", GOLDENS, base=False)
-        self.refused(f"--out {GOLDENS}: the golden set {GOLDENS} of this repository; refusing to write over it",
-                     "--out", GOLDENS)
+        self.refused(
+            f"--out {GOLDENS}: the goldens directory {GOLDENS}; refusing to write over it",
+            "--adapter",
+            self.adapter,
+            "--spec",
+            self.spec,
+            "--out",
+            GOLDENS,
+            base=False,
+        )
+        self.refused(
+            f"--out {GOLDENS}: the golden set {GOLDENS} of this repository; refusing to write over it", "--out", GOLDENS
+        )
 
     def test_never_over_another_input(self):
         with open(self.adapter, "rb") as f:
             before = f.read()
-        self.refused(f"--out {self.adapter}: the same file as the input --adapter {self.adapter}; refusing to "
-                     "overwrite an input", "--out", self.adapter)
-        self.refused(f"--out {self.spec}: the same file as the input --spec {self.spec}; refusing to overwrite "
-                     "an input", "--out", self.spec, "--force")
+        self.refused(
+            f"--out {self.adapter}: the same file as the input --adapter {self.adapter}; refusing to "
+            "overwrite an input",
+            "--out",
+            self.adapter,
+        )
+        self.refused(
+            f"--out {self.spec}: the same file as the input --spec {self.spec}; refusing to overwrite an input",
+            "--out",
+            self.spec,
+            "--force",
+        )
         with open(self.adapter, "rb") as f:
             self.assertEqual(f.read(), before)
         # A result file that is an input (a link to a golden) is not replaced, even with --force.
         out = os.path.join(self.work, "out")
         os.makedirs(out)
         os.symlink(os.path.join(self.gold, "kl.h5"), os.path.join(out, "kl.h5"))
-        self.refused(f"--out {out}: holds kl.h5, the same file as the golden {self.gold}/kl.h5; refusing to "
-                     "overwrite an input", "--out", out, "--force")
+        self.refused(
+            f"--out {out}: holds kl.h5, the same file as the golden {self.gold}/kl.h5; refusing to overwrite an input",
+            "--out",
+            out,
+            "--force",
+        )
         self.assertEqual(os.readlink(os.path.join(out, "kl.h5")), os.path.join(self.gold, "kl.h5"))
 
     def test_not_a_directory(self):
@@ -621,8 +778,12 @@ class Outputs(unittest.TestCase):
         os.symlink(file, to_file)
         os.symlink(os.path.join(self.work, "nothing"), to_nothing)
         tail = "; the harness writes into a directory or a new name"
-        for out, what in ((file, "a regular file"), (fifo, "a FIFO"), (to_file, "a symbolic link to a regular file"),
-                          (to_nothing, "a symbolic link to nothing")):
+        for out, what in (
+            (file, "a regular file"),
+            (fifo, "a FIFO"),
+            (to_file, "a symbolic link to a regular file"),
+            (to_nothing, "a symbolic link to nothing"),
+        ):
             for force in ([], ["--force"]):
                 with self.subTest(out=out, force=force):
                     self.refused(f"--out {out}: {what}{tail}", "--out", out, *force)
@@ -638,8 +799,9 @@ class Outputs(unittest.TestCase):
             with open(os.path.join(out, name), "w") as f:
                 f.write(text)
         before = snapshot(out)
-        self.refused(f"--out {out}: already holds 2 result file(s) (kl.h5, old.h5); pass --force to replace them",
-                     "--out", out)
+        self.refused(
+            f"--out {out}: already holds 2 result file(s) (kl.h5, old.h5); pass --force to replace them", "--out", out
+        )
         self.assertEqual(snapshot(out), before)
         code, stdout, err = self.run_harness("--out", out, "--force")
         self.assertEqual(code, 0, err)
@@ -659,8 +821,9 @@ class Outputs(unittest.TestCase):
         bad = os.path.join(self.work, "bad_adapter.py")
         with open(bad, "w") as f:
             f.write('name = "bad"\ndef versions(): return {}\nFUNCTIONS = {"vanila": print}\n')
-        code, stdout, err = self.run_harness("--adapter", bad, "--goldens", self.gold, "--spec", self.spec,
-                                             "--out", out, "--force", base=False)
+        code, stdout, err = self.run_harness(
+            "--adapter", bad, "--goldens", self.gold, "--spec", self.spec, "--out", out, "--force", base=False
+        )
         self.assertEqual(code, 2, err)
         self.assertIn("harness: error: 1 problem(s); nothing written\n", err)
         self.assertTrue(err.endswith(f"harness: --force removed the previous results from {out} (1 file(s))\n"), err)
@@ -690,17 +853,23 @@ class Outputs(unittest.TestCase):
         out = os.path.join(self.work, "a", "b")
         bad = os.path.join(self.work, "bad_adapter.py")
         with open(bad, "w") as f:
-            f.write('name = "bad"\ndef versions(): return {}\n'
-                    'def k1(inputs, cfg, dtype): return {"outputs": {"kl_value": inputs["logprob"]}}\n'
-                    'FUNCTIONS = {"k1": k1}\n')
-        code, stdout, err = self.run_harness("--adapter", bad, "--goldens", self.gold, "--spec", self.spec,
-                                             "--out", out, base=False)
+            f.write(
+                'name = "bad"\ndef versions(): return {}\n'
+                'def k1(inputs, cfg, dtype): return {"outputs": {"kl_value": inputs["logprob"]}}\n'
+                'FUNCTIONS = {"k1": k1}\n'
+            )
+        code, stdout, err = self.run_harness(
+            "--adapter", bad, "--goldens", self.gold, "--spec", self.spec, "--out", out, base=False
+        )
         self.assertEqual(code, 2, err)
         self.assertEqual(listing(self.work), ["bad_adapter.py"])
 
     def conform_check(self, out):
-        p = subprocess.run([CONFORM, "check", "--against", self.gold, "--candidate", out, "--format", "json"],
-                           capture_output=True, text=True)
+        p = subprocess.run(
+            [CONFORM, "check", "--against", self.gold, "--candidate", out, "--format", "json"],
+            capture_output=True,
+            text=True,
+        )
         return p.returncode, p.stdout, p.stderr
 
 
@@ -712,8 +881,8 @@ class Writing(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        sys.path.insert(0, HERE)
-        import run_candidate
+        from verlconf import run_candidate
+
         cls.rc = run_candidate
 
     FILES = [("a.h5", {}, []), ("b.h5", {}, []), ("c.h5", {}, [])]
@@ -726,8 +895,9 @@ class Writing(unittest.TestCase):
             self.assertEqual(os.path.dirname(path), out)
             self.assertTrue(os.path.isfile(path), "the temporary exists before it is written")
             self.assertRegex(name, r"^\.[abc]\.h5\.harness-tmp-")
-            self.assertFalse([n for n in os.listdir(out) if n.endswith(".h5")],
-                             "a file renamed before all were written")
+            self.assertFalse(
+                [n for n in os.listdir(out) if n.endswith(".h5")], "a file renamed before all were written"
+            )
             seen.append(name)
             if fail and name.startswith(f".{fail[0]}.h5"):
                 fail[1]()
@@ -776,8 +946,10 @@ class Writing(unittest.TestCase):
             os.symlink(os.path.join(GOLDENS, "kl.h5"), os.path.join(gold, "kl.h5"))
             adapter = os.path.join(work, "mine_adapter.py")
             with open(adapter, "w") as f:
-                f.write(textwrap.dedent("""
-                    import os, signal, h5schema
+                f.write(
+                    textwrap.dedent("""
+                    import os, signal
+                    from verlconf import h5schema
                     name = "mine"
                     def versions():
                         real = h5schema.write_fixture_file
@@ -787,10 +959,15 @@ class Writing(unittest.TestCase):
                         h5schema.write_fixture_file = killed
                         return {}
                     FUNCTIONS = {"k1": lambda inputs, cfg, dtype: {"outputs": {"kl": inputs["logprob"]}}}
-                """))
+                """)
+                )
             out = os.path.join(work, "out")
-            p = subprocess.run([sys.executable, HARNESS, "--adapter", adapter, "--goldens", gold, "--out", out],
-                               cwd=work, capture_output=True, text=True)
+            p = subprocess.run(
+                [sys.executable, HARNESS, "--adapter", adapter, "--goldens", gold, "--out", out],
+                cwd=work,
+                capture_output=True,
+                text=True,
+            )
             self.assertEqual(p.returncode, -signal.SIGTERM, p.stderr)
             self.assertEqual(listing(work), ["gold", "mine_adapter.py"])
 
@@ -808,8 +985,11 @@ class Provenance(unittest.TestCase):
         with open(adapter, "w") as f:
             f.write(textwrap.dedent(adapter_src))
         out = os.path.join(work, "out")
-        p = subprocess.run([sys.executable, HARNESS, "--adapter", adapter, "--goldens", gold, "--out", out,
-                            "--conform", CONFORM], capture_output=True, text=True)
+        p = subprocess.run(
+            [sys.executable, HARNESS, "--adapter", adapter, "--goldens", gold, "--out", out, "--conform", CONFORM],
+            capture_output=True,
+            text=True,
+        )
         self.assertEqual(p.returncode, 0, p.stderr)
         with h5py.File(os.path.join(out, "kl.h5"), "r") as f:
             attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
@@ -825,33 +1005,53 @@ class Provenance(unittest.TestCase):
                 torch = {"harness_torch_version": importlib.metadata.version("torch")}
             except importlib.metadata.PackageNotFoundError:
                 torch = {}
-            want = {"schema_version": 2, "family": "kl", "verl_version": golden_verl, "producer": "mine",
-                    "mine_version": "1.2", "adapter_verl_version": "0.0.1",
-                    "harness_python_version": platform.python_version(), "harness_numpy_version": np.__version__,
-                    "harness_h5py_version": h5py.__version__, **torch}
+            want = {
+                "schema_version": 2,
+                "family": "kl",
+                "verl_version": golden_verl,
+                "producer": "mine",
+                "mine_version": "1.2",
+                "adapter_verl_version": "0.0.1",
+                "harness_python_version": platform.python_version(),
+                "harness_numpy_version": np.__version__,
+                "harness_h5py_version": h5py.__version__,
+                **torch,
+            }
             self.assertEqual(attrs, want)
-            p = subprocess.run([CONFORM, "check", "--against", gold, "--candidate", out, "--format", "json"],
-                               capture_output=True, text=True)
+            p = subprocess.run(
+                [CONFORM, "check", "--against", gold, "--candidate", out, "--format", "json"],
+                capture_output=True,
+                text=True,
+            )
             self.assertEqual(p.returncode, 0, p.stderr)
             shown = json.loads(p.stdout)["provenance"]["candidate"]
-            for k in ("producer", "harness_python_version", "harness_numpy_version", "harness_h5py_version",
-                      "mine_version", *torch):
+            for k in (
+                "producer",
+                "harness_python_version",
+                "harness_numpy_version",
+                "harness_h5py_version",
+                "mine_version",
+                *torch,
+            ):
                 self.assertEqual(shown.get(k), want[k], k)
 
     def test_the_adapters_torch_is_the_one_recorded(self):
         with tmpdir() as work:
-            attrs, _, _ = self.run_on_kl(work, """
+            attrs, _, _ = self.run_on_kl(
+                work,
+                """
                 import sys, types
                 sys.modules["torch"] = types.SimpleNamespace(__version__="0.0.1+adapter")
                 name = "mine"
                 def versions(): return {}
                 FUNCTIONS = {}
-            """)
+            """,
+            )
             self.assertEqual(attrs["harness_torch_version"], "0.0.1+adapter")
 
     def test_torch_is_never_imported_for_it(self):
-        sys.path.insert(0, HERE)
-        import run_candidate
+        from verlconf import run_candidate
+
         had = "torch" in sys.modules
         versions = run_candidate.harness_versions()
         self.assertEqual("torch" in sys.modules, had)
@@ -863,7 +1063,8 @@ class ProgressLine(unittest.TestCase):
 
     def test_not_a_terminal_sees_nothing(self):
         import io
-        from progress import Progress
+        from verlconf.progress import Progress
+
         buf = io.StringIO()
         p = Progress(3, stream=buf)
         for k in range(3):
@@ -873,7 +1074,8 @@ class ProgressLine(unittest.TestCase):
 
     def test_the_line_counts_names_and_estimates(self):
         import io
-        from progress import Progress
+        from verlconf.progress import Progress
+
         p = Progress(10, stream=io.StringIO(), force=True)
         p.start = 100.0
         p.done = 4

@@ -2,7 +2,8 @@
 """Write a peer framework's conformance report, or the cross-framework matrix.
 
     make_report.py report --name NAME --adapter A --requirements R --causes C.tsv
-        --unjudged U.tsv --versions V.json --freeze PIP_FREEZE --python VERSION --out docs/peers/NAME.md SET=CHECK.json ...
+        --unjudged U.tsv --versions V.json --freeze PIP_FREEZE --python VERSION --out docs/peers/NAME.md
+        SET=CHECK.json ...
     make_report.py readme --out docs/peers/README.md
 
 `report` reads `conform check --format json` results (schema verlconf.check), one or more
@@ -28,8 +29,7 @@ import os
 import sys
 from typing import Dict, List, Tuple
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import peer_report  # noqa: E402
+import peer_report  # beside this script, which is run as one (its folder is first on sys.path)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TITLES = {"openrlhf": "OpenRLHF", "skyrl": "SkyRL", "areal": "AReaL", "trl": "TRL"}
@@ -115,22 +115,27 @@ def cmd_report(a) -> int:
     causes = read_causes(a.causes)
     unjudged = read_unjudged(a.unjudged)
     with open(a.requirements, encoding="utf-8") as f:
-        pins = [l.strip() for l in f if l.strip() and not l.startswith("#")]
+        pins = [ln.strip() for ln in f if ln.strip() and not ln.startswith("#")]
     with open(a.freeze, encoding="utf-8") as f:
-        freeze = [l.strip() for l in f if l.strip()]
+        freeze = [ln.strip() for ln in f if ln.strip()]
     by_fn: Dict[Tuple[str, str], Dict[str, Dict]] = collections.defaultdict(dict)
     for s, doc in checks.items():
         for fn in doc["functions"]:
             by_fn[(fn["family"], fn["function"])][s] = fn
     for s, fam, why in unjudged:
-        provided = [fn["function"] for d in checks.values() for fn in d["functions"]
-                    if fn["family"] == fam and fn["provided"]]
+        provided = [
+            fn["function"] for d in checks.values() for fn in d["functions"] if fn["family"] == fam and fn["provided"]
+        ]
         if s == peer_report.SETS[0] or provided:
-            print(f"{a.unjudged}: {s}/{fam}.h5 was not judged ({why}), yet the report needs it "
-                  f"(provided: {', '.join(provided) or 'primary golden set'})", file=sys.stderr)
+            print(
+                f"{a.unjudged}: {s}/{fam}.h5 was not judged ({why}), yet the report needs it "
+                f"(provided: {', '.join(provided) or 'primary golden set'})",
+                file=sys.stderr,
+            )
             return 1
-    differs = sorted(f"{fam}/{fn}" for (fam, fn), per in by_fn.items()
-                     if any(verdict(x)[0] == "differs" for x in per.values()))
+    differs = sorted(
+        f"{fam}/{fn}" for (fam, fn), per in by_fn.items() if any(verdict(x)[0] == "differs" for x in per.values())
+    )
     missing = [k for k in differs if k not in causes]
     stale = sorted(set(causes) - set(differs))
     if missing or stale:
@@ -143,50 +148,86 @@ def cmd_report(a) -> int:
     with open(a.versions, encoding="utf-8") as f:
         vers = json.load(f)
     title = TITLES.get(a.name, a.name)
-    out: List[str] = [f"# {title} against verl: conformance report", "", peer_report.MARKER, "",
-                      f"Produced by `tools/peers/run.sh {a.name}` on "
-                      f"{datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d')}; regenerate it the same "
-                      "way after changing the adapter (CI checks the adapter's sha256 below).", "",
-                      "## Provenance", "", "| what | value |", "|---|---|",
-                      f"| framework | `{pins[0]}` |",
-                      f"| adapter | `{a.adapter}` |",
-                      f"| adapter sha256 | `{sha256(os.path.join(REPO, a.adapter))}` |",
-                      f"| requirements | `{a.requirements}` |",
-                      f"| requirements sha256 | `{sha256(os.path.join(REPO, a.requirements))}` |",
-                      f"| torch | `{vers['torch']}` (shared venv, `tools/peers/torch-requirements.txt`) |",
-                      f"| python | `{a.python}` |",
-                      f"| environment | `{' '.join(freeze)}` |"]
+    out: List[str] = [
+        f"# {title} against verl: conformance report",
+        "",
+        peer_report.MARKER,
+        "",
+        f"Produced by `tools/peers/run.sh {a.name}` on "
+        f"{datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d')}; regenerate it the same "
+        "way after changing the adapter (CI checks the adapter's sha256 below).",
+        "",
+        "## Provenance",
+        "",
+        "| what | value |",
+        "|---|---|",
+        f"| framework | `{pins[0]}` |",
+        f"| adapter | `{a.adapter}` |",
+        f"| adapter sha256 | `{sha256(os.path.join(REPO, a.adapter))}` |",
+        f"| requirements | `{a.requirements}` |",
+        f"| requirements sha256 | `{sha256(os.path.join(REPO, a.requirements))}` |",
+        f"| torch | `{vers['torch']}` (shared venv, `tools/peers/torch-requirements.txt`) |",
+        f"| python | `{a.python}` |",
+        f"| environment | `{' '.join(freeze)}` |",
+    ]
     for s in peer_report.SETS:
         g = vers["goldens"][s]
         out.append(f"| goldens {s} | verl `{g.get('verl_version', '?')}`, torch `{g.get('torch_version', '?')}` |")
     with open(os.path.join(REPO, a.adapter), encoding="utf-8") as f:
         doc = ast.get_docstring(ast.parse(f.read(), a.adapter)) or ""
-    out += ["", "## Adapter", "",
-            f"What `{a.adapter}` calls, how verl's config keys map onto the framework's settings, what it "
-            "declines and which placeholders stand in for modules the math does not use (its docstring):", "",
-            "```text", doc, "```"]
-    out += ["", "## Verdicts", "",
-            "Per function and golden set: conforms (every compared case PASSED), differs (at least one FAILED), "
-            "not provided (the framework has no such function, or the adapter declined every case). "
-            "'other' counts declined (UNSUPPORTED) and MISTRUSTED cases.", "",
-            "| family | function | " + " | ".join(peer_report.SETS) + " | worst err/tol f64 / f32 (0.9.1) |",
-            "|---|---|" + "---|" * len(peer_report.SETS) + "---|"]
+    out += [
+        "",
+        "## Adapter",
+        "",
+        f"What `{a.adapter}` calls, how verl's config keys map onto the framework's settings, what it "
+        "declines and which placeholders stand in for modules the math does not use (its docstring):",
+        "",
+        "```text",
+        doc,
+        "```",
+    ]
+    out += [
+        "",
+        "## Verdicts",
+        "",
+        "Per function and golden set: conforms (every compared case PASSED), differs (at least one FAILED), "
+        "not provided (the framework has no such function, or the adapter declined every case). "
+        "'other' counts declined (UNSUPPORTED) and MISTRUSTED cases.",
+        "",
+        "| family | function | " + " | ".join(peer_report.SETS) + " | worst err/tol f64 / f32 (0.9.1) |",
+        "|---|---|" + "---|" * len(peer_report.SETS) + "---|",
+    ]
     not_judged = {(s, fam) for s, fam, _ in unjudged}
     for (fam, fn), per in sorted(by_fn.items()):
-        cells = [verdict(per[s])[1] if s in per else
-                 "not provided (file not judged)" if (s, fam) in not_judged else "not provided"
-                 for s in peer_report.SETS]
+        cells = [
+            verdict(per[s])[1]
+            if s in per
+            else "not provided (file not judged)"
+            if (s, fam) in not_judged
+            else "not provided"
+            for s in peer_report.SETS
+        ]
         e = per.get(peer_report.SETS[0], {}).get("err_tol", {})
-        out.append(f"| {fam} | `{fn}` | " + " | ".join(cells)
-                   + f" | {ratio(e.get('float64'))} / {ratio(e.get('float32'))} |")
+        out.append(
+            f"| {fam} | `{fn}` | " + " | ".join(cells) + f" | {ratio(e.get('float64'))} / {ratio(e.get('float32'))} |"
+        )
     if unjudged:
-        out += ["", "Golden files `conform check` refused, so not judged (the adapter provides no function of them):", ""]
+        out += [
+            "",
+            "Golden files `conform check` refused, so not judged (the adapter provides no function of them):",
+            "",
+        ]
         out += [f"- `fixtures/{s}/{fam}.h5`: {why}" for s, fam, why in unjudged]
-    out += ["", "## Function x field matrix", "",
-            "Provided functions only; per field and golden set, the case count per outcome "
-            "(P passed, F failed, M mistrusted, U not provided or declined).", "",
-            "| family | function | field | " + " | ".join(peer_report.SETS) + " |",
-            "|---|---|---|" + "---|" * len(peer_report.SETS)]
+    out += [
+        "",
+        "## Function x field matrix",
+        "",
+        "Provided functions only; per field and golden set, the case count per outcome "
+        "(P passed, F failed, M mistrusted, U not provided or declined).",
+        "",
+        "| family | function | field | " + " | ".join(peer_report.SETS) + " |",
+        "|---|---|---|" + "---|" * len(peer_report.SETS),
+    ]
     for (fam, fn), per in sorted(by_fn.items()):
         if not any(x["provided"] for x in per.values()):
             continue
@@ -198,8 +239,13 @@ def cmd_report(a) -> int:
                 c = mats.get(s, {}).get(fld, collections.Counter())
                 cells.append(f"{c['PASSED']}P {c['FAILED']}F {c['MISTRUSTED']}M {c['UNSUPPORTED']}U")
             out.append(f"| {fam} | `{fn}` | `{fld}` | " + " | ".join(cells) + " |")
-    out += ["", "## Differences and their causes", "",
-            "Each cause was read in the framework's installed source (file and function named).", ""]
+    out += [
+        "",
+        "## Differences and their causes",
+        "",
+        "Each cause was read in the framework's installed source (file and function named).",
+        "",
+    ]
     for key in differs:
         fam, fn = key.split("/", 1)
         out.append(f"- `{key}`: {causes[key]}")
@@ -210,13 +256,22 @@ def cmd_report(a) -> int:
             failed = [c for c in x["cases"] if c["outcome"] == "FAILED"]
             flds = collections.Counter(f["field"] for c in failed for f in c["fields"] if f["outcome"] == "FAILED")
             errors = sum(1 for c in failed if not any(f["outcome"] == "FAILED" for f in c["fields"]))
-            what = ", ".join([f"`{k}` {v}" for k, v in sorted(flds.items())]
-                             + ([f"raised or returned unlike verl {errors}"] if errors else []))
+            what = ", ".join(
+                [f"`{k}` {v}" for k, v in sorted(flds.items())]
+                + ([f"raised or returned unlike verl {errors}"] if errors else [])
+            )
             worst = max(failed, key=lambda c: float("inf") if c["err_tol"] in (None, "inf") else c["err_tol"])
-            out.append(f"  - {s}: {len(failed)} case(s) failed ({what}); e.g. `{worst['case']}`: "
-                       f"{worst['detail'][:160].replace('|', '/')}")
-    out += ["", "## Declined cases", "",
-            "Cases the adapter declined because the framework has no setting for them (reason as recorded):", ""]
+            out.append(
+                f"  - {s}: {len(failed)} case(s) failed ({what}); e.g. `{worst['case']}`: "
+                f"{worst['detail'][:160].replace('|', '/')}"
+            )
+    out += [
+        "",
+        "## Declined cases",
+        "",
+        "Cases the adapter declined because the framework has no setting for them (reason as recorded):",
+        "",
+    ]
     reasons: Dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for fn in first["functions"]:
         for c in fn["cases"]:
@@ -240,16 +295,21 @@ def cmd_readme(a) -> int:
         reports[os.path.basename(path)[:-3]] = peer_report.parse(path)
     names = sorted(reports)
     fns = sorted(set().union(*[set(r.verdicts) for r in reports.values()])) if reports else []
-    out = ["# Peer frameworks against verl", "",
-           "How the algorithm layers of other RL frameworks compare with verl's, function by function, on "
-           "verlconf's golden inputs. Each column links to that framework's report (provenance, the "
-           "function x field matrix, and the cause of every difference, read in the framework's source). "
-           "Regenerated by `tools/peers/run.sh NAME`, which also rewrites this file; "
-           "`docs/peers/reports_test.py` (CI) checks that it agrees with the reports.", "",
-           "Cells: the verdict against verl 0.9.1's goldens; `[0.8.0: ...]` where the verdict against "
-           "verl 0.8.0's differs. Functions no framework provides are left out.", "",
-           "| family | function | " + " | ".join(f"[{TITLES.get(n, n)}]({n}.md)" for n in names) + " |",
-           "|---|---|" + "---|" * len(names)]
+    out = [
+        "# Peer frameworks against verl",
+        "",
+        "How the algorithm layers of other RL frameworks compare with verl's, function by function, on "
+        "verlconf's golden inputs. Each column links to that framework's report (provenance, the "
+        "function x field matrix, and the cause of every difference, read in the framework's source). "
+        "Regenerated by `tools/peers/run.sh NAME`, which also rewrites this file; "
+        "`docs/peers/reports_test.py` (CI) checks that it agrees with the reports.",
+        "",
+        "Cells: the verdict against verl 0.9.1's goldens; `[0.8.0: ...]` where the verdict against "
+        "verl 0.8.0's differs. Functions no framework provides are left out.",
+        "",
+        "| family | function | " + " | ".join(f"[{TITLES.get(n, n)}]({n}.md)" for n in names) + " |",
+        "|---|---|" + "---|" * len(names),
+    ]
     for key in fns:
         cells = []
         for n in names:
@@ -261,30 +321,41 @@ def cmd_readme(a) -> int:
         if all(c == "not provided" for c in cells):
             continue
         out.append(f"| {key[0]} | `{key[1]}` | " + " | ".join(cells) + " |")
-    out += ["", "## How the environments are built", "",
-            "`tools/peers/run.sh NAME` installs one torch for all frameworks (`.venv-peers/torch`, "
-            "`tools/peers/torch-requirements.txt`: torch 2.10.0, the newest inside AReaL 1.0.4's declared "
-            "range; OpenRLHF and SkyRL accept any torch) and gives each framework a venv of its own that sees "
-            "that torch through a `.pth` file and gets the framework wheel plus the few light packages its "
-            "algorithm modules import, pinned in `tools/peers/NAME-requirements.txt`, installed with "
-            "`--no-deps`. Trainer-stack modules the math does not use are placeholders, named in each "
-            "adapter's docstring and report. SkyRL: PyPI's `skyrl` 0.3.0 declares Requires-Python >=3.11 and "
-            "installs and imports on Debian 12's python 3.11 as it is; no older release or bypass was needed.",
-            "",
-            "The goldens were captured with torch 2.15 and these runs use torch 2.10. Decisions exactly at a "
-            "clip bound, where the two torches' clamp gradients differ, are judged as boundary flips, not "
-            "failures; every difference listed in the reports was traced to the framework's own code.", "",
-            "## Not covered", "",
-            "- TRL (`trl` 1.16.0): its GRPO and PPO losses, advantage normalisation and KL term are written "
-            "inside trainer methods (`trl/trainer/grpo_trainer.py`, `GRPOTrainer._compute_loss` and "
-            "`_generate_and_score_completions`), which need a model, a tokenizer and an Accelerator; the only "
-            "free functions in `trl/trainer/utils.py` are log-prob and entropy helpers that match no verl "
-            "registry function. An adapter would have to re-implement the math, which the suite forbids.",
-            "", "Versions:", ""]
+    out += [
+        "",
+        "## How the environments are built",
+        "",
+        "`tools/peers/run.sh NAME` installs one torch for all frameworks (`.venv-peers/torch`, "
+        "`tools/peers/torch-requirements.txt`: torch 2.10.0, the newest inside AReaL 1.0.4's declared "
+        "range; OpenRLHF and SkyRL accept any torch) and gives each framework a venv of its own that sees "
+        "that torch through a `.pth` file and gets the framework wheel plus the few light packages its "
+        "algorithm modules import, pinned in `tools/peers/NAME-requirements.txt`, installed with "
+        "`--no-deps`. Trainer-stack modules the math does not use are placeholders, named in each "
+        "adapter's docstring and report. SkyRL: PyPI's `skyrl` 0.3.0 declares Requires-Python >=3.11 and "
+        "installs and imports on Debian 12's python 3.11 as it is; no older release or bypass was needed.",
+        "",
+        "The goldens were captured with torch 2.15 and these runs use torch 2.10. Decisions exactly at a "
+        "clip bound, where the two torches' clamp gradients differ, are judged as boundary flips, not "
+        "failures; every difference listed in the reports was traced to the framework's own code.",
+        "",
+        "## Not covered",
+        "",
+        "- TRL (`trl` 1.16.0): its GRPO and PPO losses, advantage normalisation and KL term are written "
+        "inside trainer methods (`trl/trainer/grpo_trainer.py`, `GRPOTrainer._compute_loss` and "
+        "`_generate_and_score_completions`), which need a model, a tokenizer and an Accelerator; the only "
+        "free functions in `trl/trainer/utils.py` are log-prob and entropy helpers that match no verl "
+        "registry function. An adapter would have to re-implement the math, which the suite forbids.",
+        "",
+        "Versions:",
+        "",
+    ]
     for n in names:
         h = reports[n].header
-        out.append(f"- [{TITLES.get(n, n)}]({n}.md): `{h['framework']}`, torch `{h['torch'].split('`')[1] if h['torch'].startswith('`') else h['torch']}`, "
-                   f"adapter `{h['adapter']}` (sha256 `{h['adapter sha256'][:12]}`)")
+        torch = h["torch"].split("`")[1] if h["torch"].startswith("`") else h["torch"]
+        out.append(
+            f"- [{TITLES.get(n, n)}]({n}.md): `{h['framework']}`, torch `{torch}`, "
+            f"adapter `{h['adapter']}` (sha256 `{h['adapter sha256'][:12]}`)"
+        )
     with open(os.path.join(REPO, a.out) if not os.path.isabs(a.out) else a.out, "w", encoding="utf-8") as f:
         f.write("\n".join(out) + "\n")
     return 0
@@ -294,7 +365,17 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("report")
-    for opt in ("--name", "--adapter", "--requirements", "--causes", "--unjudged", "--versions", "--freeze", "--python", "--out"):
+    for opt in (
+        "--name",
+        "--adapter",
+        "--requirements",
+        "--causes",
+        "--unjudged",
+        "--versions",
+        "--freeze",
+        "--python",
+        "--out",
+    ):
         r.add_argument(opt, required=True)
     r.add_argument("sets", nargs="+", metavar="SET=CHECK.json")
     m = sub.add_parser("readme")

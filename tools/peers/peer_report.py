@@ -42,7 +42,7 @@ def _section(lines: List[str], title: str, path: str) -> List[str]:
     except ValueError:
         raise ReportError(f"{path}: no '{title}' section") from None
     out = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if line.startswith("## "):
             break
         out.append(line)
@@ -50,7 +50,7 @@ def _section(lines: List[str], title: str, path: str) -> List[str]:
 
 
 def _table(block: List[str], path: str, title: str) -> List[List[str]]:
-    rows = [l for l in block if l.startswith("|")]
+    rows = [ln for ln in block if ln.startswith("|")]
     if len(rows) < 2:
         raise ReportError(f"{path}: '{title}' has no table")
     return [_cells(r) for r in rows[2:]]
@@ -66,8 +66,16 @@ def parse(path: str) -> Report:
         if len(cells) != 2:
             raise ReportError(f"{path}: Provenance row {cells} does not have 2 cells")
         rep.header[cells[0]] = _unquote(cells[1])
-    for key in ("framework", "adapter", "adapter sha256", "requirements", "requirements sha256", "torch", "python",
-                "environment"):
+    for key in (
+        "framework",
+        "adapter",
+        "adapter sha256",
+        "requirements",
+        "requirements sha256",
+        "torch",
+        "python",
+        "environment",
+    ):
         if not rep.header.get(key):
             raise ReportError(f"{path}: Provenance has no '{key}'")
     for cells in _table(_section(lines, "## Verdicts", path), path, "Verdicts"):
@@ -75,7 +83,7 @@ def parse(path: str) -> Report:
             raise ReportError(f"{path}: Verdicts row {cells} does not have {3 + len(SETS)} cells")
         fam, fn = _unquote(cells[0]), _unquote(cells[1])
         v = {}
-        for s, cell in zip(SETS, cells[2:2 + len(SETS)]):
+        for s, cell in zip(SETS, cells[2 : 2 + len(SETS)]):
             verdict = cell.split(" (")[0]
             if verdict not in VERDICTS:
                 raise ReportError(f"{path}: {fam}/{fn}: verdict '{cell}' for {s} is not one of {VERDICTS}")
