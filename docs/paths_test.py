@@ -46,9 +46,9 @@ TOP = ("oracle", "cuda_impl", "fixtures", "properties", "tools", "docs", "third_
 
 # (pattern, reason): paths named on purpose that are not in the tree.
 ALLOWED = [
-    ("fixtures/verl-*-cuda*", "the GPU golden set tools/gpu_capture.sh makes; none is committed yet"),
-    ("docs/drift-cpu-to-h200.md", "the report tools/gpu_capture.sh says how to write once a GPU set exists"),
-    ("drift-cpu-to-h200.md", "the same report, named in tools/gpu_capture.sh's instructions"),
+    ("fixtures/verl-*-cuda*", "the GPU golden set tools/gpu/gpu_capture.sh makes; none is committed yet"),
+    ("docs/drift-cpu-to-h200.md", "the report tools/gpu/gpu_capture.sh says how to write once a GPU set exists"),
+    ("drift-cpu-to-h200.md", "the same report, named in tools/gpu/gpu_capture.sh's instructions"),
     ("ratio_table.md", "written by tools/bench/ratio_table.py into the GPU check's output folder"),
 ]
 
@@ -56,7 +56,7 @@ ALLOWED = [
 # edit (their owners fix them); each is an exact (file, name) pair, so nothing else in
 # those files is let through.
 OWNED_ELSEWHERE = [
-    ("tools/conform.cc", 'README.md, "Using conform"', 'the README section is "Set up and run"'),
+    ("tools/cli/conform.cc", 'README.md, "Using conform"', 'the README section is "Set up and run"'),
     ("cuda_impl/kl/kl_penalty_kernel_test.cc", "tools/gpu/cuda_test.s", "reads tools/gpu:cuda_test's"),
 ]
 
@@ -129,7 +129,7 @@ def clean(token: str) -> str:
 
 def found(p: str) -> bool:
     """A path, a Bazel label's package (`tools/gpu:cuda_test`, `x.h5:/group`), a module
-    named by its stem (`tools/report_file` for report_file.h and .cc), or a pattern."""
+    named by its stem (`tools/cli/report_file` for report_file.h and .cc), or a pattern."""
     p = p.split(":", 1)[0]
     return exists(p) or allowed(p) or matches(as_pattern(p)) or matches(as_pattern(p) + ".*")
 

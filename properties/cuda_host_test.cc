@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "fixtures/h5/golden_set.h"
 #include "oracle/core/errors.h"
 #include "oracle/core/registry.h"
 #include "oracle/judge/judge.h"
 #include "properties/cuda_host_check.h"
-#include "tools/golden_set.h"
-#include "tools/paths.h"
+#include "tools/cli/paths.h"
 
 namespace verlconf {
 namespace {
@@ -51,7 +51,7 @@ TEST(CudaHostRegistry, TheHostBuildFillsTheCudaHostSlotAlone) {
 // at least one PASSED case: an entry that only yields MISTRUSTED (or raises only where
 // verl raises) has shown nothing.
 TEST(CudaHostGolden, EveryFloat32CaseConforms) {
-  const tools::GoldenSet goldens = tools::GoldenSet::Load(tools::BundledGoldenDir(nullptr));
+  const fixtures::GoldenSet goldens = fixtures::GoldenSet::Load(tools::BundledGoldenDir(nullptr));
   std::map<std::string, std::map<Outcome, int>> tally;
   for (const auto& [key, c] : goldens.index) {
     const FunctionSpec* spec = SpecFor(*c);

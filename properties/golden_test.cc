@@ -8,18 +8,18 @@
 #include <map>
 #include <set>
 
+#include "fixtures/h5/golden_set.h"
 #include "oracle/core/registry.h"
 #include "oracle/judge/judge.h"
 #include "oracle/policy_loss/cov.h"
 #include "oracle/rollout_correction/rollout_correction.h"
-#include "tools/golden_set.h"
-#include "tools/paths.h"
+#include "tools/cli/paths.h"
 
 namespace verlconf {
 namespace {
 
-const tools::GoldenSet& Goldens() {
-  static const tools::GoldenSet g = tools::GoldenSet::Load(tools::BundledGoldenDir(nullptr));
+const fixtures::GoldenSet& Goldens() {
+  static const fixtures::GoldenSet g = fixtures::GoldenSet::Load(tools::BundledGoldenDir(nullptr));
   return g;
 }
 
@@ -283,7 +283,7 @@ TEST(Golden, VerlRegistryIsCoveredOrListedAsAGap) {
   for (const auto& [kind, names] : reg)
     for (const auto& n : names) {
       verl_names.insert(n);
-      const FunctionSpec* s = FindSpec(n, tools::FamilyOfVerlRegistry(kind));
+      const FunctionSpec* s = FindSpec(n, fixtures::FamilyOfVerlRegistry(kind));
       const bool covered = s && s->oracle;
       const bool listed = KnownGaps().count(kind + "/" + n) > 0;
       if (!covered)

@@ -1,7 +1,7 @@
-// tools/report_file: the temporary file of a report is created exclusively beside the
+// tools/cli/report_file: the temporary file of a report is created exclusively beside the
 // target under a recognisable name, never survives SIGINT / SIGTERM or an abandoned
 // write, and the rename is the only way the target appears.
-#include "tools/report_file.h"
+#include "tools/cli/report_file.h"
 
 #include <dirent.h>
 #include <unistd.h>

@@ -40,5 +40,4 @@ double ErrorRatio(double got, double want, const Tolerance& tol) {
   return diff / allowed;
 }
 
-
 }  // namespace verlconf

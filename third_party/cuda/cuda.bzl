@@ -8,7 +8,7 @@ Device code: by default compute_90 PTX only (the CPU-only builds of CI never run
 and ptxas per architecture would double their nvcc time); with
 --define=cuda_fatbin=1 sm_80 and sm_90 SASS plus compute_90 PTX, so the GPU runs
 prebuilt code and newer GPUs can JIT; with --define=cuda_fatbin=sm_90
-(tools/gpu_check.sh: the lent machine is an H200) sm_90 SASS alone, compressed for
+(tools/gpu/gpu_check.sh: the lent machine is an H200) sm_90 SASS alone, compressed for
 size, because the bundle must travel in the device tool's 64 MiB.
 """
 

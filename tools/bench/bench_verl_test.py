@@ -1,4 +1,4 @@
-"""tools/bench_verl.py and tools/bench/ratio_table.py without torch or verl (CI has neither):
+"""tools/bench/bench_verl.py and tools/bench/ratio_table.py without torch or verl (CI has neither):
 ratio_table on small synthetic JSONs (both present, one skipped, one absent, rows that match
 on one side only), bench_verl's argument errors (exit 2), its stub finder, the
 --simulate-bare filter and load_verl on a fake verl tree whose __init__ must not run.
@@ -34,7 +34,7 @@ def _find(rel: str) -> str:
     raise FileNotFoundError(rel)
 
 
-BENCH_VERL = _find("tools/bench_verl.py")
+BENCH_VERL = _find("tools/bench/bench_verl.py")
 RATIO_TABLE = _find("tools/bench/ratio_table.py")
 
 

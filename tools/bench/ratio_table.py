@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The ratio table: cuda_impl's timings (cuda_bench's JSON, schema verlconf-cuda-bench/2)
-next to verl's own functions timed in the same run (tools/bench_verl.py's JSON, schema
+next to verl's own functions timed in the same run (tools/bench/bench_verl.py's JSON, schema
 verlconf-bench-verl/1), eager and under torch.compile, one markdown table per shape.
 
     python3 tools/bench/ratio_table.py --cuda cuda_bench.json --verl bench_verl.json [--out FILE]
@@ -214,7 +214,7 @@ def _summary(what: str, c: Dict[str, int]) -> str:
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="ratio_table.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--cuda", default="", help="cuda_bench's --json output")
-    ap.add_argument("--verl", default="", help="tools/bench_verl.py's --json output")
+    ap.add_argument("--verl", default="", help="tools/bench/bench_verl.py's --json output")
     ap.add_argument("--out", default="", help="also write the markdown here")
     a = ap.parse_args(argv)
     try:

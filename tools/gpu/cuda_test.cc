@@ -1,4 +1,4 @@
-// cuda_impl on the device. Runs on a GPU machine (tools/gpu_check.sh); elsewhere the
+// cuda_impl on the device. Runs on a GPU machine (tools/gpu/gpu_check.sh); elsewhere the
 // device tests skip with the reason and only the registry bookkeeping runs. The same
 // code through Thrust's host system is held to the goldens and the oracle in CI
 // (cuda_host_test); here it is the device's turn: goldens, large shapes, bitwise
@@ -16,12 +16,12 @@
 #include <vector>
 
 #include "cuda_impl/core/device.h"
+#include "fixtures/h5/golden_set.h"
 #include "oracle/core/errors.h"
 #include "oracle/core/registry.h"
 #include "oracle/judge/judge.h"
 #include "properties/cuda_host_check.h"
-#include "tools/golden_set.h"
-#include "tools/paths.h"
+#include "tools/cli/paths.h"
 
 namespace verlconf {
 namespace {
@@ -106,7 +106,7 @@ void ForEachFunctionInParallel(const std::function<std::string(const FunctionSpe
 
 // Every float32 golden case of every CUDA function, on the device.
 TEST_F(CudaDevice, EveryFloat32GoldenCaseConforms) {
-  const tools::GoldenSet goldens = tools::GoldenSet::Load(tools::BundledGoldenDir(nullptr));
+  const fixtures::GoldenSet goldens = fixtures::GoldenSet::Load(tools::BundledGoldenDir(nullptr));
   std::map<std::string, int> passed;
   for (const auto& [key, c] : goldens.index) {
     const FunctionSpec* spec = SpecFor(*c);

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "tools/bench/cuda_bench.h"
-#include "tools/conform_main.h"
+#include "tools/cli/conform_main.h"
 
 namespace {
 

@@ -14,6 +14,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -908,39 +909,38 @@ LossAndMetrics WithRecordedPick(LossFn fn, const at::Tensor& log_prob, const Ten
   throw Unsupported("clip_cov / kl_cov need verl's pick of tokens as the input cov_selected");
 }
 
+using PolicyLossFn = std::function<LossAndMetrics(const at::Tensor& log_prob, const TensorMap& in, const Config& cfg)>;
+
+// The losses FamilyPolicyLoss differentiates, by registry name (family "policy_loss").
+const std::map<std::string, PolicyLossFn>& FamilyLosses() {
+  static const auto* const table = new std::map<std::string, PolicyLossFn>{
+      {"gspo", Gspo},
+      {"sapo", Sapo},
+      {"gpg", Gpg},
+      {"cispo", Cispo},
+      {"dro", Dro},
+      {"geo_mean", GeoMean},
+      {"dppo_tv",
+       [](const at::Tensor& lp, const TensorMap& in, const Config& cfg) { return Dppo(lp, in, cfg, false); }},
+      {"dppo_kl", [](const at::Tensor& lp, const TensorMap& in, const Config& cfg) { return Dppo(lp, in, cfg, true); }},
+      {"clip_cov", [](const at::Tensor& lp, const TensorMap& in,
+                      const Config& cfg) { return WithRecordedPick(ClipCov, lp, in, cfg); }},
+      {"kl_cov", [](const at::Tensor& lp, const TensorMap& in,
+                    const Config& cfg) { return WithRecordedPick(KlCov, lp, in, cfg); }},
+      {"compute_policy_loss_reinforce", Reinforce},
+      {"compute_policy_loss", DeprecatedPpo},
+      {"bypass_mode", BypassMode},
+  };
+  return *table;
+}
+
 }  // namespace
 
 TorchResult FamilyPolicyLoss(const TensorMap& in, const Config& cfg, const std::string& name) {
+  const auto fn = FamilyLosses().find(name);
+  if (fn == FamilyLosses().end()) throw std::invalid_argument("FamilyPolicyLoss: no policy loss '" + name + "' here");
   const at::Tensor log_prob = in.at("log_prob").detach().clone().requires_grad_(true);
-  LossAndMetrics lm;
-  if (name == "gspo")
-    lm = Gspo(log_prob, in, cfg);
-  else if (name == "sapo")
-    lm = Sapo(log_prob, in, cfg);
-  else if (name == "gpg")
-    lm = Gpg(log_prob, in, cfg);
-  else if (name == "cispo")
-    lm = Cispo(log_prob, in, cfg);
-  else if (name == "dro")
-    lm = Dro(log_prob, in, cfg);
-  else if (name == "geo_mean")
-    lm = GeoMean(log_prob, in, cfg);
-  else if (name == "dppo_tv")
-    lm = Dppo(log_prob, in, cfg, /*binary_kl=*/false);
-  else if (name == "dppo_kl")
-    lm = Dppo(log_prob, in, cfg, /*binary_kl=*/true);
-  else if (name == "clip_cov")
-    lm = WithRecordedPick(ClipCov, log_prob, in, cfg);
-  else if (name == "kl_cov")
-    lm = WithRecordedPick(KlCov, log_prob, in, cfg);
-  else if (name == "compute_policy_loss_reinforce")
-    lm = Reinforce(log_prob, in, cfg);
-  else if (name == "compute_policy_loss")
-    lm = DeprecatedPpo(log_prob, in, cfg);
-  else if (name == "bypass_mode")
-    lm = BypassMode(log_prob, in, cfg);
-  else
-    throw std::invalid_argument("FamilyPolicyLoss: no policy loss '" + name + "' here");
+  const LossAndMetrics lm = fn->second(log_prob, in, cfg);
   TorchResult r;
   r.grads["log_prob"] = Grad(lm.loss, log_prob);
   r.outputs["pg_loss"] = lm.loss.detach();
@@ -1005,11 +1005,9 @@ const std::map<std::string, CandidateFn>& PolicyLossTable() {
         {"compute_entropy_loss", EntropyLoss},
         {"actor_kl_loss", ActorKlLoss},
     };
-    for (const char* name : {"gspo", "sapo", "gpg", "cispo", "dro", "geo_mean", "dppo_tv", "dppo_kl", "clip_cov",
-                             "kl_cov", "compute_policy_loss_reinforce", "compute_policy_loss", "bypass_mode"}) {
-      t->emplace(name, [name = std::string(name)](const TensorMap& in, const Config& cfg) {
-        return FamilyPolicyLoss(in, cfg, name);
-      });
+    for (const auto& [name, fn] : FamilyLosses()) {
+      t->emplace(name,
+                 [name = name](const TensorMap& in, const Config& cfg) { return FamilyPolicyLoss(in, cfg, name); });
     }
     return t;
   }();

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "fixtures/h5/golden_set.h"
 #include "oracle/core/errors.h"
-#include "tools/golden_set.h"
-#include "tools/paths.h"
+#include "tools/cli/paths.h"
 #include "tools/torch_api/example_losses.h"
 #include "tools/torch_api/verlconf_torch.h"
 
@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (dir.empty()) dir = tools::BundledGoldenDir(argv[0]);
-    const tools::GoldenSet set = tools::GoldenSet::Load(dir);
+    const fixtures::GoldenSet set = fixtures::GoldenSet::Load(dir);
     std::printf("goldens: %s (verl %s)\n\n", dir.c_str(), set.VerlVersion().c_str());
     std::vector<CaseReport> all;
     const struct {

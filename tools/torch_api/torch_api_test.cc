@@ -6,10 +6,10 @@
 #include <set>
 #include <string>
 
+#include "fixtures/h5/golden_set.h"
 #include "oracle/core/errors.h"
 #include "oracle/core/registry.h"
-#include "tools/golden_set.h"
-#include "tools/paths.h"
+#include "tools/cli/paths.h"
 #include "tools/torch_api/example_losses.h"
 #include "tools/torch_api/verlconf_torch.h"
 
@@ -18,8 +18,8 @@ namespace {
 
 using example::Bug;
 
-const tools::GoldenSet& Goldens() {
-  static const tools::GoldenSet g = tools::GoldenSet::Load(tools::BundledGoldenDir(nullptr));
+const fixtures::GoldenSet& Goldens() {
+  static const fixtures::GoldenSet g = fixtures::GoldenSet::Load(tools::BundledGoldenDir(nullptr));
   return g;
 }
 

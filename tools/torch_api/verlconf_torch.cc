@@ -219,7 +219,7 @@ CaseReport CheckAgainstGolden(const Case& golden, const CandidateFn& candidate) 
   return r;
 }
 
-std::vector<CaseReport> CheckAgainstGoldenSet(const tools::GoldenSet& set, const std::string& function,
+std::vector<CaseReport> CheckAgainstGoldenSet(const fixtures::GoldenSet& set, const std::string& function,
                                               const CandidateFn& candidate, const std::string& family) {
   const FunctionSpec& spec = SpecOrThrow(function, family);
   std::vector<CaseReport> reports;

@@ -36,10 +36,10 @@
 #include <string>
 #include <vector>
 
+#include "fixtures/h5/golden_set.h"
 #include "oracle/core/case.h"
 #include "oracle/core/tensor.h"
 #include "oracle/judge/judge.h"
-#include "tools/golden_set.h"
 
 namespace verlconf::torch_api {
 
@@ -99,7 +99,7 @@ CaseReport CheckAgainstGolden(const Case& golden, const CandidateFn& candidate);
 
 // Every golden case of `function` in `set` (sorted by case name, both dtypes).
 // BadInput for an unknown function, or one with no cases in the set.
-std::vector<CaseReport> CheckAgainstGoldenSet(const tools::GoldenSet& set, const std::string& function,
+std::vector<CaseReport> CheckAgainstGoldenSet(const fixtures::GoldenSet& set, const std::string& function,
                                               const CandidateFn& candidate, const std::string& family = "");
 
 // One line per case ("PASSED  vanilla/sym_4x8_f64  [float64]  worst rel 1.2e-16"),

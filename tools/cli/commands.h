@@ -1,0 +1,55 @@
+// The `conform` subcommands, as functions that return the process exit code:
+//   0  everything compared passed (MISTRUSTED / UNSUPPORTED / SKIPPED are shown, not failures,
+//      unless check --require-all makes UNSUPPORTED one)
+//   1  a conformance failure (or, for drift, a change beyond tolerance)
+//   2  bad input or usage (thrown as BadInput and printed by main as one line)
+//   3  an internal error of conform
+//   4  check compared nothing: no case PASSED or FAILED (every case SKIPPED, UNSUPPORTED or
+//      MISTRUSTED; a CI job that lost its GPU, a candidate that declines everything)
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+namespace verlconf::tools {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitInternal = 3;  // a bug in conform itself
+inline constexpr int kExitNothingCompared = 4;
+
+struct CheckOptions {
+  std::string against;         // golden dir (resolved)
+  bool against_given = false;  // the user named it (else the bundled set): repro lines repeat it
+  std::string bundled;         // the bundled golden set: never a candidate either
+  std::string candidate;       // candidate file, or ""
+  std::string impl = "oracle";
+  std::string junit;              // JUnit XML path, or ""
+  std::string report;             // Markdown report path, or ""
+  std::string only;               // --only entries, comma-joined (tools/cli/selection.h), or ""
+  bool verbose = false;           // describe every non-passing or partial case, not just failures
+  bool require_all = false;       // any UNSUPPORTED or SKIPPED case, or UNSUPPORTED field, is a failure (exit 1)
+  bool show_unsupported = false;  // table rows for functions not provided at all, not one summary line
+  bool json = false;              // stdout: one JSON object (schema verlconf.check), not the table
+  int jobs = 1;                   // cases checked in parallel (the reports keep the cases' order)
+};
+
+// The machine-readable reports' schema names and versions (`--format json`). The
+// version changes whenever a key changes meaning or goes away; new keys may be added.
+inline constexpr const char* kCheckSchema = "verlconf.check";
+inline constexpr const char* kDriftSchema = "verlconf.drift";
+inline constexpr int kSchemaVersion = 1;
+
+int RunCheck(const CheckOptions& o, std::ostream& out);
+int RunList(const std::string& against, bool json, std::ostream& out);
+// `name`: "" for every function, else a function (NAME or FAMILY/NAME) or a family.
+// `json`: the registry's stable machine form (all of it without a name); `pretty`
+// indents it.
+int RunSpec(const std::string& name, bool json, bool pretty, std::ostream& out);
+// `report`: also write the drift as Markdown to that file ("" for none). `json`: stdout
+// gets one JSON object (schema verlconf.drift) instead of the text report.
+int RunDrift(const std::string& old_dir, const std::string& new_dir, const std::string& only, const std::string& report,
+             bool json, std::ostream& out);
+
+}  // namespace verlconf::tools

@@ -1,0 +1,393 @@
+// conform: the verlconf command line. See README.md, "Using conform".
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "oracle/core/errors.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/conform_main.h"
+#include "tools/cli/paths.h"
+#include "tools/cli/report_file.h"
+
+namespace {
+
+using verlconf::BadInput;
+namespace t = verlconf::tools;
+
+// One option of a command: what `conform CMD --help` lists, and what the parser accepts
+// (a command takes exactly the options its table names, so the help cannot miss one).
+struct Option {
+  const char* name;
+  const char* value;  // the value's placeholder, or nullptr for a flag
+  const char* help;
+};
+
+struct Command {
+  const char* name;
+  const char* synopsis;  // after "conform NAME"
+  const char* summary;   // one line, for `conform --help`
+  const char* description;
+  std::vector<Option> options;
+  const char* exit_codes;
+};
+
+constexpr const char* kOnlyHelp =
+    "select cases: FUNCTION, FAMILY/FUNCTION (advantage/gpg), FUNCTION/CASE or FAMILY/FUNCTION/CASE; repeatable or "
+    "comma-separated; every name must match a golden case";
+
+const std::vector<Command>& Commands() {
+  static const std::vector<Command> commands = {
+      {"check",
+       "[OPTIONS]",
+       "compare an implementation (default: the oracle) or a candidate set with the goldens",
+       "Compares an implementation (default: the oracle) or a candidate set (what\n"
+       "tools/harness/run_candidate.py writes) with the golden cases, and prints one row per\n"
+       "function: case outcomes, and per dtype the worst error as a multiple of the tolerance\n"
+       "(err/tol; <= 1 passes, \"-\" where nothing was compared). Every failure is described\n"
+       "below the table, with a repro command. With no command, conform runs check.\n\n"
+       "A NaN or infinity in verl's result is a result: the implementation must give the same value\n"
+       "there (a 0 where verl gives NaN FAILS). Agreeing on it alone proves nothing: a field with no\n"
+       "finite reference element is MISTRUSTED when it agrees, and so is a case that agrees only on\n"
+       "zeros or non-finite values.",
+       {{"--against", "DIR", "the golden set to compare with (default: the bundled verl 0.9.1 set)"},
+        {"--candidate", "FILE|DIR", "a candidate file or directory, judged as stored (instead of --impl)"},
+        {"--impl", "oracle|cuda|cuda-host",
+         "the implementation to run on the golden inputs (default: oracle); cuda computes in float32 only"},
+        {"--only", "NAME,...", kOnlyHelp},
+        {"--junit", "FILE", "also write JUnit XML (one test case per golden case) to FILE"},
+        {"--report", "FILE.md", "also write the table, a function x field matrix and the failures as Markdown"},
+        {"--format", "text|json",
+         "what goes to stdout: the table (text, the default) or one JSON object (schema verlconf.check)"},
+        {"--jobs", "N",
+         "check N cases at a time (default 1; the oracle and candidates only); the output is the same, in the "
+         "same order"},
+        {"--require-all", nullptr, "any UNSUPPORTED or SKIPPED case, or UNSUPPORTED field, is a failure (exit 1)"},
+        {"--show-unsupported", nullptr,
+         "list functions the candidate does not provide at all in the table (default: one summary line)"},
+        {"--verbose", nullptr, "describe every provided case that did not pass, and every partial one"},
+        {"--help", nullptr, "this help"}},
+       "exit codes: 0 every compared case passed (MISTRUSTED, UNSUPPORTED and SKIPPED are shown, not\n"
+       "failures, unless --require-all), 1 a conformance failure (--require-all: or anything\n"
+       "UNSUPPORTED or SKIPPED), 2 bad input or usage (a candidate that is a golden set itself\n"
+       "included), 3 an internal error of conform, 4 nothing compared (no case PASSED or FAILED:\n"
+       "every case SKIPPED, UNSUPPORTED or MISTRUSTED)"},
+      {"list",
+       "[OPTIONS]",
+       "functions, oracle/CUDA coverage, golden case counts, verl names not covered",
+       "Lists every registry function: whether the oracle and CUDA implement it, its golden\n"
+       "case counts per dtype (per mode, in brackets, for entries that stand for several of\n"
+       "verl's modes), and the names verl's registries define that have no oracle entry.",
+       {{"--against", "DIR", "the golden set to count (default: the bundled verl 0.9.1 set)"},
+        {"--json", nullptr, "print the same as one JSON object"},
+        {"--help", nullptr, "this help"}},
+       "exit codes: 0 listed, 2 bad input or usage, 3 an internal error of conform"},
+      {"spec",
+       "[FAMILY/NAME | NAME] [OPTIONS]",
+       "the function registry: inputs, config keys with verl's defaults, outputs, gradients",
+       "Describes the registry functions: inputs (shape and role), config keys with verl's\n"
+       "defaults, outputs, gradients, metrics, the verl function mirrored, and notes. NAME (or\n"
+       "FAMILY/NAME where a name is in two families, e.g. advantage/gpg) shows one function;\n"
+       "a family name shows that family's.",
+       {{"--json", nullptr, "the whole registry as JSON, the stable machine form the harness reads"},
+        {"--pretty", nullptr, "with --json: indented"},
+        {"--help", nullptr, "this help"}},
+       "exit codes: 0 printed, 2 bad input or usage (an unknown or ambiguous NAME), 3 an internal\n"
+       "error of conform"},
+      {"drift",
+       "OLD_DIR NEW_DIR [OPTIONS]",
+       "what changed between two golden sets",
+       "Compares every case present in both golden sets with identical inputs, field by field,\n"
+       "with the conformance tolerances: bitwise same, rounding, or changed, with the largest\n"
+       "change as a multiple of the tolerance and in absolute and relative terms; then the\n"
+       "cases whose error behaviour changed, fields and cases on one side only, and cases whose\n"
+       "inputs differ. A set captured with one dtype only (root attribute dtypes) is compared\n"
+       "on that dtype alone.",
+       {{"--only", "NAME,...", kOnlyHelp},
+        {"--report", "FILE.md", "also write the drift as Markdown (with verl's registry names gained or lost)"},
+        {"--format", "text|json",
+         "what goes to stdout: the text report (the default) or one JSON object "
+         "(schema verlconf.drift)"},
+        {"--help", nullptr, "this help"}},
+       "exit codes: 0 no change beyond tolerance, 1 a change beyond tolerance or a field on one\n"
+       "side only, 2 bad input or usage, 3 an internal error of conform"},
+      {"help",
+       "[COMMAND]",
+       "this overview, or one command's options",
+       "Prints this overview, or with COMMAND the same as `conform COMMAND --help`.",
+       {},
+       "exit codes: 0 printed, 2 an unknown COMMAND"},
+  };
+  return commands;
+}
+
+const Command* FindCommand(const std::string& name) {
+  for (const auto& c : Commands())
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+std::string Usage() {
+  std::string s = "usage: conform [COMMAND] [OPTIONS]\n\ncommands:\n";
+  for (const auto& c : Commands()) {
+    char line[256];
+    std::snprintf(line, sizeof line, "  %-6s %s\n", c.name, c.summary);
+    s += line;
+  }
+  s += "\nWith no command, conform runs `check` on the bundled goldens.\n"
+       "`conform COMMAND --help` lists the command's options.\n\n"
+       "exit codes: 0 passed, 1 conformance failure or drift (check --require-all: or anything\n"
+       "UNSUPPORTED or SKIPPED), 2 bad input or usage, 3 internal error of conform, 4 check\n"
+       "compared nothing (no case PASSED or FAILED)\n";
+  return s;
+}
+
+// Wraps `text` to `width` columns, every line after the first indented by `indent`.
+std::string Wrap(const std::string& text, size_t indent, size_t width) {
+  std::string out, line;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t sp = text.find(' ', pos);
+    if (sp == std::string::npos) sp = text.size();
+    const std::string word = text.substr(pos, sp - pos);
+    if (!line.empty() && indent + line.size() + 1 + word.size() > width) {
+      out += line + "\n" + std::string(indent, ' ');
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+    pos = sp + 1;
+  }
+  return out + line;
+}
+
+std::string CommandHelp(const Command& c) {
+  std::string s = std::string("usage: conform ") + c.name + " " + c.synopsis + "\n\n" + c.description + "\n";
+  if (!c.options.empty()) s += "\noptions:\n";
+  for (const auto& o : c.options) {
+    const std::string head = std::string(o.name) + (o.value ? std::string(" ") + o.value : "");
+    constexpr size_t kColumn = 32;
+    s += "  " + head;
+    s += head.size() + 2 < kColumn ? std::string(kColumn - 2 - head.size(), ' ') : "\n" + std::string(kColumn, ' ');
+    s += Wrap(o.help, kColumn, 100) + "\n";
+  }
+  return s + "\n" + c.exit_codes + "\n";
+}
+
+struct Args {
+  std::vector<std::string> positional;
+  std::vector<std::pair<std::string, std::string>> options;  // --name value
+  std::vector<std::string> flags;                            // --name
+};
+
+// Options that take a value (in any command's table); everything else starting with --
+// is a flag.
+bool TakesValue(const std::string& o) {
+  for (const auto& c : Commands())
+    for (const auto& opt : c.options)
+      if (o == opt.name && opt.value) return true;
+  return false;
+}
+
+// Options given at most once: a second value would silently replace the first.
+bool Repeatable(const std::string& o) { return o == "--only"; }
+
+// An empty value (`--candidate ""`, `--junit=`) or a missing one is a usage error, never
+// "not given": the run would otherwise check or write something else than asked.
+Args Parse(int argc, char** argv, int first) {
+  Args a;
+  auto add = [&](const std::string& name, const std::string& value) {
+    if (value.empty()) throw BadInput("option " + name + ": an empty value");
+    if (!Repeatable(name))
+      for (const auto& [n, v] : a.options)
+        if (n == name) throw BadInput("option " + name + " given twice ('" + v + "' and '" + value + "')");
+    a.options.emplace_back(name, value);
+  };
+  for (int i = first; i < argc; ++i) {
+    std::string s = argv[i];
+    if (s.rfind("--", 0) == 0) {
+      const size_t eq = s.find('=');
+      if (eq != std::string::npos) {
+        const std::string name = s.substr(0, eq);
+        if (!TakesValue(name)) throw BadInput("option " + name + " takes no value (got '" + s + "')");
+        add(name, s.substr(eq + 1));
+      } else if (TakesValue(s)) {
+        if (i + 1 >= argc) throw BadInput("option " + s + " needs a value");
+        const std::string v = argv[++i];
+        if (v.rfind("--", 0) == 0) throw BadInput("option " + s + " needs a value (got the option " + v + ")");
+        add(s, v);
+      } else {
+        for (const auto& f : a.flags)
+          if (f == s) throw BadInput("option " + s + " given twice");
+        a.flags.push_back(s);
+      }
+    } else {
+      if (s.empty()) throw BadInput("an empty argument");
+      a.positional.push_back(s);
+    }
+  }
+  return a;
+}
+
+// The command's table (Commands()) is what it accepts.
+void Allow(const Args& a, size_t max_positional, const std::string& cmd) {
+  const Command* c = FindCommand(cmd);
+  auto ok = [&](const std::string& n) {
+    for (const auto& o : c->options)
+      if (n == o.name) return true;
+    return false;
+  };
+  for (const auto& [n, v] : a.options)
+    if (!ok(n)) throw BadInput(cmd + ": unknown option " + n + " (try: conform " + cmd + " --help)");
+  for (const auto& f : a.flags)
+    if (!ok(f)) throw BadInput(cmd + ": unknown option " + f + " (try: conform " + cmd + " --help)");
+  if (a.positional.size() > max_positional) throw BadInput(cmd + ": unexpected argument '" + a.positional.back() + "'");
+}
+
+std::string Opt(const Args& a, const std::string& name, const std::string& fallback = "") {
+  for (const auto& [n, val] : a.options)
+    if (n == name) return val;
+  return fallback;
+}
+
+// A repeatable option: every value, comma-joined ("--only a --only b" selects both).
+std::string OptAll(const Args& a, const std::string& name) {
+  std::string v;
+  for (const auto& [n, val] : a.options)
+    if (n == name) v += (v.empty() ? "" : ",") + val;
+  return v;
+}
+
+// Report files are claimed before anything else can fail (tools/cli/report_file.h), so that
+// a run that exits 2 leaves none behind, stale or new.
+void ClaimOutputs(const Args& a, const std::vector<std::string>& inputs) {
+  std::vector<std::string> files;
+  for (const auto& in : inputs)
+    for (const auto& f : t::InputFiles(in)) files.push_back(f);
+  for (const char* option : {"--report", "--junit"}) {
+    const std::string v = Opt(a, option);
+    if (!v.empty()) t::ClaimOutput(option, t::ResolveUserPath(v), files);
+  }
+}
+
+bool Flag(const Args& a, const std::string& name) {
+  for (const auto& f : a.flags)
+    if (f == name) return true;
+  return false;
+}
+
+// --format: text (the default) or json.
+bool JsonFormat(const Args& a) {
+  const std::string f = Opt(a, "--format", "text");
+  if (f != "text" && f != "json") throw BadInput("--format: expected text or json, got '" + f + "'");
+  return f == "json";
+}
+
+// --jobs N: a whole number from 1 to 256.
+int Jobs(const Args& a) {
+  const std::string v = Opt(a, "--jobs", "1");
+  if (v.size() > 3 || v.find_first_not_of("0123456789") != std::string::npos || std::stoi(v) < 1 || std::stoi(v) > 256)
+    throw BadInput("--jobs: expected a whole number from 1 to 256, got '" + v + "'");
+  return std::stoi(v);
+}
+
+int Main(int argc, char** argv) {
+  std::string cmd = argc > 1 ? argv[1] : "check";
+  int first = 2;
+  if (cmd == "--help") cmd = "help";
+  if (argc > 1 && std::strncmp(argv[1], "--", 2) == 0 && cmd != "help") {  // options straight after the binary: check
+    cmd = "check";
+    first = 1;
+  }
+  if (cmd == "help" || cmd == "-h") {
+    if (argc > 3) throw BadInput("help: expected at most one COMMAND");
+    if (argc == 3) {
+      const Command* c = FindCommand(argv[2]);
+      if (!c) throw BadInput("help: unknown command '" + std::string(argv[2]) + "' (try: conform help)");
+      std::cout << CommandHelp(*c);
+    } else {
+      std::cout << Usage();
+    }
+    return t::kExitOk;
+  }
+  const Command* command = FindCommand(cmd);
+  if (!command) throw BadInput("unknown command '" + cmd + "' (try: conform help)");
+  // --help anywhere after the command wins over everything else on the line: it runs nothing.
+  for (int i = first; i < argc; ++i)
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::cout << CommandHelp(*command);
+      return t::kExitOk;
+    }
+  const Args a = Parse(argc, argv, first);
+  const std::string bundled = t::BundledGoldenDir(argv[0]);
+  auto against = [&] {
+    const std::string v = Opt(a, "--against");
+    return v.empty() ? bundled : t::ResolveUserPath(v);
+  };
+  if (cmd == "check") {
+    ClaimOutputs(a, {against(), t::ResolveUserPath(Opt(a, "--candidate"))});
+    Allow(a, 0, "check");
+    t::CheckOptions o;
+    o.against = against();
+    o.against_given = !Opt(a, "--against").empty();
+    o.bundled = bundled;
+    o.candidate = t::ResolveUserPath(Opt(a, "--candidate"));
+    o.impl = Opt(a, "--impl", "oracle");
+    o.junit = t::ResolveUserPath(Opt(a, "--junit"));
+    o.report = t::ResolveUserPath(Opt(a, "--report"));
+    o.only = OptAll(a, "--only");
+    o.verbose = Flag(a, "--verbose");
+    o.require_all = Flag(a, "--require-all");
+    o.show_unsupported = Flag(a, "--show-unsupported");
+    o.json = JsonFormat(a);
+    o.jobs = Jobs(a);
+    return t::RunCheck(o, std::cout);
+  }
+  if (cmd == "list") {
+    Allow(a, 0, "list");
+    return t::RunList(against(), Flag(a, "--json"), std::cout);
+  }
+  if (cmd == "spec") {
+    Allow(a, 1, "spec");
+    const bool pretty = Flag(a, "--pretty");
+    if (pretty && !Flag(a, "--json")) throw BadInput("spec: --pretty formats the JSON; give --json too");
+    return t::RunSpec(a.positional.empty() ? "" : a.positional[0], Flag(a, "--json"), pretty, std::cout);
+  }
+  // drift
+  std::vector<std::string> dirs;
+  for (const auto& p : a.positional) dirs.push_back(t::ResolveUserPath(p));
+  ClaimOutputs(a, dirs);
+  Allow(a, 2, "drift");
+  if (a.positional.size() != 2) throw BadInput("drift: expected OLD_DIR NEW_DIR (try: conform drift --help)");
+  return t::RunDrift(t::ResolveUserPath(a.positional[0]), t::ResolveUserPath(a.positional[1]), OptAll(a, "--only"),
+                     t::ResolveUserPath(Opt(a, "--report")), JsonFormat(a), std::cout);
+}
+
+}  // namespace
+
+// The results go to stdout: a run whose output was lost (a full disk, a closed
+// pipe) must not exit as if it had been read.
+bool StdoutWritten() {
+  std::cout.flush();
+  return std::cout.good() && std::fflush(stdout) == 0 && !std::ferror(stdout);
+}
+
+int verlconf::tools::ConformMain(int argc, char** argv) {
+  try {
+    const int code = Main(argc, argv);
+    if (!StdoutWritten()) throw BadInput("cannot write the results to standard output");
+    return code;
+  } catch (const BadInput& e) {
+    t::DiscardClaimedOutputs();
+    std::cout.flush();
+    std::cerr << "conform: error: " << e.what() << "\n";
+    return t::kExitBadInput;
+  } catch (const std::exception& e) {
+    // Anything else is a bug in conform; exit 3 so it is never mistaken for a pass
+    // or for a bad-input report.
+    t::DiscardClaimedOutputs();
+    std::cout.flush();
+    std::cerr << "conform: internal error: " << e.what() << "\n";
+    return t::kExitInternal;
+  }
+}

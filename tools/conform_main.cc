@@ -1,3 +1,0 @@
-#include "tools/conform_main.h"
-
-int main(int argc, char** argv) { return verlconf::tools::ConformMain(argc, argv); }
