@@ -33,7 +33,7 @@ libdir=/usr/lib/x86_64-linux-gnu
 echo "fuzz: building $bin"
 clang++ -std=c++17 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
   -fno-sanitize-recover=undefined -I. -isystem /usr/include/hdf5/serial \
-  tools/fuzz/fixture_fuzzer.cc fixtures/h5*.cc oracle/*/*.cc \
+  tools/fuzz/fixture_fuzzer.cc fixtures/h5/h5*.cc oracle/*/*.cc \
   "$libdir/libhdf5_serial.a" "$libdir/libsz.a" "$libdir/libaec.a" "$libdir/libz.a" -ldl -lm -lpthread \
   -o "$bin"
 
