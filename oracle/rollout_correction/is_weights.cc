@@ -80,9 +80,7 @@ std::map<std::string, double> IsMetrics(const Array& w, const Array& raw, const 
   }
   // A Python float division (`1.0 / tensor.item()`): every applied weight zero (an IcePop
   // band no token falls in) raises ZeroDivisionError instead of giving inf.
-  const double ess_den = masked_mean(normalized_sq, mask);
-  if (ess_den == 0.0) throw VerlError("ZeroDivisionError", "float division by zero");
-  m["rollout_is_eff_sample_size"] = 1.0 / ess_den;
+  m["rollout_is_eff_sample_size"] = PyFloatDivide(1.0, masked_mean(normalized_sq, mask));
   // Per-row means over every row, padding-only rows (mean 0) included.
   const Array seq = RowMeans(w, mask);
   const std::vector<double> seq_w(seq.data.begin(), seq.data.end());
@@ -213,8 +211,7 @@ IsArguments ParseRolloutIsArguments(const ConfigValue& rollout_is, const ConfigV
 }
 
 double IsMetricsLowerBound(double upper_py, std::optional<double> lower) {
-  if (!lower && upper_py == 0.0) throw VerlError("ZeroDivisionError", "float division by zero");
-  return lower ? *lower : 1.0 / upper_py;
+  return lower ? *lower : PyFloatDivide(1.0, upper_py);
 }
 
 // verl: compute_rollout_correction_weights (torch.distributed not initialised).
