@@ -12,9 +12,8 @@
 #include "cuda_impl/advantage/spec_common.h"
 #include "cuda_impl/core/device.h"
 #include "cuda_impl/core/system.cuh"
-#include "oracle/advantage/groups.h"
+#include "oracle/advantage/grpo_variants.h"
 #include "oracle/advantage/spec_common.h"
-#include "oracle/core/errors.h"
 
 namespace verlconf::cuda {
 namespace {
@@ -42,9 +41,7 @@ template <class F>
 Result RunOutcome(System system, const Case& c, F f) {
   const Batch b(system, c, /*with_index=*/true);
   SystemBuffer<float> adv(system, b.size());
-  Workspace ws(system);
-  StreamScope stream(system);
-  WithPolicy(system, ws, stream.get(), [&](auto&& policy) {
+  RunEntry(system, [&](auto&& policy) {
     f(policy, b.rewards.data(), b.mask.data(), b.index.data(), b.rows, b.cols, adv.data());
   });
   return oracle::Same(b.Out(adv, c.dtype));
@@ -97,9 +94,7 @@ Result RunGae(System system, const Case& c) {
   const Batch b(system, c, /*with_index=*/false);
   const SystemBuffer<float> values(system, ToFloat(c.Input("values")));
   SystemBuffer<float> adv(system, b.size()), ret(system, b.size());
-  Workspace ws(system);
-  StreamScope stream(system);
-  WithPolicy(system, ws, stream.get(), [&](auto&& policy) {
+  RunEntry(system, [&](auto&& policy) {
     gae_advantage_return(policy, b.rewards.data(), values.data(), b.mask.data(), b.rows, b.cols, gamma, gamma_lam,
                          adv.data(), ret.data());
   });
@@ -110,9 +105,7 @@ Result RunReinforcePlusPlus(System system, const Case& c) {
   const float gamma = static_cast<float>(c.config.Double("gamma"));
   const Batch b(system, c, /*with_index=*/false);
   SystemBuffer<float> adv(system, b.size()), ret(system, b.size());
-  Workspace ws(system);
-  StreamScope stream(system);
-  WithPolicy(system, ws, stream.get(), [&](auto&& policy) {
+  RunEntry(system, [&](auto&& policy) {
     reinforce_plus_plus_advantage(policy, b.rewards.data(), b.mask.data(), b.rows, b.cols, gamma, adv.data(),
                                   ret.data());
   });
@@ -123,9 +116,7 @@ Result RunRemax(System system, const Case& c) {
   const Batch b(system, c, /*with_index=*/false);
   const SystemBuffer<float> baselines(system, ToFloat(c.Input("reward_baselines")));
   SystemBuffer<float> adv(system, b.size()), ret(system, b.size());
-  Workspace ws(system);
-  StreamScope stream(system);
-  WithPolicy(system, ws, stream.get(), [&](auto&& policy) {
+  RunEntry(system, [&](auto&& policy) {
     remax_outcome_advantage(policy, b.rewards.data(), baselines.data(), b.mask.data(), b.rows, b.cols, adv.data(),
                             ret.data());
   });
@@ -133,10 +124,7 @@ Result RunRemax(System system, const Case& c) {
 }
 
 Result RunPassk(System system, const Case& c) {
-  // verl raises before any work when a group has one member.
-  for (const auto& members : oracle::GroupBy(c.Input("index")).members)
-    if (members.size() < 2)
-      throw VerlError("ValueError", "Pass@k requires at least 2 samples per group. Got 1 for group");
+  oracle::CheckPassAtKGroups(c.Input("index"));
   return RunOutcome(system, c,
                     PasskFn{static_cast<float>(c.config.Double("epsilon")), c.config.Bool("norm_adv_by_std_in_grpo")});
 }
@@ -154,9 +142,7 @@ Result RunGdpo(System system, const Case& c) {
   const Batch b(system, c, /*with_index=*/true);
   const SystemBuffer<float> comps(system, components ? ToFloat(*components) : std::vector<float>{});
   SystemBuffer<float> adv(system, b.size());
-  Workspace ws(system);
-  StreamScope stream(system);
-  WithPolicy(system, ws, stream.get(), [&](auto&& policy) {
+  RunEntry(system, [&](auto&& policy) {
     gdpo_outcome_advantage(policy, b.rewards.data(), b.mask.data(), b.index.data(), b.rows, b.cols,
                            components ? comps.data() : nullptr, k_count, w, epsilon, norm, adv.data());
   });
@@ -172,9 +158,7 @@ Result RunOtb(System system, const Case& c) {
   const SystemBuffer<float> lp(system, ToFloat(c.Input("old_log_probs"))),
       sp2(system, ToFloat(c.Input("sum_pi_squared"))), d_rho(system, rho ? ToFloat(*rho) : std::vector<float>{});
   SystemBuffer<float> adv(system, b.size()), ret(system, b.size());
-  Workspace ws(system);
-  StreamScope stream(system);
-  WithPolicy(system, ws, stream.get(), [&](auto&& policy) {
+  RunEntry(system, [&](auto&& policy) {
     const float* r = rho ? d_rho.data() : nullptr;
     if (kTir)
       tir_optimal_token_baseline_advantage(policy, b.rewards.data(), b.mask.data(), b.index.data(), lp.data(),

@@ -18,9 +18,7 @@ Result RunGrpo(System system, const Case& c) {
   const SystemBuffer<float> rewards(system, ToFloat(c.Input("token_level_rewards"))), d_mask(system, ToFloat(mask));
   const SystemBuffer<int64_t> index(system, IndexCodes(c.Input("index")));
   SystemBuffer<float> adv(system, mask.data.size());
-  Workspace ws(system);
-  StreamScope stream(system);
-  WithPolicy(system, ws, stream.get(), [&](auto&& policy) {
+  RunEntry(system, [&](auto&& policy) {
     if (kVectorized)
       grpo_vectorized_outcome_advantage(policy, rewards.data(), d_mask.data(), index.data(), rows, cols, epsilon, norm,
                                         adv.data());

@@ -28,9 +28,7 @@ Result RunGrpoSessions(System system, const Case& c) {
   const SystemBuffer<int64_t> index(system, IndexCodes(c.Input("index"))),
       session(system, IndexCodes(c.Input("session")));
   SystemBuffer<float> adv(system, mask.data.size());
-  Workspace ws(system);
-  StreamScope stream(system);
-  WithPolicy(system, ws, stream.get(), [&](auto&& policy) {
+  RunEntry(system, [&](auto&& policy) {
     multi_trajectory_grpo_advantage(policy, rewards.data(), d_mask.data(), index.data(), session.data(), turn.data(),
                                     rows, cols, epsilon, norm, adv.data());
   });

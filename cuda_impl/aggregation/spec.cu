@@ -13,14 +13,29 @@
 
 namespace verlconf::cuda {
 
+namespace {
+
+// The mode verl names; CheckAggArguments has accepted it.
 AggMode ToAggMode(const std::string& mode) {
   for (int k = 0; k < 5; ++k)
     if (mode == oracle::kAggModes[k]) return static_cast<AggMode>(k);
-  throw std::logic_error("not an agg mode: " + mode);  // CheckAggArguments ran first
+  throw std::logic_error("not an agg mode: " + mode);
 }
 
 AggGlobal ToAggGlobal(const oracle::GlobalBatchInfo& g) {
   return {g.dp_size, g.batch_num_tokens, g.global_batch_size, g.loss_scale_factor};
+}
+
+}  // namespace
+
+AggArgs CheckedAggArgs(const std::string& mode, const oracle::GlobalBatchInfo& info) {
+  oracle::CheckAggArguments(mode, info);
+  return {ToAggMode(mode), ToAggGlobal(info)};
+}
+
+AggArgs ReadAggArgs(const Config& c) {
+  const std::string mode = c.String("loss_agg_mode");
+  return CheckedAggArgs(mode, oracle::ReadGlobalBatchInfo(c));
 }
 
 namespace {
@@ -28,19 +43,16 @@ namespace {
 Result RunAgg(System system, const Case& c) {
   const Array& loss_mat = c.Input("loss_mat");
   const Array& mask = c.Input("loss_mask");
-  const oracle::GlobalBatchInfo info = oracle::ReadGlobalBatchInfo(c.config);
-  oracle::CheckAggArguments(c.function, info);
-  const AggMode mode = ToAggMode(c.function);
+  // The mode is the entry's name.
+  const AggArgs agg = CheckedAggArgs(c.function, oracle::ReadGlobalBatchInfo(c.config));
   const int64_t rows = mask.rows(), cols = mask.cols();
   const SystemBuffer<float> d_loss(system, ToFloat(loss_mat)), d_mask(system, ToFloat(mask));
   SystemBuffer<float> d_w(system, mask.data.size()), row_sums(system, static_cast<size_t>(rows));
-  Workspace ws(system);
-  StreamScope stream(system);
   float loss = 0.0f;
-  WithPolicy(system, ws, stream.get(), [&](auto&& policy) {
-    const AggPlan plan = MakeAggPlan(policy, d_mask.data(), rows, cols, mode, ToAggGlobal(info));
-    loss = agg_loss(policy, plan, d_loss.data(), d_mask.data(), row_sums.data(), rows, cols, mode);
-    agg_loss_weights(policy, plan, d_mask.data(), d_w.data(), rows, cols, mode);
+  RunEntry(system, [&](auto&& policy) {
+    const AggPlan plan = MakeAggPlan(policy, d_mask.data(), rows, cols, agg.mode, agg.global);
+    loss = agg_loss(policy, plan, d_loss.data(), d_mask.data(), row_sums.data(), rows, cols, agg.mode);
+    agg_loss_weights(policy, plan, d_mask.data(), d_w.data(), rows, cols, agg.mode);
   });
   Result r;
   r.outputs["loss"] = Array::Scalar(static_cast<double>(loss), c.dtype);

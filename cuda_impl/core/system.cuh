@@ -153,6 +153,18 @@ void WithPolicy(System system, Workspace& ws, cudaStream_t stream, F&& f) {
 #endif
 }
 
+// One entry call's run on `system`: the ceremony every CUDA entry shares, in one place. It
+// owns the call's workspace and stream and calls pass(policy) with the system's execution
+// policy (WithPolicy: on the device, synchronised, and timed when the bench asks). The
+// entry reads its case and config before and packs its Result after; `pass` holds only
+// the policy-templated work.
+template <class Pass>
+void RunEntry(System system, Pass&& pass) {
+  Workspace ws(system);
+  StreamScope stream(system);
+  WithPolicy(system, ws, stream.get(), std::forward<Pass>(pass));
+}
+
 // An array in the memory of a system: a DeviceBuffer on the device, a vector on the
 // host; data() is what the policy's algorithms take.
 template <typename T>

@@ -35,7 +35,7 @@ static inline bool RegisterCudaEntry(const std::string& family, const std::strin
 }
 
 // Device timing of entry calls, for tools/bench. While a probe is installed on the
-// calling thread, every WithPolicy call on the device runs its function `warmup` times
+// calling thread, every RunEntry pass (WithPolicy) on the device runs it `warmup` times
 // and then `repeats` times, each repeat between two CUDA events on the entry's stream;
 // the median of each WithPolicy call is added to `ms`, and the workspace's peak to
 // `workspace_peak_bytes`. So the figure is the entry's device work on inputs already in

@@ -19,9 +19,7 @@ Result RunKlPenalty(System system, const Case& c) {
   const size_t n = lp.data.size();
   const SystemBuffer<float> d_lp(system, ToFloat(lp)), d_ref(system, ToFloat(ref));
   SystemBuffer<float> d_kl(system, n), d_grad(system, n);
-  Workspace ws(system);
-  StreamScope stream(system);
-  WithPolicy(system, ws, stream.get(), [&](auto&& policy) {
+  RunEntry(system, [&](auto&& policy) {
     kl_penalty(policy, d_lp.data(), d_ref.data(), d_kl.data(), d_grad.data(), static_cast<int64_t>(n),
                static_cast<KlKind>(e.kind), e.straight_through);
   });

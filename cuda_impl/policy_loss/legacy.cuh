@@ -35,18 +35,13 @@ struct ReinforceMetricFn {
   }
 };
 
-struct ReinforceOutputs {
-  float loss;
-  float ppo_kl;
-};
-
 // pg_loss, its gradient (into grad) and actor/ppo_kl; `weights` iterates the rollout IS
 // weights (a constant 1 when there are none: -A * lp * 1 is -A * lp exactly).
 template <class Policy, class WeightIt>
-ReinforceOutputs policy_loss_reinforce(Policy&& policy, System system, const float* rollout_log_prob,
-                                       const float* log_prob, const float* advantages, WeightIt weights,
-                                       const float* mask, float* grad, int64_t rows, int64_t cols, AggMode mode,
-                                       const AggGlobal& global) {
+PolicyLossScalars policy_loss_reinforce(Policy&& policy, System system, const float* rollout_log_prob,
+                                        const float* log_prob, const float* advantages, WeightIt weights,
+                                        const float* mask, float* grad, int64_t rows, int64_t cols, AggMode mode,
+                                        const AggGlobal& global) {
   const int64_t n = rows * cols;
   SystemBuffer<float> losses(system, static_cast<size_t>(n)), row_sums(system, static_cast<size_t>(rows));
   auto in = thrust::make_zip_iterator(thrust::make_tuple(log_prob, advantages, weights));
@@ -59,7 +54,7 @@ ReinforceOutputs policy_loss_reinforce(Policy&& policy, System system, const flo
 
   const AggPlan plan = MakeAggPlan(policy, mask, rows, cols, mode, global);
   ScaleByAggWeight(policy, plan, mask, grad, rows, cols, mode);
-  ReinforceOutputs o;
+  PolicyLossScalars o;
   // Last: its scalar result waits for the stream, so the scratch may go.
   o.loss = agg_loss(policy, plan, losses.data(), mask, row_sums.data(), rows, cols, mode);
   o.ppo_kl = MaskedMeanOf(thrust::get<0>(sums), thrust::get<1>(sums));

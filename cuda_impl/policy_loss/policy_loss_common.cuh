@@ -1,7 +1,7 @@
 // What the policy losses' CUDA implementations share: torch's rules at the kinks in
 // float32 (oracle/core/torch_rules.h), the masked sums their metrics are made of, the
-// final scaling of d L / d x by agg_loss's W, and (host side) reading a case's policy
-// loss inputs into a system's memory and packing a Result as the oracle's entries do.
+// final scaling of d L / d x by agg_loss's W, the arguments and scalars the templates
+// share, and (host side) the scalars' metrics by name.
 #pragma once
 
 #include <thrust/iterator/counting_iterator.h>
@@ -9,11 +9,15 @@
 #include <thrust/transform.h>
 #include <thrust/tuple.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "cuda_impl/aggregation/agg_loss.cuh"
 #include "cuda_impl/core/device.h"
@@ -24,6 +28,28 @@
 #include "oracle/policy_loss/vanilla.h"
 
 namespace verlconf::cuda {
+
+// The tensors a policy loss reads, rows x cols, in the policy's system memory;
+// rollout_is_weights may be null (weight 1).
+struct PolicyLossArgs {
+  const float* old_log_prob;
+  const float* log_prob;
+  const float* advantages;
+  const float* mask;
+  const float* rollout_is_weights;
+  int64_t rows, cols;
+  int64_t size() const { return rows * cols; }
+};
+
+// The loss and the metric values a policy loss's template computes, each under verl's
+// name (less the trainer's "actor/" prefix). Which of them a loss reports is its spec's
+// metric list (PackLossMetrics); the others stay 0.
+struct PolicyLossScalars {
+  float loss = 0.0f;
+  float pg_clipfrac = 0.0f;
+  float ppo_kl = 0.0f;
+  float pg_clipfrac_lower = 0.0f;
+};
 
 // std::max / std::min exactly (the oracle's choice for torch.max / torch.min of two
 // tensors): the first argument wins a comparison with NaN.
@@ -57,42 +83,26 @@ void ScaleByAggWeight(Policy&& policy, const AggPlan& plan, const float* mask, f
   thrust::transform(policy, kd, kd + rows * cols, grad, TimesAggWeight{AggWeightOf(plan, mask, cols, mode), factor});
 }
 
-// ---- host side: the registry entries ----
+// ---- host side ----
 
-// A policy loss's inputs (oracle::PolicyLossInputs) in the memory of a system.
-struct PolicyLossBuffers {
-  PolicyLossBuffers(System system, const oracle::PolicyLossInputs& in)
-      : old_log_prob(system, ToFloat(in.old_log_prob)),
-        log_prob(system, ToFloat(in.log_prob)),
-        advantages(system, ToFloat(in.advantages)),
-        mask(system, ToFloat(in.response_mask)),
-        rows(in.response_mask.rows()),
-        cols(in.response_mask.cols()) {
-    if (in.rollout_is_weights) weights.emplace(system, ToFloat(*in.rollout_is_weights));
+// The metrics `names` (an entry's FunctionSpec::metrics: "actor/pg_clipfrac" or bare
+// "pg_clipfrac") from the fields of `s`; a name with no field is a std::logic_error
+// naming it, never a value of another metric.
+inline std::map<std::string, double> PackLossMetrics(const std::vector<std::string>& names,
+                                                     const PolicyLossScalars& s) {
+  static const std::pair<const char*, float PolicyLossScalars::*> kFields[] = {
+      {"pg_clipfrac", &PolicyLossScalars::pg_clipfrac},
+      {"ppo_kl", &PolicyLossScalars::ppo_kl},
+      {"pg_clipfrac_lower", &PolicyLossScalars::pg_clipfrac_lower}};
+  std::map<std::string, double> out;
+  for (const std::string& name : names) {
+    const std::string field = name.rfind("actor/", 0) == 0 ? name.substr(6) : name;
+    const auto* f =
+        std::find_if(std::begin(kFields), std::end(kFields), [&](const auto& kf) { return field == kf.first; });
+    if (f == std::end(kFields)) throw std::logic_error("policy loss metric with no CUDA field: " + name);
+    out[name] = static_cast<double>(s.*(f->second));
   }
-  SystemBuffer<float> old_log_prob, log_prob, advantages, mask;
-  std::optional<SystemBuffer<float>> weights;
-  int64_t rows, cols;
-};
-
-// verl's dual-clip assertion in compute_policy_loss_vanilla (as the oracle raises it).
-inline void CheckDualClip(double clip_ratio_c) {
-  if (!(clip_ratio_c > 1.0))
-    throw VerlError("AssertionError",
-                    "The lower bound of the clip_ratio_c for dual-clip PPO should be greater than 1.0, but get "
-                    "the value: " +
-                        std::to_string(clip_ratio_c) + ".");
-}
-
-// oracle::PackPolicyLoss's layout without `boundary`: threshold decisions are the
-// judge's, taken from the oracle alone.
-inline Result PackPolicyLoss(float loss, const SystemBuffer<float>& grad, const std::vector<int64_t>& shape,
-                             std::map<std::string, double> metrics, DType dtype) {
-  Result r;
-  r.outputs["pg_loss"] = Array::Scalar(static_cast<double>(loss), dtype);
-  r.grads["log_prob"] = FromFloat(grad.ToHost(), shape, dtype);
-  r.metrics = std::move(metrics);
-  return r;
+  return out;
 }
 
 }  // namespace verlconf::cuda

@@ -6,8 +6,6 @@
 #include "cuda_impl/core/system.cuh"
 #include "cuda_impl/core/system.h"
 #include "cuda_impl/policy_loss/actor_kl_loss.cuh"
-#include "oracle/aggregation/agg_loss.h"
-#include "oracle/aggregation/spec_common.h"
 #include "oracle/kl/kl_penalty.h"
 
 namespace verlconf::cuda {
@@ -20,19 +18,15 @@ Result RunActorKlLoss(System system, const Case& c) {
   // The oracle's order of refusals: the kl type (verl raises for "full"), then agg_loss.
   const oracle::KlEstimator e = oracle::ParseKlName(c.config.String("kl_loss_type"));
   const double coef = c.config.Double("kl_loss_coef");
-  const std::string mode = c.config.String("loss_agg_mode");
-  const oracle::GlobalBatchInfo info = oracle::ReadGlobalBatchInfo(c.config);
-  oracle::CheckAggArguments(mode, info);
+  const AggArgs agg = ReadAggArgs(c.config);
   const int64_t rows = mask.rows(), cols = mask.cols();
   const SystemBuffer<float> d_lp(system, ToFloat(lp)), d_ref(system, ToFloat(ref)), d_mask(system, ToFloat(mask));
   SystemBuffer<float> d_grad(system, lp.data.size());
-  Workspace ws(system);
-  StreamScope stream(system);
   ActorKlLoss out;
-  WithPolicy(system, ws, stream.get(), [&](auto&& policy) {
+  RunEntry(system, [&](auto&& policy) {
     out =
         actor_kl_loss(policy, system, d_lp.data(), d_ref.data(), d_mask.data(), rows, cols, static_cast<KlKind>(e.kind),
-                      e.straight_through, static_cast<float>(coef), ToAggMode(mode), ToAggGlobal(info), d_grad.data());
+                      e.straight_through, static_cast<float>(coef), agg.mode, agg.global, d_grad.data());
   });
   Result r;
   r.outputs["kl_term"] = Array::Scalar(static_cast<double>(out.term), c.dtype);

@@ -14,17 +14,14 @@ namespace {
 Result RunEntropyLoss(System system, const Case& c) {
   const Array& z = c.Input("logits");
   const Array& mask = c.Input("response_mask");
-  const std::string mode = c.config.String("loss_agg_mode");
-  oracle::CheckAggArguments(mode, oracle::GlobalBatchInfo{});  // verl passes no global_batch_info
+  // verl passes no global_batch_info.
+  const AggArgs agg = CheckedAggArgs(c.config.String("loss_agg_mode"), oracle::GlobalBatchInfo{});
   const int64_t rows = mask.rows(), cols = mask.cols(), vocab = z.shape.at(2);
   const SystemBuffer<float> d_z(system, ToFloat(z)), d_mask(system, ToFloat(mask));
   SystemBuffer<float> d_grad(system, z.data.size());
-  Workspace ws(system);
-  StreamScope stream(system);
   float loss = 0.0f;
-  WithPolicy(system, ws, stream.get(), [&](auto&& policy) {
-    loss = compute_entropy_loss(policy, system, d_z.data(), d_mask.data(), rows, cols, vocab, ToAggMode(mode),
-                                d_grad.data());
+  RunEntry(system, [&](auto&& policy) {
+    loss = compute_entropy_loss(policy, system, d_z.data(), d_mask.data(), rows, cols, vocab, agg.mode, d_grad.data());
   });
   Result r;
   r.outputs["entropy_loss"] = Array::Scalar(static_cast<double>(loss), c.dtype);

@@ -1,35 +1,26 @@
 // The critic's clipped value loss's CUDA entry (cuda and cuda-host slots), with the
 // output, gradient and metric of oracle/policy_loss/spec_value_loss.cc.
-#include "cuda_impl/aggregation/agg_loss.cuh"
 #include "cuda_impl/aggregation/agg_loss_entry.h"
 #include "cuda_impl/core/device.h"
 #include "cuda_impl/core/system.cuh"
 #include "cuda_impl/core/system.h"
 #include "cuda_impl/policy_loss/value_loss.cuh"
-#include "oracle/aggregation/agg_loss.h"
-#include "oracle/aggregation/spec_common.h"
 
 namespace verlconf::cuda {
 namespace {
 
 Result RunValueLoss(System system, const Case& c) {
   const double cliprange_value = c.config.Double("cliprange_value");
-  const std::string mode_name = c.config.String("loss_agg_mode");
-  const oracle::GlobalBatchInfo info = oracle::ReadGlobalBatchInfo(c.config);
-  oracle::CheckAggArguments(mode_name, info);
-  const AggMode mode = ToAggMode(mode_name);
-  const AggGlobal global = ToAggGlobal(info);
+  const AggArgs agg = ReadAggArgs(c.config);
   const Array& mask = c.Input("response_mask");
   const int64_t rows = mask.rows(), cols = mask.cols();
   const SystemBuffer<float> vpreds(system, ToFloat(c.Input("vpreds"))), returns(system, ToFloat(c.Input("returns"))),
       values(system, ToFloat(c.Input("values"))), d_mask(system, ToFloat(mask));
   SystemBuffer<float> grad(system, static_cast<size_t>(rows * cols));
-  Workspace ws(system);
-  StreamScope stream(system);
   ValueLossOutputs o{};
-  WithPolicy(system, ws, stream.get(), [&](auto&& policy) {
+  RunEntry(system, [&](auto&& policy) {
     o = compute_value_loss(policy, system, vpreds.data(), returns.data(), values.data(), d_mask.data(), grad.data(),
-                           rows, cols, static_cast<float>(cliprange_value), mode, global);
+                           rows, cols, static_cast<float>(cliprange_value), agg.mode, agg.global);
   });
   Result r;
   r.outputs["vf_loss"] = Array::Scalar(static_cast<double>(o.loss), c.dtype);

@@ -6,32 +6,16 @@
 #include <tuple>
 #include <vector>
 
-#include "cuda_impl/aggregation/agg_loss.cuh"
 #include "cuda_impl/aggregation/agg_loss_entry.h"
 #include "cuda_impl/core/system.h"
 #include "cuda_impl/policy_loss/policy_loss_entry.cuh"
 #include "cuda_impl/policy_loss/variants.cuh"
-#include "oracle/aggregation/agg_loss.h"
 #include "oracle/aggregation/spec_common.h"
-#include "oracle/core/errors.h"
 #include "oracle/policy_loss/spec_common.h"
+#include "oracle/policy_loss/variants.h"
 
 namespace verlconf::cuda {
 namespace {
-
-const std::vector<std::string> kClipMetrics = {"actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower"};
-
-// loss_agg_mode and global_batch_info, refused where verl refuses them.
-struct Agg {
-  AggMode mode;
-  AggGlobal info;
-};
-Agg ReadAgg(const Case& c) {
-  const std::string mode = c.config.String("loss_agg_mode");
-  const oracle::GlobalBatchInfo info = oracle::ReadGlobalBatchInfo(c.config);
-  oracle::CheckAggArguments(mode, info);
-  return {ToAggMode(mode), ToAggGlobal(info)};
-}
 
 std::pair<float, float> ClipRatios(const Case& c) {
   const std::pair<double, double> r = oracle::ReadClipRatios(c.config);
@@ -41,10 +25,10 @@ std::pair<float, float> ClipRatios(const Case& c) {
 Result RunGspo(System system, const Case& c) {
   float lo, hi;
   std::tie(lo, hi) = ClipRatios(c);
-  const Agg agg = ReadAgg(c);
+  const AggArgs agg = ReadAggArgs(c.config);
   const PolicyLossTensors t(system, c);
-  return RunPolicyLoss(system, c, t, kClipMetrics, [&](auto&& policy, const PolicyLossArgs& in, float* g, float* s) {
-    return policy_loss_gspo(policy, system, in, lo, hi, agg.mode, agg.info, g, s);
+  return RunPolicyLoss(system, c, t, [&](auto&& policy, const PolicyLossArgs& in, float* g, float* s) {
+    return policy_loss_gspo(policy, system, in, lo, hi, agg.mode, agg.global, g, s);
   });
 }
 
@@ -53,45 +37,39 @@ Result RunSapo(System system, const Case& c) {
   const float tau_neg = static_cast<float>(c.config.Double("tau_neg"));
   // verl hard-codes the mode: loss_agg_mode is read and ignored.
   c.config.String("loss_agg_mode");
-  const oracle::GlobalBatchInfo info = oracle::ReadGlobalBatchInfo(c.config);
-  oracle::CheckAggArguments("seq-mean-token-mean", info);
-  const AggGlobal global = ToAggGlobal(info);
+  const AggArgs agg = CheckedAggArgs("seq-mean-token-mean", oracle::ReadGlobalBatchInfo(c.config));
   const PolicyLossTensors t(system, c);
-  return RunPolicyLoss(system, c, t, kClipMetrics, [&](auto&& policy, const PolicyLossArgs& in, float* g, float* s) {
-    return policy_loss_sapo(policy, system, in, tau_pos, tau_neg, global, g, s);
+  return RunPolicyLoss(system, c, t, [&](auto&& policy, const PolicyLossArgs& in, float* g, float* s) {
+    return policy_loss_sapo(policy, system, in, tau_pos, tau_neg, agg.global, g, s);
   });
 }
 
 Result RunGpg(System system, const Case& c) {
-  const Agg agg = ReadAgg(c);
+  const AggArgs agg = ReadAggArgs(c.config);
   const PolicyLossTensors t(system, c);
-  return RunPolicyLoss(system, c, t, {}, [&](auto&& policy, const PolicyLossArgs& in, float* g, float* s) {
-    return policy_loss_gpg(policy, system, in, agg.mode, agg.info, g, s);
+  return RunPolicyLoss(system, c, t, [&](auto&& policy, const PolicyLossArgs& in, float* g, float* s) {
+    return policy_loss_gpg(policy, system, in, agg.mode, agg.global, g, s);
   });
 }
 
 Result RunCispo(System system, const Case& c) {
   float lo, hi;
   std::tie(lo, hi) = ClipRatios(c);
-  const Agg agg = ReadAgg(c);
+  const AggArgs agg = ReadAggArgs(c.config);
   const PolicyLossTensors t(system, c);
-  return RunPolicyLoss(system, c, t, kClipMetrics, [&](auto&& policy, const PolicyLossArgs& in, float* g, float* s) {
-    return policy_loss_cispo(policy, system, in, lo, hi, agg.mode, agg.info, g, s);
+  return RunPolicyLoss(system, c, t, [&](auto&& policy, const PolicyLossArgs& in, float* g, float* s) {
+    return policy_loss_cispo(policy, system, in, lo, hi, agg.mode, agg.global, g, s);
   });
 }
 
 Result RunDro(System system, const Case& c) {
-  const std::optional<double> beta = c.config.OptionalDouble("dro_beta");
-  // oracle::policy_loss_dro's check, before the aggregation's.
-  if (!beta || !(*beta > 0))
-    throw VerlError("ValueError", "policy_loss.dro_beta must be a positive value when using DRO");
-  const Agg agg = ReadAgg(c);
-  const float b = static_cast<float>(*beta);
+  // dro's own check comes before the aggregation's, as in the oracle.
+  const float b = static_cast<float>(oracle::CheckDroBeta(c.config.OptionalDouble("dro_beta")));
+  const AggArgs agg = ReadAggArgs(c.config);
   const PolicyLossTensors t(system, c);
-  return RunPolicyLoss(system, c, t, {"actor/ppo_kl"},
-                       [&](auto&& policy, const PolicyLossArgs& in, float* g, float* s) {
-                         return policy_loss_dro(policy, system, in, b, agg.mode, agg.info, g, s);
-                       });
+  return RunPolicyLoss(system, c, t, [&](auto&& policy, const PolicyLossArgs& in, float* g, float* s) {
+    return policy_loss_dro(policy, system, in, b, agg.mode, agg.global, g, s);
+  });
 }
 
 Result RunGeoMean(System system, const Case& c) {
@@ -102,21 +80,21 @@ Result RunGeoMean(System system, const Case& c) {
   oracle::ReadGlobalBatchInfo(c.config);
   const PolicyLossTensors t(system, c);
   return RunPolicyLoss(
-      system, c, t, kClipMetrics,
+      system, c, t,
       [&](auto&& policy, const PolicyLossArgs& in, float* g, float*) {
         return policy_loss_geo_mean(policy, system, in, lo, hi, g);
       },
-      /*aggregates=*/false);
+      /*token_scratch=*/false);
 }
 
 Result RunDppo(System system, const Case& c, DppoDivergence div) {
   float lo, hi;
   std::tie(lo, hi) = ClipRatios(c);
   const float clip_c = static_cast<float>(c.config.Double("clip_ratio_c"));
-  const Agg agg = ReadAgg(c);
+  const AggArgs agg = ReadAggArgs(c.config);
   const PolicyLossTensors t(system, c);
-  return RunPolicyLoss(system, c, t, kClipMetrics, [&](auto&& policy, const PolicyLossArgs& in, float* g, float* s) {
-    return policy_loss_dppo(policy, system, in, div, lo, hi, clip_c, agg.mode, agg.info, g, s);
+  return RunPolicyLoss(system, c, t, [&](auto&& policy, const PolicyLossArgs& in, float* g, float* s) {
+    return policy_loss_dppo(policy, system, in, div, lo, hi, clip_c, agg.mode, agg.global, g, s);
   });
 }
 

@@ -86,18 +86,13 @@ struct VanillaMetricFn {
   }
 };
 
-struct VanillaOutputs {
-  float loss;
-  float pg_clipfrac, ppo_kl, pg_clipfrac_lower;
-};
-
 // pg_loss, its gradient (into grad, rows x cols) and the metrics. `weights` iterates the
 // rollout IS weights (a constant 1 when there are none).
 template <class Policy, class WeightIt>
-VanillaOutputs policy_loss_vanilla(Policy&& policy, System system, const float* old_log_prob, const float* log_prob,
-                                   const float* advantages, WeightIt weights, const float* mask, float* grad,
-                                   int64_t rows, int64_t cols, const VanillaParams& p, AggMode mode,
-                                   const AggGlobal& global) {
+PolicyLossScalars policy_loss_vanilla(Policy&& policy, System system, const float* old_log_prob, const float* log_prob,
+                                      const float* advantages, WeightIt weights, const float* mask, float* grad,
+                                      int64_t rows, int64_t cols, const VanillaParams& p, AggMode mode,
+                                      const AggGlobal& global) {
   const int64_t n = rows * cols;
   SystemBuffer<float> losses(system, static_cast<size_t>(n)), row_sums(system, static_cast<size_t>(rows));
   auto in = thrust::make_zip_iterator(thrust::make_tuple(old_log_prob, log_prob, advantages, weights));
@@ -112,7 +107,7 @@ VanillaOutputs policy_loss_vanilla(Policy&& policy, System system, const float* 
 
   const AggPlan plan = MakeAggPlan(policy, mask, rows, cols, mode, global);
   ScaleByAggWeight(policy, plan, mask, grad, rows, cols, mode);
-  VanillaOutputs o;
+  PolicyLossScalars o;
   // Last: its scalar result waits for the stream, so the scratch may go.
   o.loss = agg_loss(policy, plan, losses.data(), mask, row_sums.data(), rows, cols, mode);
   const float mask_sum = thrust::get<3>(sums);

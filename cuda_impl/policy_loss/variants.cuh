@@ -32,27 +32,6 @@
 
 namespace verlconf::cuda {
 
-// The tensors a policy loss reads, rows x cols, in the policy's system memory;
-// rollout_is_weights may be null (weight 1).
-struct PolicyLossArgs {
-  const float* old_log_prob;
-  const float* log_prob;
-  const float* advantages;
-  const float* mask;
-  const float* rollout_is_weights;
-  int64_t rows, cols;
-  int64_t size() const { return rows * cols; }
-};
-
-// The loss and up to three metric values; which metrics a loss reports is its entry's
-// business (spec_variants.cu, spec_cov.cu), the unused ones stay 0.
-struct PolicyLossScalars {
-  float loss = 0.0f;
-  float pg_clipfrac = 0.0f;
-  float ppo_kl = 0.0f;
-  float pg_clipfrac_lower = 0.0f;
-};
-
 namespace plv {
 
 constexpr float kLogRatioClamp = 20.0f;     // kPolicyLogRatioClamp

@@ -25,10 +25,8 @@ Result RunApplyKlPenalty(System system, const Case& c) {
       old_lp(system, ToFloat(c.Input("old_log_probs"))), ref(system, ToFloat(c.Input("ref_log_prob"))),
       d_mask(system, ToFloat(mask));
   SystemBuffer<float> rewards(system, mask.data.size());
-  Workspace ws(system);
-  StreamScope stream(system);
   float current_kl = 0.0f;
-  WithPolicy(system, ws, stream.get(), [&](auto&& policy) {
+  RunEntry(system, [&](auto&& policy) {
     current_kl = apply_kl_penalty(policy, scores.data(), old_lp.data(), ref.data(), d_mask.data(), rows, cols,
                                   static_cast<KlKind>(e.kind), static_cast<float>(ctrl.kl_coef), rewards.data());
   });
@@ -47,9 +45,7 @@ Result RunComputeRewards(System system, const Case& c) {
   const SystemBuffer<float> d_scores(system, ToFloat(scores)), old_lp(system, ToFloat(c.Input("old_log_prob"))),
       ref(system, ToFloat(c.Input("ref_log_prob")));
   SystemBuffer<float> out(system, scores.data.size());
-  Workspace ws(system);
-  StreamScope stream(system);
-  WithPolicy(system, ws, stream.get(), [&](auto&& policy) {
+  RunEntry(system, [&](auto&& policy) {
     compute_rewards(policy, d_scores.data(), old_lp.data(), ref.data(), static_cast<int64_t>(scores.data.size()),
                     kl_ratio, out.data());
   });

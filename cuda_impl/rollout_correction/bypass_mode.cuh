@@ -20,15 +20,14 @@
 #include "cuda_impl/policy_loss/policy_loss_common.cuh"
 #include "cuda_impl/policy_loss/vanilla.cuh"
 #include "cuda_impl/rollout_correction/pipeline.cuh"
-#include "oracle/aggregation/agg_loss.h"
-#include "oracle/core/errors.h"
 #include "oracle/policy_loss/vanilla.h"
+#include "oracle/rollout_correction/rollout_correction.h"
 
 namespace verlconf::cuda {
 
 struct BypassOutputs {
-  float loss = 0.0f;
-  std::map<std::string, double> metrics;  // the loss's actor/... and the pipeline's rollout_corr/...
+  PolicyLossScalars loss;                    // the selected loss and its metrics' fields
+  std::map<std::string, double> correction;  // the pipeline's rollout_corr/... metrics
 };
 
 // The bypass_mode loss of `rollout_lp` (the batch's old log-probs, which bypass mode sets
@@ -41,36 +40,26 @@ BypassOutputs policy_loss_bypass_mode(Policy&& policy, System system, const floa
                                       const oracle::VanillaConfig& cfg, const std::string& loss_type,
                                       const CorrectionPlan& plan, float* weights, float* modified_mask, float* grad) {
   BypassOutputs out;
-  out.metrics = compute_rollout_correction_and_rejection_mask(policy, log_prob, rollout_lp, mask, rows, cols, plan,
-                                                              weights, modified_mask);
+  out.correction = compute_rollout_correction_and_rejection_mask(policy, log_prob, rollout_lp, mask, rows, cols, plan,
+                                                                 weights, modified_mask);
+  oracle::CheckBypassLossType(loss_type);
   if (loss_type == "reinforce") {
-    oracle::CheckAggArguments(cfg.loss_agg_mode, cfg.global);
-    const AggMode mode = ToAggMode(cfg.loss_agg_mode);
-    const AggGlobal global = ToAggGlobal(cfg.global);
-    ReinforceOutputs o{};
+    const AggArgs agg = CheckedAggArgs(cfg.loss_agg_mode, cfg.global);
     if (plan.is)
-      o = policy_loss_reinforce(policy, system, rollout_lp, log_prob, advantages, static_cast<const float*>(weights),
-                                modified_mask, grad, rows, cols, mode, global);
+      out.loss =
+          policy_loss_reinforce(policy, system, rollout_lp, log_prob, advantages, static_cast<const float*>(weights),
+                                modified_mask, grad, rows, cols, agg.mode, agg.global);
     else
-      o = policy_loss_reinforce(policy, system, rollout_lp, log_prob, advantages, thrust::make_constant_iterator(1.0f),
-                                modified_mask, grad, rows, cols, mode, global);
-    out.loss = o.loss;
-    out.metrics["actor/ppo_kl"] = o.ppo_kl;
-  } else if (loss_type == "ppo_clip") {
-    CheckDualClip(cfg.clip_ratio_c);
-    oracle::CheckAggArguments(cfg.loss_agg_mode, cfg.global);
-    const AggMode mode = ToAggMode(cfg.loss_agg_mode);
-    const AggGlobal global = ToAggGlobal(cfg.global);
+      out.loss =
+          policy_loss_reinforce(policy, system, rollout_lp, log_prob, advantages, thrust::make_constant_iterator(1.0f),
+                                modified_mask, grad, rows, cols, agg.mode, agg.global);
+  } else {  // ppo_clip
+    oracle::CheckDualClip(cfg.clip_ratio_c);
+    const AggArgs agg = CheckedAggArgs(cfg.loss_agg_mode, cfg.global);
     const VanillaParams p = MakeVanillaParams(cfg.clip_ratio_low, cfg.clip_ratio_high, cfg.clip_ratio_c);
-    const VanillaOutputs o =
+    out.loss =
         policy_loss_vanilla(policy, system, rollout_lp, log_prob, advantages, thrust::make_constant_iterator(1.0f),
-                            modified_mask, grad, rows, cols, p, mode, global);
-    out.loss = o.loss;
-    out.metrics["actor/pg_clipfrac"] = o.pg_clipfrac;
-    out.metrics["actor/ppo_kl"] = o.ppo_kl;
-    out.metrics["actor/pg_clipfrac_lower"] = o.pg_clipfrac_lower;
-  } else {
-    throw VerlError("ValueError", "Invalid loss_type: " + loss_type + ". Must be 'reinforce' or 'ppo_clip'.");
+                            modified_mask, grad, rows, cols, p, agg.mode, agg.global);
   }
   return out;
 }

@@ -246,8 +246,7 @@ IsMetricsOut IsMetrics(Policy&& policy, WeightsAt at, const float* mask, int64_t
   m["rollout_is_std"] = t.m > 1.0f ? MaskedStdOf(thrust::get<0>(spread), mean_c, t.m) : 0.0f;
   // A Python float division (`1.0 / tensor.item()`): raises where torch would give inf.
   const float ess_den = MeanOf(thrust::get<1>(spread), t.m);
-  if (ess_den == 0.0f) throw VerlError("ZeroDivisionError", "float division by zero");
-  m["rollout_is_eff_sample_size"] = 1.0 / static_cast<double>(ess_den);
+  m["rollout_is_eff_sample_size"] = PyFloatDivide(1.0, static_cast<double>(ess_den));
 
   // Per-row means over every row, padding-only rows (mean 0) included.
   const IsRowSums rs =

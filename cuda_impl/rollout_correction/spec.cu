@@ -21,17 +21,15 @@ namespace verlconf::cuda {
 Result RunCorrectionPipeline(System system, const Array& old_log_prob, const Array& rollout_log_prob,
                              const Array& response_mask, const oracle::RolloutCorrectionSettings& settings,
                              const std::string& mask_output, DType dtype) {
-  CheckPipelineInputs(old_log_prob, rollout_log_prob, response_mask);
+  oracle::CheckPipelineInputs(old_log_prob, rollout_log_prob, response_mask);
   const CorrectionPlan plan = PlanCorrection(settings);
   const int64_t rows = response_mask.rows(), cols = response_mask.cols();
   const size_t n = response_mask.data.size();
   const SystemBuffer<float> old_b(system, ToFloat(old_log_prob)), rollout_b(system, ToFloat(rollout_log_prob)),
       mask_b(system, ToFloat(response_mask));
   SystemBuffer<float> weights(system, plan.is ? n : 0), modified(system, n);
-  Workspace ws(system);
-  StreamScope stream(system);
   std::map<std::string, double> metrics;
-  WithPolicy(system, ws, stream.get(), [&](auto&& policy) {
+  RunEntry(system, [&](auto&& policy) {
     metrics = compute_rollout_correction_and_rejection_mask(policy, old_b.data(), rollout_b.data(), mask_b.data(), rows,
                                                             cols, plan, weights.data(), modified.data());
   });
@@ -53,10 +51,8 @@ Result RunWeights(System system, const Case& c) {
   const int64_t rows = mask.rows(), cols = mask.cols();
   const SystemBuffer<float> lr_b(system, ToFloat(lr)), mask_b(system, ToFloat(mask));
   SystemBuffer<float> weights(system, mask.data.size());
-  Workspace ws(system);
-  StreamScope stream(system);
   std::map<std::string, double> metrics;
-  WithPolicy(system, ws, stream.get(), [&](auto&& policy) {
+  RunEntry(system, [&](auto&& policy) {
     metrics = compute_rollout_correction_weights(policy, lr_b.data(), mask_b.data(), rows, cols, cfg, batch_normalize,
                                                  weights.data());
   });
@@ -74,10 +70,8 @@ Result RunRejection(System system, const Case& c, const ConfigValue& rollout_rs)
   const int64_t rows = mask.rows(), cols = mask.cols();
   const SystemBuffer<float> lr_b(system, ToFloat(lr)), mask_b(system, ToFloat(mask));
   SystemBuffer<float> out(system, mask.data.size());
-  Workspace ws(system);
-  StreamScope stream(system);
   std::map<std::string, double> metrics;
-  WithPolicy(system, ws, stream.get(), [&](auto&& policy) {
+  RunEntry(system, [&](auto&& policy) {
     metrics = compute_rollout_rejection_mask(policy, lr_b.data(), mask_b.data(), rows, cols, options, out.data());
   });
   Result r;
@@ -89,15 +83,12 @@ Result RunRejection(System system, const Case& c, const ConfigValue& rollout_rs)
 // compute_offpolicy_metrics (rollout log-probs optional) with every key under `prefix`.
 std::map<std::string, double> Offpolicy(System system, const Array& old_lp, const Array* rollout_lp, const Array& mask,
                                         const std::string& prefix) {
-  if (!oracle::AnyValidToken(mask))
-    throw VerlError("AssertionError", "Expected at least one valid token in response_mask");
+  oracle::CheckOffpolicyMask(mask);
   const int64_t rows = mask.rows(), cols = mask.cols();
   const SystemBuffer<float> old_b(system, ToFloat(old_lp)), mask_b(system, ToFloat(mask)),
       rollout_b(system, rollout_lp ? ToFloat(*rollout_lp) : std::vector<float>());
-  Workspace ws(system);
-  StreamScope stream(system);
   std::map<std::string, double> metrics;
-  WithPolicy(system, ws, stream.get(), [&](auto&& policy) {
+  RunEntry(system, [&](auto&& policy) {
     metrics = compute_offpolicy_metrics(policy, old_b.data(), rollout_lp ? rollout_b.data() : nullptr, mask_b.data(),
                                         rows, cols);
   });

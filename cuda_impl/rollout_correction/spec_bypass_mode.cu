@@ -8,7 +8,7 @@
 #include "cuda_impl/core/device.h"
 #include "cuda_impl/core/system.cuh"
 #include "cuda_impl/core/system.h"
-#include "cuda_impl/policy_loss/policy_loss_common.cuh"
+#include "cuda_impl/policy_loss/policy_loss_entry.cuh"
 #include "cuda_impl/rollout_correction/bypass_mode.cuh"
 #include "cuda_impl/rollout_correction/entries.h"
 #include "cuda_impl/rollout_correction/spec_common.cuh"
@@ -21,21 +21,24 @@ Result RunBypassLoss(System system, const Array& old_log_prob, const Array& log_
                      const Array& response_mask, const oracle::VanillaConfig& cfg, const std::string& loss_type,
                      const oracle::RolloutCorrectionSettings& settings, DType dtype) {
   // The pipeline sees the current policy as "old" and the rollout as "rollout".
-  CheckPipelineInputs(log_prob, old_log_prob, response_mask);
+  oracle::CheckPipelineInputs(log_prob, old_log_prob, response_mask);
   const CorrectionPlan plan = PlanCorrection(settings);
   const int64_t rows = response_mask.rows(), cols = response_mask.cols();
   const size_t n = response_mask.data.size();
   const SystemBuffer<float> rollout_b(system, ToFloat(old_log_prob)), lp_b(system, ToFloat(log_prob)),
       adv_b(system, ToFloat(advantages)), mask_b(system, ToFloat(response_mask));
   SystemBuffer<float> weights(system, plan.is ? n : 0), modified(system, n), grad(system, n);
-  Workspace ws(system);
-  StreamScope stream(system);
   BypassOutputs o;
-  WithPolicy(system, ws, stream.get(), [&](auto&& policy) {
+  RunEntry(system, [&](auto&& policy) {
     o = policy_loss_bypass_mode(policy, system, rollout_b.data(), lp_b.data(), adv_b.data(), mask_b.data(), rows, cols,
                                 cfg, loss_type, plan, weights.data(), modified.data(), grad.data());
   });
-  return PackPolicyLoss(o.loss, grad, response_mask.shape, std::move(o.metrics), dtype);
+  // The selected loss's metrics (its own spec's list), then the pipeline's.
+  Result r = PackPolicyLoss(
+      o.loss, grad, response_mask.shape,
+      PolicyLossMetricNames(loss_type == "reinforce" ? "compute_policy_loss_reinforce" : "vanilla"), dtype);
+  r.metrics.insert(o.correction.begin(), o.correction.end());
+  return r;
 }
 
 namespace {

@@ -1,7 +1,6 @@
 // What the rollout-correction CUDA entries share on the host (spec*.cu): the config
-// parsed with the oracle's own parsers into the plans the templates take, verl's checks
-// of the mask, and the conversion of the case's tensors. Errors are the oracle's: the
-// same VerlError class in the same order.
+// parsed with the oracle's own parsers and checks into the plans the templates take.
+// Errors are the oracle's, raised by the oracle's functions in the same order.
 #pragma once
 
 #include <cmath>
@@ -19,22 +18,13 @@
 
 namespace verlconf::cuda {
 
-// A config value as verl's f-string shows it in a message: a string bare, else str().
-inline std::string DescribeConfigValue(const ConfigValue& v) {
-  if (const auto* s = std::get_if<std::string>(&v)) return *s;
-  return oracle::PyStr(v);
-}
-
-// compute_rollout_correction_weights' checks of rollout_is and its threshold
-// (oracle::ParseRolloutIsThreshold), as the float32 bounds the weights use.
+// compute_rollout_correction_weights' arguments (oracle::ParseRolloutIsArguments: its
+// checks), as the float32 bounds the weights use.
 inline IsConfig ParseIsConfig(const ConfigValue& rollout_is, const ConfigValue& threshold) {
-  const auto* level = std::get_if<std::string>(&rollout_is);
-  if (!level || (*level != "token" && *level != "sequence"))
-    throw VerlError("ValueError", "Invalid rollout_is: " + DescribeConfigValue(rollout_is) +
-                                      ". Must be one of {'token', 'sequence'}.");
-  const oracle::IsThreshold th = oracle::ParseRolloutIsThreshold(threshold);
+  const oracle::IsArguments args = oracle::ParseRolloutIsArguments(rollout_is, threshold);
+  const oracle::IsThreshold& th = args.threshold;
   IsConfig cfg;
-  cfg.sequence = *level == "sequence";
+  cfg.sequence = args.sequence;
   cfg.upper_py = th.upper;
   cfg.metric_lower_py = th.lower ? *th.lower : 1.0 / th.upper;
   cfg.bounds.icepop = th.lower.has_value();
@@ -44,18 +34,12 @@ inline IsConfig ParseIsConfig(const ConfigValue& rollout_is, const ConfigValue& 
   return cfg;
 }
 
-// compute_rollout_rejection_mask's checks and parsing (oracle::ParseRolloutRsOptions,
-// oracle::ParseRolloutRsThresholds): each option's statistic and keep range, the k1
-// bounds math.log of the Python floats, then float32.
+// compute_rollout_rejection_mask's arguments (oracle::ParseRolloutRsArguments: its
+// checks and parsing): each option's statistic and keep range, the k1 bounds math.log
+// of the Python floats, then float32.
 inline std::vector<RsOption> ParseRsOptions(const ConfigValue& rollout_rs, const ConfigValue& threshold) {
-  const auto* rs = std::get_if<std::string>(&rollout_rs);
-  if (!rs)
-    throw VerlError("ValueError", "rollout_rs must be a non-empty string (comma separated for multiple options).");
-  if (oracle::IsNone(threshold))
-    throw VerlError("ValueError", "rollout_rs_threshold must be provided for rejection sampling.");
-  const std::vector<std::string> names = oracle::ParseRolloutRsOptions(*rs);
   std::vector<RsOption> out;
-  for (const auto& [name, th] : oracle::ParseRolloutRsThresholds(names, threshold)) {
+  for (const auto& [name, th] : oracle::ParseRolloutRsArguments(rollout_rs, threshold)) {
     RsOption o;
     o.name = name;
     const char k = name.back();
@@ -82,23 +66,13 @@ inline CorrectionPlan PlanCorrection(const oracle::RolloutCorrectionSettings& s)
   p.batch_normalize = s.rollout_is_batch_normalize;
   if (!oracle::IsNone(s.rollout_rs)) {
     try {
-      if (oracle::IsNone(s.rollout_rs_threshold))
-        throw VerlError("ValueError",
-                        "rollout_rs_threshold must be explicitly provided when rollout_rs is enabled. Set "
-                        "rollout_rs_threshold to the desired threshold value.");
+      oracle::CheckRsThresholdGiven(s.rollout_rs, s.rollout_rs_threshold);
       p.rs = ParseRsOptions(s.rollout_rs, s.rollout_rs_threshold);
     } catch (const VerlError&) {
       p.rs_error = std::current_exception();
     }
   }
   return p;
-}
-
-// The pipeline's checks before it computes anything: a valid token, equal shapes.
-inline void CheckPipelineInputs(const Array& old_lp, const Array& rollout_lp, const Array& mask) {
-  oracle::RequireValidToken(mask);
-  if (old_lp.shape != rollout_lp.shape || old_lp.shape != mask.shape)
-    throw VerlError("ValueError", "old_log_prob, rollout_log_prob and response_mask shapes differ.");
 }
 
 }  // namespace verlconf::cuda

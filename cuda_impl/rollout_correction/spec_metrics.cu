@@ -24,19 +24,15 @@ Result RunIsMetrics(System system, const Case& c) {
   const Array& mask = c.Input("response_mask");
   const oracle::IsMetricsThresholds t = oracle::ReadIsMetricsThresholds(c);
   oracle::RequireValidToken(mask);
-  // `1.0 / rollout_is_threshold` in Python.
-  if (!t.lower && t.upper == 0.0) throw VerlError("ZeroDivisionError", "float division by zero");
-  const double lower_py = t.lower ? *t.lower : 1.0 / t.upper;
+  const double lower_py = oracle::IsMetricsLowerBound(t.upper, t.lower);
   const Array& log_ratio = c.Input(sequence ? "log_ratio_sum" : "log_ratio_for_metrics");
   const int64_t rows = mask.rows(), cols = mask.cols();
   const SystemBuffer<float> w(system, ToFloat(c.Input("rollout_is_weights"))),
       raw(system, ToFloat(c.Input("raw_rollout_is_weights"))), lr(system, ToFloat(log_ratio)),
       mask_b(system, ToFloat(mask));
   const int64_t n_log = static_cast<int64_t>(log_ratio.data.size());
-  Workspace ws(system);
-  StreamScope stream(system);
   Result r;
-  WithPolicy(system, ws, stream.get(), [&](auto&& policy) {
+  RunEntry(system, [&](auto&& policy) {
     r.metrics = compute_is_metrics(policy, w.data(), raw.data(), lr.data(), n_log, mask_b.data(), rows, cols, sequence,
                                    t.upper, lower_py);
   });
@@ -53,18 +49,15 @@ Result RunRsMetrics(System system, const Case& c) {
   oracle::RequireValidToken(mask);
   const int64_t rows = mask.rows(), cols = mask.cols();
   const int64_t seq_rows = per_seq ? static_cast<int64_t>(per_seq->data.size()) : rows;
-  if (static_cast<int64_t>(seq_valid.data.size()) != seq_rows)
-    throw BadInput("compute_rs_metrics: seq_valid_mask has " + std::to_string(seq_valid.data.size()) +
-                   " rows but the per-sequence values have " + std::to_string(seq_rows));
+  oracle::CheckRsMetricsRows(seq_valid.data.size(), static_cast<size_t>(seq_rows));
+  // Not verl's: the template takes its per-sequence values one per row of the mask.
   if (seq_rows != rows)
     throw BadInput("compute_rs_metrics: per_sequence_values has " + std::to_string(seq_rows) + " rows, the mask " +
                    std::to_string(rows));
   const SystemBuffer<float> stat_b(system, ToFloat(stat)), mask_b(system, ToFloat(mask)),
       valid_b(system, ToFloat(seq_valid)), seq_b(system, per_seq ? ToFloat(*per_seq) : std::vector<float>());
-  Workspace ws(system);
-  StreamScope stream(system);
   Result r;
-  WithPolicy(system, ws, stream.get(), [&](auto&& policy) {
+  RunEntry(system, [&](auto&& policy) {
     r.metrics =
         compute_rs_metrics(policy, a.option, stat_b.data(), mask_b.data(), valid_b.data(),
                            per_seq ? seq_b.data() : nullptr, rows, cols, sequence, a.upper, a.lower, a.apply_lower);

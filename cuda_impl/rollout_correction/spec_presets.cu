@@ -5,29 +5,14 @@
 // bypass_mode loss (bypass presets).
 #include <string>
 #include <utility>
-#include <variant>
 
 #include "cuda_impl/core/system.h"
 #include "cuda_impl/rollout_correction/entries.h"
-#include "oracle/core/errors.h"
 #include "oracle/policy_loss/spec_common.h"
 #include "oracle/rollout_correction/presets.h"
 
 namespace verlconf::cuda {
 namespace {
-
-// apply_bypass_mode stores the config in the trainer's OmegaConf node, whose typed
-// fields refuse a Python int where the annotation is Union[str, float].
-void CheckOmegaConfTypes(const oracle::RolloutCorrectionFields& f) {
-  const std::pair<const char*, const ConfigValue*> fields[] = {{"rollout_is_threshold", &f.rollout_is_threshold},
-                                                               {"rollout_rs_threshold", &f.rollout_rs_threshold}};
-  for (const auto& [name, v] : fields)
-    if (const auto* i = std::get_if<int64_t>(v))
-      throw VerlError("ValidationError", "Value '" + std::to_string(*i) +
-                                             "' of type 'int' is incompatible with type hint 'Union[str, float]' "
-                                             "full_key: " +
-                                             name);
-}
 
 Result RunDecoupled(const oracle::RolloutPreset& p, System system, const Case& c) {
   const oracle::RolloutCorrectionFields f = oracle::ExpandPreset(p, c.config);
@@ -37,7 +22,7 @@ Result RunDecoupled(const oracle::RolloutPreset& p, System system, const Case& c
 
 Result RunBypass(const oracle::RolloutPreset& p, System system, const Case& c) {
   const oracle::RolloutCorrectionFields f = oracle::ExpandPreset(p, c.config);
-  CheckOmegaConfTypes(f);
+  oracle::CheckOmegaConfTypes(f);
   // apply_bypass_mode: old_log_probs := rollout_log_probs.
   return RunBypassLoss(system, c.Input("rollout_log_prob"), c.Input("log_prob"), c.Input("advantages"),
                        c.Input("response_mask"), oracle::ReadVanillaConfig(c.config), f.loss_type, f.Settings(),

@@ -2,11 +2,12 @@
 // (whole-array and per-row), masked_var and masked_whiten, Case in and Result out with
 // the outputs and grads of oracle/torch_functional/spec.cc, in the cuda and cuda-host
 // slots.
+#include "oracle/torch_functional/spec.h"
+
 #include "cuda_impl/core/device.h"
 #include "cuda_impl/core/system.cuh"
 #include "cuda_impl/core/system.h"
 #include "cuda_impl/torch_functional/masked.cuh"
-#include "oracle/core/errors.h"
 
 namespace verlconf::cuda {
 namespace {
@@ -17,22 +18,17 @@ Result RunMaskedMean(System system, const Case& c) {
   const int64_t n = static_cast<int64_t>(v.data.size());
   const SystemBuffer<float> d_v(system, ToFloat(v)), d_m(system, ToFloat(m));
   SystemBuffer<float> d_grad(system, v.data.size());
-  Workspace ws(system);
-  StreamScope stream(system);
   Result r;
-  if (c.config.Has("axis")) {
-    const int64_t axis = c.config.Int("axis");
-    if (axis != -1 && axis != 1) throw BadInput(c.Where() + ": attribute cfg.axis: only -1 (per row) or None");
+  if (oracle::ReadMaskedMeanAxis(c)) {
     const int64_t rows = v.rows(), cols = v.cols();
     SystemBuffer<float> d_out(system, static_cast<size_t>(rows));
-    WithPolicy(system, ws, stream.get(), [&](auto&& policy) {
+    RunEntry(system, [&](auto&& policy) {
       masked_mean_rows(policy, d_v.data(), d_m.data(), rows, cols, d_out.data(), d_grad.data());
     });
     r.outputs["output"] = FromFloat(d_out.ToHost(), {rows}, c.dtype);
   } else {
     float mean = 0.0f;
-    WithPolicy(system, ws, stream.get(),
-               [&](auto&& policy) { mean = masked_mean(policy, d_v.data(), d_m.data(), n, d_grad.data()); });
+    RunEntry(system, [&](auto&& policy) { mean = masked_mean(policy, d_v.data(), d_m.data(), n, d_grad.data()); });
     r.outputs["output"] = Array::Scalar(mean, c.dtype);
   }
   r.grads["values"] = FromFloat(d_grad.ToHost(), v.shape, c.dtype);
@@ -46,11 +42,9 @@ Result RunMaskedVar(System system, const Case& c) {
   const int64_t n = static_cast<int64_t>(v.data.size());
   const SystemBuffer<float> d_v(system, ToFloat(v)), d_m(system, ToFloat(m));
   SystemBuffer<float> d_grad(system, v.data.size());
-  Workspace ws(system);
-  StreamScope stream(system);
   float var = 0.0f;
-  WithPolicy(system, ws, stream.get(),
-             [&](auto&& policy) { var = masked_var(policy, d_v.data(), d_m.data(), n, unbiased, d_grad.data()); });
+  RunEntry(system,
+           [&](auto&& policy) { var = masked_var(policy, d_v.data(), d_m.data(), n, unbiased, d_grad.data()); });
   Result r;
   r.outputs["output"] = Array::Scalar(var, c.dtype);
   r.grads["values"] = FromFloat(d_grad.ToHost(), v.shape, c.dtype);
@@ -64,9 +58,7 @@ Result RunMaskedWhiten(System system, const Case& c) {
   const int64_t n = static_cast<int64_t>(v.data.size());
   const SystemBuffer<float> d_v(system, ToFloat(v)), d_m(system, ToFloat(m));
   SystemBuffer<float> d_out(system, v.data.size()), d_grad(system, v.data.size());
-  Workspace ws(system);
-  StreamScope stream(system);
-  WithPolicy(system, ws, stream.get(), [&](auto&& policy) {
+  RunEntry(system, [&](auto&& policy) {
     masked_whiten(policy, d_v.data(), d_m.data(), n, shift, d_out.data(), d_grad.data());
   });
   Result r;

@@ -11,13 +11,18 @@
 
 namespace verlconf::oracle {
 
+void CheckPassAtKGroups(const Array& index) {
+  for (const auto& members : GroupBy(index).members)
+    if (members.size() < 2)
+      throw VerlError("ValueError", "Pass@k requires at least 2 samples per group. Got 1 for group");
+}
+
 Array grpo_passk_outcome_advantage(const Array& rewards, const Array& mask, const Array& index, double epsilon,
                                    bool norm_adv_by_std_in_grpo) {
   const std::vector<double> s = RowSums(rewards);
   std::vector<double> adv(s.size(), 0.0);
+  CheckPassAtKGroups(index);
   for (const auto& members : GroupBy(index).members) {
-    if (members.size() < 2)
-      throw VerlError("ValueError", "Pass@k requires at least 2 samples per group. Got 1 for group");
     // The first maximum stands for torch.topk's pick: on a tie the advantage is
     // r_max - r_2nd = 0, so the choice cannot be observed.
     int64_t best = members[0];

@@ -13,6 +13,8 @@ namespace verlconf::oracle {
 // The flag comes from config.norm_adv_by_std_in_grpo; verl ignores the function's own
 // norm_adv_by_std_in_grpo argument. Groups of one raise ValueError. With a tied
 // maximum the advantage is 0 whichever tied index torch.topk picks.
+// Pass@k's refusal, before any work: ValueError for a group of one.
+void CheckPassAtKGroups(const Array& index);
 Array grpo_passk_outcome_advantage(const Array& rewards, const Array& mask, const Array& index, double epsilon,
                                    bool norm_adv_by_std_in_grpo);
 

@@ -26,6 +26,13 @@ class VerlError : public std::runtime_error {
   std::string kind_;
 };
 
+// Python's float division a / b, where verl divides Python floats (or a tensor's
+// .item()): ZeroDivisionError for b == 0, where torch would give inf.
+inline double PyFloatDivide(double a, double b) {
+  if (b == 0.0) throw VerlError("ZeroDivisionError", "float division by zero");
+  return a / b;
+}
+
 class BadInput : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

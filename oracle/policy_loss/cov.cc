@@ -21,14 +21,6 @@ double Weight(const PolicyLossInputs& in, int64_t k) {
   return in.rollout_is_weights ? (*in.rollout_is_weights)[k] : 1.0;
 }
 
-void CheckSelection(const Array& sel, const Array& mask) {
-  if (sel.shape != mask.shape) throw BadInput("cov_selected: shape differs from response_mask");
-  for (int64_t k = 0; k < sel.size(); ++k) {
-    if (sel[k] != 0.0 && sel[k] != 1.0) throw BadInput("cov_selected: values must be 0 or 1");
-    if (sel[k] == 1.0 && !(mask[k] > 0)) throw BadInput("cov_selected: picks a masked token");
-  }
-}
-
 double ValidCount(const Array& mask) {
   ExactSum n;
   for (int64_t k = 0; k < mask.size(); ++k) n.Add(mask[k]);
@@ -111,10 +103,26 @@ Array kl_cov_default_selection(const PolicyLossInputs& in, const CovLossConfig& 
   return sel;
 }
 
+void CheckCovSelection(const Array& sel, const Array& mask) {
+  if (sel.shape != mask.shape) throw BadInput("cov_selected: shape differs from response_mask");
+  for (int64_t k = 0; k < sel.size(); ++k) {
+    if (sel[k] != 0.0 && sel[k] != 1.0) throw BadInput("cov_selected: values must be 0 or 1");
+    if (sel[k] == 1.0 && !(mask[k] > 0)) throw BadInput("cov_selected: picks a masked token");
+  }
+}
+
+void CheckClipCovRatio(double clip_cov_ratio) {
+  if (!(clip_cov_ratio > 0)) throw VerlError("AssertionError", "clip_ratio should be larger than 0.");
+}
+
+void CheckKlCovRatio(double kl_cov_ratio) {
+  if (!(kl_cov_ratio > 0)) throw VerlError("AssertionError", "kl_cov_ratio should be larger than 0.");
+}
+
 PolicyLossResult policy_loss_clip_cov(const PolicyLossInputs& in, const CovLossConfig& cfg, const Array& selected) {
-  if (!(cfg.clip_cov_ratio > 0)) throw VerlError("AssertionError", "clip_ratio should be larger than 0.");
+  CheckClipCovRatio(cfg.clip_cov_ratio);
   const Array& mask = in.response_mask;
-  CheckSelection(selected, mask);
+  CheckCovSelection(selected, mask);
   const double lo = 1.0 - cfg.clip_ratio_low, hi = 1.0 + cfg.clip_ratio_high;
   const double eps = mask.dtype == DType::kFloat32 ? kEps32 : kEps64;
   Array losses(mask.shape, mask.dtype), dloss(mask.shape, mask.dtype), neg_kl(mask.shape, mask.dtype),
@@ -143,9 +151,9 @@ PolicyLossResult policy_loss_clip_cov(const PolicyLossInputs& in, const CovLossC
 }
 
 PolicyLossResult policy_loss_kl_cov(const PolicyLossInputs& in, const CovLossConfig& cfg, const Array& selected) {
-  if (!(cfg.kl_cov_ratio > 0)) throw VerlError("AssertionError", "kl_cov_ratio should be larger than 0.");
+  CheckKlCovRatio(cfg.kl_cov_ratio);
   const Array& mask = in.response_mask;
-  CheckSelection(selected, mask);
+  CheckCovSelection(selected, mask);
   Array losses(mask.shape, mask.dtype), dloss(mask.shape, mask.dtype), abs_kl(mask.shape, mask.dtype);
   for (int64_t k = 0; k < mask.size(); ++k) {
     const double A = in.advantages[k];

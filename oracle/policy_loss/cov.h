@@ -44,6 +44,12 @@ struct CovLossConfig {
 // dual clip), aggregated. Metrics: pg_clipfrac = masked_mean(sel) (the share of tokens
 // the pick zeroed, not of tokens clipped), ppo_kl = masked_mean(-(log_prob -
 // old_log_prob)). AssertionError unless clip_cov_ratio > 0.
+// The losses' first checks, as verl asserts them: the pick ratio > 0 (AssertionError),
+// then a recorded pick (cov_selected) that is 0/1, of the mask's shape, on valid tokens
+// only (BadInput: the capture's contract, not verl's).
+void CheckClipCovRatio(double clip_cov_ratio);
+void CheckKlCovRatio(double kl_cov_ratio);
+void CheckCovSelection(const Array& selected, const Array& mask);
 PolicyLossResult policy_loss_clip_cov(const PolicyLossInputs& in, const CovLossConfig& cfg, const Array& selected);
 
 // verl: compute_policy_loss_kl_cov ("kl_cov"). L = (-A r + sel * ppo_kl_coef |log_prob -

@@ -27,10 +27,9 @@ void AddActorKlLossSpecs(std::vector<FunctionSpec>& out) {
               {"response_mask", Role::kTokens, /*is_mask=*/true}};
   std::vector<std::string> names = oracle::kKlPenaltyNames;
   names.insert(names.end(), oracle::kKlPenaltyNotImplemented.begin(), oracle::kKlPenaltyNotImplemented.end());
-  s.config = {
-      {"kl_loss_type", "str", std::string("low_var_kl"), "ActorConfig.kl_loss_type (a kl_penalty name)", names},
-      {"kl_loss_coef", "float", 0.001, "ActorConfig.kl_loss_coef"},
-      {"loss_agg_mode", "str", std::string("token-mean"), "ActorConfig.loss_agg_mode", oracle::AggModeChoices()}};
+  s.config = {{"kl_loss_type", "str", std::string("low_var_kl"), "ActorConfig.kl_loss_type (a kl_penalty name)", names},
+              {"kl_loss_coef", "float", 0.001, "ActorConfig.kl_loss_coef"},
+              oracle::ActorLossAggModeKey("ActorConfig.loss_agg_mode")};
   oracle::AddGlobalBatchKeys(s);
   s.outputs = {{"kl_term", OutputKind::kScalar}};
   s.metrics = {"kl_loss"};

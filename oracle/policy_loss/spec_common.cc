@@ -37,14 +37,24 @@ Result PackPolicyLoss(PolicyLossResult pl, DType dtype) {
   return r;
 }
 
-void AddVanillaKeys(FunctionSpec& s) {
-  s.config.push_back({"clip_ratio", "float", 0.2, "symmetric clip epsilon"});
+void AddClipRatioKeys(FunctionSpec& s, const std::string& clip_ratio_doc) {
+  s.config.push_back({"clip_ratio", "float", 0.2, clip_ratio_doc});
   s.config.push_back(
       {"clip_ratio_low", "float", 0.2, "lower clip epsilon; None = clip_ratio", {}, /*absent_is_none=*/true});
   s.config.push_back(
       {"clip_ratio_high", "float", 0.2, "upper clip epsilon; None = clip_ratio", {}, /*absent_is_none=*/true});
-  s.config.push_back({"clip_ratio_c", "float", 3.0, "dual-clip bound for negative advantages; must be > 1"});
-  s.config.push_back({"loss_agg_mode", "str", std::string("token-mean"), "agg_loss mode", AggModeChoices()});
+}
+
+ConfigKey ActorClipRatioCKey(const std::string& doc) { return {"clip_ratio_c", "float", 3.0, doc}; }
+
+ConfigKey ActorLossAggModeKey(const std::string& doc) {
+  return {"loss_agg_mode", "str", std::string("token-mean"), doc, AggModeChoices()};
+}
+
+void AddVanillaKeys(FunctionSpec& s) {
+  AddClipRatioKeys(s);
+  s.config.push_back(ActorClipRatioCKey("dual-clip bound for negative advantages; must be > 1"));
+  s.config.push_back(ActorLossAggModeKey());
   AddGlobalBatchKeys(s);
 }
 

@@ -3,6 +3,7 @@
 // configuration and their random batches.
 #pragma once
 
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -21,6 +22,12 @@ PolicyLossInputs ReadPolicyLossInputs(const Case& c);
 // verl's clip_ratio_low / clip_ratio_high, each falling back to clip_ratio when None.
 std::pair<double, double> ReadClipRatios(const Config& c);
 Result PackPolicyLoss(PolicyLossResult pl, DType dtype);
+// ActorConfig's keys the actor's losses read, with verl's defaults (the one place each
+// is stated): clip_ratio and the clip_ratio_low / clip_ratio_high that fall back to it,
+// clip_ratio_c, loss_agg_mode.
+void AddClipRatioKeys(FunctionSpec& s, const std::string& clip_ratio_doc = "symmetric clip epsilon");
+ConfigKey ActorClipRatioCKey(const std::string& doc);
+ConfigKey ActorLossAggModeKey(const std::string& doc = "agg_loss mode");
 // vanilla's configuration (ActorConfig: clip ratios, dual clip, aggregation, global
 // batch), shared with bypass_mode and the bypass presets: as config entries, read back,
 // and drawn at random.

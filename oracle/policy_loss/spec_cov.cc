@@ -114,11 +114,7 @@ void AddPolicyLossCovSpecs(std::vector<FunctionSpec>& out) {
                         "the tokens verl picked (recorded by the capture adapter; absent: the oracle's "
                         "deterministic pick)"});
     if (d.clip) {
-      s.config.push_back({"clip_ratio", "float", 0.2, "symmetric clip epsilon"});
-      s.config.push_back(
-          {"clip_ratio_low", "float", 0.2, "lower epsilon; None = clip_ratio", {}, /*absent_is_none=*/true});
-      s.config.push_back(
-          {"clip_ratio_high", "float", 0.2, "upper epsilon; None = clip_ratio", {}, /*absent_is_none=*/true});
+      oracle::AddClipRatioKeys(s);
       s.config.push_back({"clip_cov_ratio", "float", 0.0002, "policy_loss.clip_cov_ratio; share of tokens zeroed"});
       s.config.push_back({"clip_cov_lb", "float", 1.0, "policy_loss.clip_cov_lb; covariance band, exclusive"});
       s.config.push_back({"clip_cov_ub", "float", 5.0, "policy_loss.clip_cov_ub; covariance band, exclusive"});
@@ -126,7 +122,7 @@ void AddPolicyLossCovSpecs(std::vector<FunctionSpec>& out) {
       s.config.push_back({"kl_cov_ratio", "float", 0.0002, "policy_loss.kl_cov_ratio; share of tokens penalised"});
       s.config.push_back({"ppo_kl_coef", "float", 0.1, "policy_loss.ppo_kl_coef; |log-ratio| penalty weight"});
     }
-    s.config.push_back({"loss_agg_mode", "str", std::string("token-mean"), "agg_loss mode", oracle::AggModeChoices()});
+    s.config.push_back(oracle::ActorLossAggModeKey());
     oracle::AddGlobalBatchKeys(s);
     s.outputs = {{"pg_loss", OutputKind::kScalar}};
     s.metrics = d.metrics;

@@ -161,22 +161,16 @@ void AddPolicyLossVariantSpecs(std::vector<FunctionSpec>& out) {
     s.family = "policy_loss";
     s.verl_symbol = d.symbol;
     s.inputs = oracle::PolicyLossInputSpecs();
-    if (d.keys & kClip) {
-      s.config.push_back({"clip_ratio", "float", 0.2, "symmetric clip epsilon (dppo: divergence threshold)"});
-      s.config.push_back(
-          {"clip_ratio_low", "float", 0.2, "lower epsilon; None = clip_ratio", {}, /*absent_is_none=*/true});
-      s.config.push_back(
-          {"clip_ratio_high", "float", 0.2, "upper epsilon; None = clip_ratio", {}, /*absent_is_none=*/true});
-    }
+    if (d.keys & kClip) oracle::AddClipRatioKeys(s, "symmetric clip epsilon (dppo: divergence threshold)");
     if (d.keys & kClipC)
-      s.config.push_back({"clip_ratio_c", "float", 3.0, "truncation bound of the detached ratio (ActorConfig's)"});
+      s.config.push_back(oracle::ActorClipRatioCKey("truncation bound of the detached ratio (ActorConfig's)"));
     if (d.keys & kTau) {
       s.config.push_back({"tau_pos", "float", 1.0, "gate temperature where A > 0 (ActorConfig.tau_pos)"});
       s.config.push_back({"tau_neg", "float", 1.05, "gate temperature where A <= 0 (ActorConfig.tau_neg)"});
     }
     if (d.keys & kDroBeta)
       s.config.push_back({"dro_beta", "float", oracle::None(), "ActorConfig.policy_loss.dro_beta; must be > 0"});
-    s.config.push_back({"loss_agg_mode", "str", std::string("token-mean"), "agg_loss mode", oracle::AggModeChoices()});
+    s.config.push_back(oracle::ActorLossAggModeKey());
     oracle::AddGlobalBatchKeys(s);
     s.outputs = {{"pg_loss", OutputKind::kScalar}};
     s.metrics = d.metrics;

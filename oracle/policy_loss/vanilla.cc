@@ -19,12 +19,16 @@ void Aggregate(const Array& losses, const Array& dlosses_dlogprob, const Array& 
   for (int64_t k = 0; k < mask.size(); ++k) out.grad_log_prob[k] = w[k] * dlosses_dlogprob[k];
 }
 
-PolicyLossResult policy_loss_vanilla(const PolicyLossInputs& in, const VanillaConfig& cfg) {
-  if (!(cfg.clip_ratio_c > 1.0))
+void CheckDualClip(double clip_ratio_c) {
+  if (!(clip_ratio_c > 1.0))
     throw VerlError("AssertionError",
                     "The lower bound of the clip_ratio_c for dual-clip PPO should be greater than 1.0, but get "
                     "the value: " +
-                        std::to_string(cfg.clip_ratio_c) + ".");
+                        std::to_string(clip_ratio_c) + ".");
+}
+
+PolicyLossResult policy_loss_vanilla(const PolicyLossInputs& in, const VanillaConfig& cfg) {
+  CheckDualClip(cfg.clip_ratio_c);
   const Array& mask = in.response_mask;
   const double lo = 1.0 - cfg.clip_ratio_low;
   const double hi = 1.0 + cfg.clip_ratio_high;

@@ -57,5 +57,8 @@ void Aggregate(const Array& losses, const Array& dlosses_dlogprob, const Array& 
 // arguments. So a ratio exactly on a clip bound gets half the naive gradient, and a
 // log-ratio of exactly +-20 gets none.
 PolicyLossResult policy_loss_vanilla(const PolicyLossInputs& in, const VanillaConfig& cfg);
+// vanilla's dual-clip assertion (AssertionError unless clip_ratio_c > 1), its first act;
+// also raised by every implementation of a loss that runs vanilla.
+void CheckDualClip(double clip_ratio_c);
 
 }  // namespace verlconf::oracle

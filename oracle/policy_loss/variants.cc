@@ -180,11 +180,15 @@ PolicyLossResult policy_loss_cispo(const PolicyLossInputs& in, const PolicyLossF
   return ClipLossResult(losses, dloss, mask, cfg, clipped, neg_kl, std::move(boundary));
 }
 
+double CheckDroBeta(const std::optional<double>& dro_beta) {
+  if (!dro_beta || !(*dro_beta > 0))
+    throw VerlError("ValueError", "policy_loss.dro_beta must be a positive value when using DRO");
+  return *dro_beta;
+}
+
 PolicyLossResult policy_loss_dro(const PolicyLossInputs& in, const PolicyLossFamilyConfig& cfg,
                                  const PolicyLossDetached*, PolicyLossDetached*) {
-  if (!cfg.dro_beta || !(*cfg.dro_beta > 0))
-    throw VerlError("ValueError", "policy_loss.dro_beta must be a positive value when using DRO");
-  const double beta = *cfg.dro_beta;
+  const double beta = CheckDroBeta(cfg.dro_beta);
   const Array& mask = in.response_mask;
   Array losses(mask.shape, mask.dtype), dloss(mask.shape, mask.dtype), neg_lr(mask.shape, mask.dtype);
   for (int64_t k = 0; k < mask.size(); ++k) {

@@ -74,6 +74,8 @@ PolicyLossResult policy_loss_cispo(const PolicyLossInputs& in, const PolicyLossF
 
 // verl: compute_policy_loss_dro ("dro"). L = -(log_prob * A - beta/2 (log_prob -
 // old_log_prob)^2), no clamp; ValueError unless dro_beta > 0. Only metric: ppo_kl.
+// dro's refusal of its beta (ValueError unless set and > 0), before anything else; the beta.
+double CheckDroBeta(const std::optional<double>& dro_beta);
 PolicyLossResult policy_loss_dro(const PolicyLossInputs& in, const PolicyLossFamilyConfig& cfg,
                                  const PolicyLossDetached* frozen = nullptr, PolicyLossDetached* detached = nullptr);
 

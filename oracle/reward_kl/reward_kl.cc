@@ -16,9 +16,8 @@ double kl_controller_update(const KlControl& ctrl, double current_kl, double n_s
   if (ctrl.type == "fixed") return ctrl.kl_coef;
   if (ctrl.type != "adaptive") throw VerlError("NotImplementedError", "");
   if (!(ctrl.horizon > 0)) throw VerlError("AssertionError", "horizon must be larger than 0");
-  if (ctrl.target_kl == 0.0) throw VerlError("ZeroDivisionError", "float division by zero");
   // np.clip keeps a NaN; the Python arithmetic is left to right.
-  double error = current_kl / ctrl.target_kl - 1.0;
+  double error = PyFloatDivide(current_kl, ctrl.target_kl) - 1.0;
   if (!std::isnan(error)) error = std::min(std::max(error, -0.2), 0.2);
   const double mult = 1.0 + error * n_steps / ctrl.horizon;
   return ctrl.kl_coef * mult;

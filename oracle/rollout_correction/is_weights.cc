@@ -30,8 +30,8 @@ std::map<std::string, double> IsMetrics(const Array& w, const Array& raw, const 
                                         const Array& mask, bool sequence, double upper_py,
                                         std::optional<double> lower_in) {
   if (!AnyValid(mask)) NoValidToken();
-  std::map<std::string, double> m;
   const double lower_py = lower_in ? *lower_in : 1.0 / upper_py;
+  std::map<std::string, double> m;
   const double upper = TensorScalar(upper_py, mask.dtype), lower = TensorScalar(lower_py, mask.dtype);
   const int64_t B = mask.rows();
   if (sequence) {
@@ -80,9 +80,7 @@ std::map<std::string, double> IsMetrics(const Array& w, const Array& raw, const 
   }
   // A Python float division (`1.0 / tensor.item()`): every applied weight zero (an IcePop
   // band no token falls in) raises ZeroDivisionError instead of giving inf.
-  const double ess_den = masked_mean(normalized_sq, mask);
-  if (ess_den == 0.0) throw VerlError("ZeroDivisionError", "float division by zero");
-  m["rollout_is_eff_sample_size"] = 1.0 / ess_den;
+  m["rollout_is_eff_sample_size"] = PyFloatDivide(1.0, masked_mean(normalized_sq, mask));
   // Per-row means over every row, padding-only rows (mean 0) included.
   const Array seq = RowMeans(w, mask);
   const std::vector<double> seq_w(seq.data.begin(), seq.data.end());
@@ -204,17 +202,26 @@ double BatchMean(const Array& w, const Array& mask, bool sequence) {
 
 }  // namespace
 
-// verl: compute_rollout_correction_weights (torch.distributed not initialised).
-IsWeightsResult compute_rollout_correction_weights(const Array& log_ratio, const Array& mask,
-                                                   const ConfigValue& rollout_is, const ConfigValue& threshold,
-                                                   bool batch_normalize, LogRatioError lr_err) {
+IsArguments ParseRolloutIsArguments(const ConfigValue& rollout_is, const ConfigValue& threshold) {
   const auto* level = std::get_if<std::string>(&rollout_is);
   if (!level || (*level != "token" && *level != "sequence"))
     throw VerlError("ValueError",
                     "Invalid rollout_is: " + DescribeValue(rollout_is) + ". Must be one of {'token', 'sequence'}.");
-  const IsThreshold th = ParseRolloutIsThreshold(threshold);
+  return {*level == "sequence", ParseRolloutIsThreshold(threshold)};
+}
+
+double IsMetricsLowerBound(double upper_py, std::optional<double> lower) {
+  return lower ? *lower : PyFloatDivide(1.0, upper_py);
+}
+
+// verl: compute_rollout_correction_weights (torch.distributed not initialised).
+IsWeightsResult compute_rollout_correction_weights(const Array& log_ratio, const Array& mask,
+                                                   const ConfigValue& rollout_is, const ConfigValue& threshold,
+                                                   bool batch_normalize, LogRatioError lr_err) {
+  const IsArguments args = ParseRolloutIsArguments(rollout_is, threshold);
+  const IsThreshold& th = args.threshold;
   const bool icepop = th.lower.has_value();
-  const bool sequence = *level == "sequence";
+  const bool sequence = args.sequence;
   // compute_is_metrics' lower bound: IcePop's, or 1 / upper for TIS.
   const double metric_lower_py = icepop ? *th.lower : 1.0 / th.upper;
   // The bounds as verl's comparisons and clamps see them (float32 in a float32 case).
@@ -258,13 +265,11 @@ MetricsResult compute_is_metrics(const Array& w, const Array& raw, const Array& 
                                  const Array& mask, const std::string& rollout_is, double upper_py,
                                  std::optional<double> lower_in) {
   if (!AnyValid(mask)) NoValidToken();
-  // `1.0 / rollout_is_threshold` in Python.
-  if (!lower_in && upper_py == 0.0) throw VerlError("ZeroDivisionError", "float division by zero");
+  const double lower_py = IsMetricsLowerBound(upper_py, lower_in);
   const bool sequence = rollout_is == "sequence";
   MetricsResult out;
   out.metrics = IsMetrics(w, raw, log_ratio_for_metrics.data, mask, sequence, upper_py, lower_in);
 
-  const double lower_py = lower_in ? *lower_in : 1.0 / upper_py;
   const double upper = TensorScalar(upper_py, mask.dtype), lower = TensorScalar(lower_py, mask.dtype);
   Boundary boundary(mask);
   const int64_t B = mask.rows(), T = mask.cols();

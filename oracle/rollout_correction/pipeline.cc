@@ -28,10 +28,14 @@ void ElementwiseMax(Array& into, const Array& other) {
 
 // ------------------------------------------------------------------ off-policy metrics
 
+void CheckOffpolicyMask(const Array& mask) {
+  if (!AnyValid(mask)) throw VerlError("AssertionError", "Expected at least one valid token in response_mask");
+}
+
 // verl: compute_offpolicy_metrics.
 std::map<std::string, double> compute_offpolicy_metrics(const Array& old_log_prob, const Array* rollout_log_prob,
                                                         const Array& mask) {
-  if (!AnyValid(mask)) throw VerlError("AssertionError", "Expected at least one valid token in response_mask");
+  CheckOffpolicyMask(mask);
   std::map<std::string, double> m;
   const Array train_rows = masked_mean_rows(old_log_prob, mask);
   std::vector<double> ppl, log_ppl;
@@ -92,12 +96,24 @@ std::vector<std::string> OffpolicyMetricNames(bool with_rollout) {
 
 // ------------------------------------------------------------------ pipeline
 
-// verl: compute_rollout_correction_and_rejection_mask.
-CorrectionResult compute_rollout_correction_and_rejection_mask(const Array& old_log_prob, const Array& rollout_log_prob,
-                                                               const Array& mask, const RolloutCorrectionSettings& s) {
+void CheckPipelineInputs(const Array& old_log_prob, const Array& rollout_log_prob, const Array& mask) {
   if (!AnyValid(mask)) NoValidToken();
   if (old_log_prob.shape != rollout_log_prob.shape || old_log_prob.shape != mask.shape)
     throw VerlError("ValueError", "old_log_prob, rollout_log_prob and response_mask shapes differ.");
+}
+
+void CheckRsThresholdGiven(const ConfigValue& rollout_rs, const ConfigValue& rollout_rs_threshold) {
+  if (!std::holds_alternative<std::monostate>(rollout_rs) &&
+      std::holds_alternative<std::monostate>(rollout_rs_threshold))
+    throw VerlError("ValueError",
+                    "rollout_rs_threshold must be explicitly provided when rollout_rs is enabled. Set "
+                    "rollout_rs_threshold to the desired threshold value.");
+}
+
+// verl: compute_rollout_correction_and_rejection_mask.
+CorrectionResult compute_rollout_correction_and_rejection_mask(const Array& old_log_prob, const Array& rollout_log_prob,
+                                                               const Array& mask, const RolloutCorrectionSettings& s) {
+  CheckPipelineInputs(old_log_prob, rollout_log_prob, mask);
   // A log-ratio formed here carries the rounding of both log-probs (in epsilons), which
   // for a small difference of large log-probs is far more than its own 1 + |lr|.
   Array lr(mask.shape, mask.dtype), err(mask.shape, mask.dtype);
@@ -118,10 +134,7 @@ CorrectionResult compute_rollout_correction_and_rejection_mask(const Array& old_
   }
   out.modified_response_mask = mask;
   if (!std::holds_alternative<std::monostate>(s.rollout_rs)) {
-    if (std::holds_alternative<std::monostate>(s.rollout_rs_threshold))
-      throw VerlError("ValueError",
-                      "rollout_rs_threshold must be explicitly provided when rollout_rs is enabled. Set "
-                      "rollout_rs_threshold to the desired threshold value.");
+    CheckRsThresholdGiven(s.rollout_rs, s.rollout_rs_threshold);
     RejectionResult rs = compute_rollout_rejection_mask(lr, mask, s.rollout_rs, s.rollout_rs_threshold, &err);
     for (const auto& [k, v] : rs.metrics) metrics[k] = v;
     out.modified_response_mask = std::move(rs.modified_response_mask);
@@ -136,6 +149,11 @@ CorrectionResult compute_rollout_correction_and_rejection_mask(const Array& old_
 
 // ------------------------------------------------------------------ bypass_mode loss
 
+void CheckBypassLossType(const std::string& loss_type) {
+  if (loss_type != "reinforce" && loss_type != "ppo_clip")
+    throw VerlError("ValueError", "Invalid loss_type: " + loss_type + ". Must be 'reinforce' or 'ppo_clip'.");
+}
+
 // verl: core_algos.compute_policy_loss_bypass_mode.
 PolicyLossResult policy_loss_bypass_mode(const PolicyLossInputs& in, const VanillaConfig& cfg,
                                          const std::string& loss_type, const RolloutCorrectionSettings& settings,
@@ -146,15 +164,14 @@ PolicyLossResult policy_loss_bypass_mode(const PolicyLossInputs& in, const Vanil
     local = compute_rollout_correction_and_rejection_mask(in.log_prob, in.old_log_prob, in.response_mask, settings);
   const CorrectionResult& pipe = frozen ? *frozen : local;
   const Array* weights = pipe.rollout_is_weights ? &*pipe.rollout_is_weights : nullptr;
+  CheckBypassLossType(loss_type);
   PolicyLossResult out;
   if (loss_type == "reinforce") {
     const PolicyLossInputs eff{in.old_log_prob, in.log_prob, in.advantages, pipe.modified_response_mask, weights};
     out = policy_loss_reinforce(eff, cfg.loss_agg_mode, cfg.global);
-  } else if (loss_type == "ppo_clip") {
+  } else {  // ppo_clip
     const PolicyLossInputs eff{in.old_log_prob, in.log_prob, in.advantages, pipe.modified_response_mask, nullptr};
     out = policy_loss_vanilla(eff, cfg);
-  } else {
-    throw VerlError("ValueError", "Invalid loss_type: " + loss_type + ". Must be 'reinforce' or 'ppo_clip'.");
   }
   for (const auto& [k, v] : pipe.metrics) out.metrics[k] = v;
   ElementwiseMax(out.boundary, pipe.boundary);

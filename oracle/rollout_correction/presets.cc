@@ -3,6 +3,10 @@
 // out from the factory's `cls(...)` call.
 #include "oracle/rollout_correction/presets.h"
 
+#include <variant>
+
+#include "oracle/core/errors.h"
+
 namespace verlconf::oracle {
 namespace {
 
@@ -156,5 +160,19 @@ RolloutCorrectionFields ExpandPreset(const RolloutPreset& preset, const Config& 
 }
 
 RolloutCorrectionFields ExpandPresetDefaults(const RolloutPreset& preset) { return ExpandPreset(preset, Config()); }
+
+// apply_bypass_mode stores the config in the trainer's policy_loss node (an OmegaConf
+// DictConfig): its typed fields reject a Python int where the annotation is
+// Union[str, float] (a factory passes an int keyword through unchanged).
+void CheckOmegaConfTypes(const RolloutCorrectionFields& f) {
+  const std::pair<const char*, const ConfigValue*> fields[] = {{"rollout_is_threshold", &f.rollout_is_threshold},
+                                                               {"rollout_rs_threshold", &f.rollout_rs_threshold}};
+  for (const auto& [name, v] : fields)
+    if (const auto* i = std::get_if<int64_t>(v))
+      throw VerlError("ValidationError", "Value '" + std::to_string(*i) +
+                                             "' of type 'int' is incompatible with type "
+                                             "hint 'Union[str, float]' full_key: " +
+                                             name);
+}
 
 }  // namespace verlconf::oracle

@@ -56,4 +56,8 @@ RolloutCorrectionFields ExpandPreset(const RolloutPreset& preset, const Config& 
 // With every default: what FunctionSpec::preset_expansion records.
 RolloutCorrectionFields ExpandPresetDefaults(const RolloutPreset& preset);
 
+// apply_bypass_mode's store of the expanded config into the trainer's typed OmegaConf
+// node: ValidationError for a Python int where the annotation is Union[str, float].
+void CheckOmegaConfTypes(const RolloutCorrectionFields& f);
+
 }  // namespace verlconf::oracle

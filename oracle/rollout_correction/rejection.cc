@@ -235,16 +235,20 @@ void OptionRejectedFractions(const std::string& option, const Array& keep, const
 
 }  // namespace
 
-// verl: compute_rollout_rejection_mask.
-RejectionResult compute_rollout_rejection_mask(const Array& log_ratio, const Array& mask, const ConfigValue& rollout_rs,
-                                               const ConfigValue& threshold, LogRatioError lr_err) {
+std::vector<std::pair<std::string, RsThreshold>> ParseRolloutRsArguments(const ConfigValue& rollout_rs,
+                                                                         const ConfigValue& threshold) {
   const auto* rs = std::get_if<std::string>(&rollout_rs);
   if (!rs)
     throw VerlError("ValueError", "rollout_rs must be a non-empty string (comma separated for multiple options).");
   if (std::holds_alternative<std::monostate>(threshold))
     throw VerlError("ValueError", "rollout_rs_threshold must be provided for rejection sampling.");
-  const std::vector<std::string> options = ParseRolloutRsOptions(*rs);
-  const auto thresholds = ParseRolloutRsThresholds(options, threshold);
+  return ParseRolloutRsThresholds(ParseRolloutRsOptions(*rs), threshold);
+}
+
+// verl: compute_rollout_rejection_mask.
+RejectionResult compute_rollout_rejection_mask(const Array& log_ratio, const Array& mask, const ConfigValue& rollout_rs,
+                                               const ConfigValue& threshold, LogRatioError lr_err) {
+  const auto thresholds = ParseRolloutRsArguments(rollout_rs, threshold);
 
   const int64_t B = mask.rows(), T = mask.cols();
   const Divergences div = ComputeDivergences(log_ratio, mask, lr_err);
@@ -289,6 +293,12 @@ RejectionResult compute_rollout_rejection_mask(const Array& log_ratio, const Arr
   return out;
 }
 
+void CheckRsMetricsRows(size_t seq_valid_rows, size_t seq_value_rows) {
+  if (seq_valid_rows != seq_value_rows)
+    throw BadInput("compute_rs_metrics: seq_valid_mask has " + std::to_string(seq_valid_rows) +
+                   " rows but the per-sequence values have " + std::to_string(seq_value_rows));
+}
+
 // verl: compute_rs_metrics on given tensors. Inputs are exact, so only the per-row means
 // verl computes itself (no per_sequence_values) can flip a decision: rows whose mean sits
 // on a threshold are marked.
@@ -304,9 +314,7 @@ MetricsResult compute_rs_metrics(const std::string& option_name, const Array& rs
   st.seq_values.assign(seq.data.begin(), seq.data.end());
   std::vector<bool> seq_valid(static_cast<size_t>(seq_valid_mask.size()));
   for (size_t i = 0; i < seq_valid.size(); ++i) seq_valid[i] = seq_valid_mask[static_cast<int64_t>(i)] != 0.0;
-  if (seq_valid.size() != st.seq_values.size())
-    throw BadInput("compute_rs_metrics: seq_valid_mask has " + std::to_string(seq_valid.size()) +
-                   " rows but the per-sequence values have " + std::to_string(st.seq_values.size()));
+  CheckRsMetricsRows(seq_valid.size(), st.seq_values.size());
   // Python floats next to a tensor take its dtype (comparisons and clamp bounds).
   const double hi = TensorScalar(threshold, rs_statistic.dtype), lo = TensorScalar(threshold_lower, rs_statistic.dtype);
   MetricsResult out;

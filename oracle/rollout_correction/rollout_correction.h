@@ -93,6 +93,42 @@ std::vector<std::pair<std::string, RsThreshold>> ParseRolloutRsThresholds(const 
 // None. For coverage labels; never throws.
 int CountRsThresholdEntries(const ConfigValue& spec);
 
+// ---------------------------------------------------------------- argument checks
+// Each of verl's refusals once, raised by the oracle and by every CUDA entry at the same
+// point of the same function.
+
+// compute_rollout_correction_weights' arguments, in verl's order: the level ("token" /
+// "sequence", else ValueError naming the value), then the threshold
+// (ParseRolloutIsThreshold).
+struct IsArguments {
+  bool sequence = false;
+  IsThreshold threshold;
+};
+IsArguments ParseRolloutIsArguments(const ConfigValue& rollout_is, const ConfigValue& threshold);
+
+// compute_rollout_rejection_mask's arguments, in verl's order: rollout_rs a string and its
+// threshold given (ValueError), then the options and their thresholds.
+std::vector<std::pair<std::string, RsThreshold>> ParseRolloutRsArguments(const ConfigValue& rollout_rs,
+                                                                         const ConfigValue& threshold);
+
+// compute_is_metrics' lower ratio bound: the IcePop one, else Python's
+// `1.0 / rollout_is_threshold` (ZeroDivisionError for an upper of 0).
+double IsMetricsLowerBound(double upper_py, std::optional<double> lower);
+
+// compute_offpolicy_metrics' assertion of a valid token (AssertionError).
+void CheckOffpolicyMask(const Array& mask);
+
+// compute_rs_metrics called directly: seq_valid_mask must have one entry per
+// per-sequence value (BadInput: no case the capture writes).
+void CheckRsMetricsRows(size_t seq_valid_rows, size_t seq_value_rows);
+
+// The pipeline's checks before it computes anything: a valid token, then equal shapes.
+void CheckPipelineInputs(const Array& old_log_prob, const Array& rollout_log_prob, const Array& mask);
+
+// The pipeline's refusal of rollout_rs without a threshold, after the IS stage and before
+// the rejection's own checks (ValueError).
+void CheckRsThresholdGiven(const ConfigValue& rollout_rs, const ConfigValue& rollout_rs_threshold);
+
 // ---------------------------------------------------------------- functions
 
 // Per-token absolute error of the log-ratio in units of the dtype's epsilon (how far
@@ -206,6 +242,9 @@ CorrectionResult compute_rollout_correction_and_rejection_mask(const Array& old_
 // ignored (as verl ignores its argument). ValueError on any other loss_type (after the
 // pipeline ran). `frozen`: take weights and mask from there instead (the detached
 // values at another point, for the stop-gradient objective).
+// bypass_mode's loss_type, once the pipeline has run: "reinforce" or "ppo_clip", else
+// ValueError.
+void CheckBypassLossType(const std::string& loss_type);
 PolicyLossResult policy_loss_bypass_mode(const PolicyLossInputs& in, const VanillaConfig& cfg,
                                          const std::string& loss_type, const RolloutCorrectionSettings& settings,
                                          const CorrectionResult* frozen = nullptr);

@@ -12,6 +12,7 @@
 #include "oracle/core/errors.h"
 #include "oracle/core/spec_util.h"
 #include "oracle/policy_loss/spec_common.h"
+#include "oracle/rollout_correction/internal.h"
 
 namespace verlconf::oracle {
 
@@ -22,7 +23,7 @@ bool AnyValidToken(const Array& mask) {
 }
 
 void RequireValidToken(const Array& mask) {
-  if (!AnyValidToken(mask)) throw VerlError("ValueError", "response_mask must contain at least one valid token (1).");
+  if (!AnyValidToken(mask)) rollout_internal::NoValidToken();
 }
 
 bool IsSequenceLevel(const Config& c) {

@@ -135,24 +135,10 @@ FunctionSpec Decoupled(const RolloutPreset& preset) {
 
 // ------------------------------------------------------------------ bypass presets
 
-// apply_bypass_mode stores the config in the trainer's policy_loss node (an OmegaConf
-// DictConfig): its typed fields reject a Python int where the annotation is
-// Union[str, float] (a factory passes an int keyword through unchanged).
-void CheckOmegaConfTypes(const oracle::RolloutCorrectionFields& f) {
-  const std::pair<const char*, const ConfigValue*> fields[] = {{"rollout_is_threshold", &f.rollout_is_threshold},
-                                                               {"rollout_rs_threshold", &f.rollout_rs_threshold}};
-  for (const auto& [name, v] : fields)
-    if (const auto* i = std::get_if<int64_t>(v))
-      throw VerlError("ValidationError", "Value '" + std::to_string(*i) +
-                                             "' of type 'int' is incompatible with type "
-                                             "hint 'Union[str, float]' full_key: " +
-                                             name);
-}
-
 oracle::PolicyLossResult RunBypassPreset(const RolloutPreset& p, const Case& c,
                                          const oracle::CorrectionResult* frozen) {
   const oracle::RolloutCorrectionFields f = oracle::ExpandPreset(p, c.config);
-  CheckOmegaConfTypes(f);
+  oracle::CheckOmegaConfTypes(f);
   // apply_bypass_mode: old_log_probs := rollout_log_probs.
   const oracle::PolicyLossInputs in{c.Input("rollout_log_prob"), c.Input("log_prob"), c.Input("advantages"),
                                     c.Input("response_mask"), nullptr};
@@ -189,7 +175,7 @@ FunctionSpec Bypass(const RolloutPreset& preset) {
   s.check_config = [p](const Case& c) {
     const oracle::RolloutCorrectionFields f = oracle::ExpandPreset(*p, c.config);
     try {
-      CheckOmegaConfTypes(f);
+      oracle::CheckOmegaConfTypes(f);
     } catch (const VerlError& e) {
       const std::string field =
           std::get_if<int64_t>(&f.rollout_is_threshold) ? "rollout_is_threshold" : "rollout_rs_threshold";

@@ -264,8 +264,7 @@ std::vector<std::pair<std::string, RsThreshold>> ParseRolloutRsThresholds(const 
         // errors surface (ValueError for text, ZeroDivisionError for a zero bound).
         upper = PyFloatFromString(entry);
         if (!upper) throw VerlError("ValueError", "could not convert string to float: " + PyQuote(entry));
-        if (*upper == 0.0) throw VerlError("ZeroDivisionError", "float division by zero");
-        lower = 1.0 / *upper;  // repr round-trips exactly
+        lower = PyFloatDivide(1.0, *upper);  // repr round-trips exactly
       }
       if (!lower || !upper) throw VerlError("ValueError", invalid);
       if (*lower <= 0 || *upper <= 0)

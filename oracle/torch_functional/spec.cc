@@ -7,15 +7,20 @@
 #include "oracle/torch_functional/masked.h"
 
 namespace verlconf {
+std::optional<int64_t> oracle::ReadMaskedMeanAxis(const Case& c) {
+  if (!c.config.Has("axis")) return std::nullopt;
+  const int64_t axis = c.config.Int("axis");
+  if (axis != -1 && axis != 1) throw BadInput(c.Where() + ": attribute cfg.axis: only -1 (per row) or None");
+  return axis;
+}
+
 namespace {
 
 Result RunMaskedMean(const Case& c) {
   const Array& v = c.Input("values");
   const Array& m = c.Input("mask");
   Result r;
-  if (c.config.Has("axis")) {
-    const int64_t axis = c.config.Int("axis");
-    if (axis != -1 && axis != 1) throw BadInput(c.Where() + ": attribute cfg.axis: only -1 (per row) or None");
+  if (oracle::ReadMaskedMeanAxis(c)) {
     r.outputs["output"] = oracle::masked_mean_rows(v, m);
     r.grads["values"] = oracle::masked_mean_rows_grad(v, m);
   } else {

@@ -20,6 +20,7 @@
 #include "oracle/core/errors.h"
 #include "oracle/core/registry.h"
 #include "oracle/judge/judge.h"
+#include "properties/cuda_coverage.h"
 #include "properties/cuda_host_check.h"
 #include "tools/cli/paths.h"
 
@@ -45,6 +46,12 @@ TEST(CudaRegistry, SlotsComeInPairs) {
   for (const auto& s : Registry())
     EXPECT_EQ(s.Implementation(Impl::kCuda) != nullptr, s.Implementation(Impl::kCudaHost) != nullptr)
         << s.family << "/" << s.name;
+}
+
+// Every registry function has both CUDA entries but the exceptions (properties/cuda_coverage.h).
+TEST(CudaRegistry, EveryEntryHasBothSlotsButTheExceptions) {
+  for (const Impl impl : {Impl::kCuda, Impl::kCudaHost})
+    for (const std::string& problem : testing::CudaCoverageProblems(impl)) ADD_FAILURE() << problem;
 }
 
 class CudaDevice : public ::testing::Test {
