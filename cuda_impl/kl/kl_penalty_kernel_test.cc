@@ -1,7 +1,7 @@
 // The KL kernel's launch paths against each other: the float4 body, the scalar tail
 // and the scalar fallback for unaligned pointers must give bitwise the same token
 // values (they share one per-token formula), for every kind and length. Values
-// against the oracle are tools/gpu/cuda_test.s job. Skips without a device.
+// against the oracle are the job of tools/gpu:cuda_test. Skips without a device.
 #include "cuda_impl/kl/kl_penalty_kernel.h"
 
 #include <cuda_runtime.h>

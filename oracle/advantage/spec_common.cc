@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <optional>
+#include <utility>
 
 #include "oracle/advantage/groups.h"
 #include "oracle/core/generate.h"
@@ -187,7 +188,8 @@ double WhitenCondition(const Array& x, const Array& mask) {
 }
 
 void SetWhitenedAdvantageTolerance(FunctionSpec& s, std::function<Array(const Case&)> whitened) {
-  s.case_tolerance = [whitened](const Case& c, const std::string& field) -> std::optional<Tolerance> {
+  s.case_tolerance = [whitened = std::move(whitened)](const Case& c,
+                                                      const std::string& field) -> std::optional<Tolerance> {
     if (c.dtype != DType::kFloat32 || field != "outputs/advantages") return std::nullopt;
     const double cond = WhitenCondition(whitened(c), c.Input("response_mask"));
     if (cond <= 1.0) return std::nullopt;

@@ -1,4 +1,4 @@
-// conform: the verlconf command line. See README.md, "Using conform".
+// conform: the verlconf command line. See README.md, "Set up and run".
 #include <cstdio>
 #include <cstring>
 #include <iostream>

@@ -24,7 +24,7 @@ namespace {
 const char* RoleShape(Role r) {
   switch (r) {
     case Role::kTokens: return "B x T";
-    case Role::kSequences: return "B";
+    case Role::kSequences:  // one group id per sequence
     case Role::kGroupIndex: return "B";
     case Role::kScalar: return "()";
     case Role::kComponents: return "B x K";
