@@ -10,13 +10,14 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 import unittest
 
 import h5py
 import numpy as np
 
-from cli_support import GOLDENS, assert_bad_input, row, run  # noqa: E402
+from cli_support import CONFORM, GOLDENS, assert_bad_input, row, run  # noqa: E402
 
 # Every option each command accepts, as a user would look them up in its --help.
 OPTIONS = {
@@ -273,6 +274,21 @@ class NewUser(unittest.TestCase):
             self.assertIn('<property name="conform_revision" value="%s"/>' % revision, f.read())
         code, out, err = run("drift", GOLDENS, GOLDENS, "--format", "json")
         self.assertEqual(json.loads(out)["conform_revision"], revision)
+
+    def test_revision_outside_git_is_unknown(self):
+        # A source tarball: no .git above the script's working directory.
+        script = os.path.join(os.environ.get("TEST_SRCDIR", os.getcwd()), "verlconf", "tools", "workspace_status.sh")
+        p = subprocess.run(["sh", script], cwd=self.tmp, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "STABLE_VERLCONF_REVISION unknown\n")
+        # A binary without its revision runfile says so, and still runs.
+        alone = os.path.join(self.tmp, "conform")
+        shutil.copyfile(CONFORM, alone)
+        os.chmod(alone, 0o755)
+        env = {k: v for k, v in os.environ.items() if k not in ("RUNFILES_DIR", "TEST_SRCDIR")}
+        p = subprocess.run([alone, "--version"], cwd=self.tmp, capture_output=True, text=True, env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.splitlines()[0], "conform unknown")
 
     def test_drift_text_leads_with_what_changed(self):
         old, new = os.path.join(self.tmp, "old"), os.path.join(self.tmp, "new")
