@@ -739,6 +739,11 @@ class Drift(unittest.TestCase):
         kl = next(f for f in k3["fields"] if f["field"] == "outputs/kl")
         self.assertEqual(kl["changed"], 1)
         self.assertEqual(kl["err_tol"], change["err_tol"])
+        # The worst element: that one element's change, where it is.
+        for w in (kl["worst"], change["worst"]):
+            self.assertEqual((w["err_tol"], w["case"], w["field"]), (change["err_tol"], case, "outputs/kl"))
+            self.assertEqual(w["index"], [0] * data.ndim)
+            self.assertAlmostEqual(w["abs"], 1e-3, delta=1e-9)
         code, out, err = run("drift", self.old, self.old, "--format", "json")
         self.assertEqual(code, 0, out + err)
         doc = json.loads(out)

@@ -49,6 +49,7 @@ struct FieldDrift {
 struct CaseChange {
   std::string row, family, function, case_name, field;
   double err_tol, worst_abs, worst_rel;
+  WorstElement worst;  // the element err_tol is from
 };
 
 // The root attributes that say what produced a set, in the order a report lists them.
@@ -202,7 +203,7 @@ Drift Compute(const fixtures::GoldenSet& a, const fixtures::GoldenSet& b, const 
       Accumulate(row[f.field], f, std::get<2>(key), oc->dtype);
       if (f.outcome == Outcome::kFailed)
         d.changes.push_back({RowName(std::get<0>(key), fn), std::get<0>(key), fn, std::get<2>(key), f.field, f.err_tol,
-                             f.worst_abs, f.worst_rel});
+                             f.worst_abs, f.worst_rel, FieldWorst(f, std::get<2>(key), oc->dtype)});
     }
     const std::vector<std::string> old_fields = FieldNames(*oc), new_fields = FieldNames(nc);
     for (const auto& f : old_fields)
@@ -404,6 +405,8 @@ std::string RenderJson(const Drift& d, int exit_code) {
     RatioJson(j, c.err_tol);
     j.Key("worst_abs").Number(c.worst_abs);
     j.Key("worst_rel").Number(c.worst_rel);
+    j.Key("worst");
+    WorstJson(j, c.worst);
     j.Key("repro").String("bazel run //tools:conform -- drift " + d.old_dir + " " + d.new_dir + " --only " + c.family +
                           "/" + c.function + "/" + c.case_name);
     j.EndObject();
