@@ -238,8 +238,8 @@ class CandidateSchema(unittest.TestCase):
         )
         self.assertEqual(code, 0, out + err)
         cells = row(out, "vanilla")
-        self.assertEqual(int(cells[-2]), 1, out)  # partial
-        self.assertEqual(int(cells[-1]), 1, out)  # fields not provided
+        self.assertEqual(int(cells[9]), 1, out)  # partial
+        self.assertEqual(int(cells[10]), 1, out)  # fields not provided
         self.assertIn("partial: judged on", out)
         self.assertIn("not provided: metrics/actor/ppo_kl", out)
         self.assertRegex(out, r"1 cases: 1 passed, .*; 1 partial, 1 field\(s\) not provided")

@@ -10,13 +10,14 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 import unittest
 
 import h5py
 import numpy as np
 
-from cli_support import GOLDENS, assert_bad_input, row, run  # noqa: E402
+from cli_support import CONFORM, GOLDENS, assert_bad_input, row, run  # noqa: E402
 
 # Every option each command accepts, as a user would look them up in its --help.
 OPTIONS = {
@@ -166,6 +167,156 @@ class ConformCli(unittest.TestCase):
         self.assertEqual(code, 0, out + err)
         with open(junit) as f:
             self.assertIn('<testsuite name="conform.oracle.k3"', f.read())
+
+
+class NewUser(unittest.TestCase):
+    """What a first run shows: SKIPPED apart from UNSUPPORTED, --only by family, names that
+    do not resolve answered with the closest ones, a function's cases with their reasons,
+    the version in every report, and a drift that leads with what changed."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def test_skipped_and_unsupported_are_counted_apart(self):
+        # cuda-host computes in float32: every float64 case is SKIPPED, none UNSUPPORTED.
+        code, out, err = run("check", "--against", GOLDENS, "--impl", "cuda-host", "--only", "grpo")
+        self.assertEqual(code, 0, out + err)
+        header = next(ln for ln in out.splitlines() if ln.startswith("function ")).split()
+        self.assertEqual(header[6:8], ["unsup", "skip"])
+        cells = row(out, "grpo")
+        with h5py.File(os.path.join(GOLDENS, "advantage.h5"), "r") as f:
+            f64 = sum(1 for c in f["grpo"] if c.endswith("_f64"))
+        self.assertEqual((int(cells[6]), int(cells[7])), (0, f64))
+        self.assertIn("0 unsupported, %d skipped" % f64, out)
+        report = os.path.join(self.tmp, "r.md")
+        code, out, err = run(
+            "check",
+            "--against",
+            GOLDENS,
+            "--impl",
+            "cuda-host",
+            "--only",
+            "grpo",
+            "--format",
+            "json",
+            "--report",
+            report,
+        )
+        (fn,) = json.loads(out)["functions"]
+        self.assertEqual((fn["outcomes"]["UNSUPPORTED"], fn["outcomes"]["SKIPPED"]), (0, f64))
+        self.assertIsNone(fn["worst"]["float64"])  # nothing compared in float64
+        with open(report) as f:
+            md = f.read()
+        self.assertIn("| unsupported | skipped |", md)
+        line = next(ln for ln in md.splitlines() if ln.startswith("| `grpo` |"))
+        self.assertEqual([c.strip() for c in line.strip("|").split("|")][6:8], ["0", str(f64)])
+
+    def test_only_takes_a_family(self):
+        code, out, err = run("check", "--against", GOLDENS, "--only", "kl")
+        self.assertEqual(code, 0, out + err)
+        table = out.split("\n\n")[0].splitlines()
+        start = next(k for k, ln in enumerate(table) if ln.startswith("function "))
+        rows = [ln.split() for ln in table[start + 1 :]]
+        self.assertTrue(rows, out)
+        self.assertEqual({r[1] for r in rows}, {"kl"})
+        code, spec, err = run("spec", "kl")
+        self.assertEqual(code, 0, err)
+        for r in rows:
+            self.assertIn("kl/" + r[0], spec)
+
+    def test_unknown_names_get_the_closest_ones(self):
+        for args, name, suggestion in (
+            (["check", "--against", GOLDENS, "--only", "grpoo"], "'grpoo'", "did you mean 'grpo'"),
+            (["check", "--against", GOLDENS, "--only", "advantag"], "'advantag'", "did you mean 'advantage'"),
+            (["check", "--against", GOLDENS, "--only", "kl/k3/nope_case"], "'kl/k3/nope_case'", "no such"),
+            (["list", "--against", GOLDENS, "vanila"], "'vanila'", "did you mean 'vanilla'"),
+            (["drift", GOLDENS, GOLDENS, "--only", "k33"], "'k33'", "did you mean 'k3'"),
+        ):
+            assert_bad_input(self, run(*args), name, suggestion)
+        line = assert_bad_input(self, run("check", "--against", GOLDENS, "--only", "zzzzzzzzzzzz"), "'zzzzzzzzzzzz'")
+        self.assertNotIn("did you mean", line)  # nothing close: no guess
+
+    def test_list_function_gives_its_cases_and_why(self):
+        code, out, err = run("list", "--against", GOLDENS, "k3")
+        self.assertEqual(code, 0, out + err)
+        with h5py.File(os.path.join(GOLDENS, "kl.h5"), "r") as f:
+            cases = {c: f["k3"][c].attrs["why"] for c in f["k3"]}
+        lines = out.splitlines()
+        self.assertEqual(lines[-1], "%d case(s)" % len(cases))
+        for c, why in cases.items():
+            why = why.decode() if isinstance(why, bytes) else str(why)
+            (ln,) = [ln for ln in lines if ln.split()[:1] == ["kl/k3/" + c]]
+            self.assertIn(why, ln)
+        code, out, err = run("list", "--against", GOLDENS, "kl/k3", "--json")
+        self.assertEqual(code, 0, err)
+        self.assertEqual({c["case"] for c in json.loads(out)}, set(cases))
+
+    def test_version_is_printed_and_in_every_report(self):
+        code, out, err = run("--version")
+        self.assertEqual(code, 0, err)
+        first = out.splitlines()[0]
+        self.assertRegex(first, r"^conform \S+$")
+        revision = first.split()[1]
+        self.assertIn("  verl_version: 0.9.1", out)
+        self.assertIn("  torch_version: ", out)
+        report, junit = os.path.join(self.tmp, "r.md"), os.path.join(self.tmp, "j.xml")
+        code, out, err = run(
+            "check", "--against", GOLDENS, "--only", "k3", "--format", "json", "--report", report, "--junit", junit
+        )
+        self.assertEqual(code, 0, err)
+        self.assertEqual(json.loads(out)["conform_revision"], revision)
+        with open(report) as f:
+            self.assertIn("| conform | revision | %s |" % revision, f.read())
+        with open(junit) as f:
+            self.assertIn('<property name="conform_revision" value="%s"/>' % revision, f.read())
+        code, out, err = run("drift", GOLDENS, GOLDENS, "--format", "json")
+        self.assertEqual(json.loads(out)["conform_revision"], revision)
+
+    def test_revision_outside_git_is_unknown(self):
+        # A source tarball: no .git above the script's working directory.
+        script = os.path.join(os.environ.get("TEST_SRCDIR", os.getcwd()), "verlconf", "tools", "workspace_status.sh")
+        p = subprocess.run(["sh", script], cwd=self.tmp, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "STABLE_VERLCONF_REVISION unknown\n")
+        # A binary without its revision runfile says so, and still runs.
+        alone = os.path.join(self.tmp, "conform")
+        shutil.copyfile(CONFORM, alone)
+        os.chmod(alone, 0o755)
+        env = {k: v for k, v in os.environ.items() if k not in ("RUNFILES_DIR", "TEST_SRCDIR")}
+        p = subprocess.run([alone, "--version"], cwd=self.tmp, capture_output=True, text=True, env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.splitlines()[0], "conform unknown")
+
+    def test_drift_text_leads_with_what_changed(self):
+        old, new = os.path.join(self.tmp, "old"), os.path.join(self.tmp, "new")
+        for d in (old, new):
+            os.mkdir(d)
+            shutil.copyfile(os.path.join(GOLDENS, "kl.h5"), os.path.join(d, "kl.h5"))
+            os.chmod(os.path.join(d, "kl.h5"), 0o644)
+        with h5py.File(os.path.join(new, "kl.h5"), "r+") as f:
+            case = sorted(c for c in f["k1"] if "expect_error" not in f["k1"][c].attrs and c.endswith("_f64"))[0]
+            ds = f["k1"][case]["outputs"]["kl"]
+            data = ds[()]
+            data.flat[1] += 0.5
+            ds[...] = data
+            index = np.unravel_index(1, data.shape)
+        code, out, err = run("drift", old, new)
+        self.assertEqual(code, 1, out + err)
+        lines = out.splitlines()
+        self.assertRegex(lines[2], r"^\d+ field\(s\) of \d+ function\(s\) changed")
+        self.assertEqual(lines[3].split()[:2], ["function", "field"])
+        rows = [ln.split() for ln in lines[4:] if ln.strip() and not ln.startswith(" ")]
+        k1 = next(r for r in rows if r[:2] == ["k1", "outputs/kl"])
+        self.assertAlmostEqual(float(k1[9]), 0.5, delta=1e-6)  # that element's abs change
+        self.assertEqual(" ".join(k1[11:]), "%s(%s)" % (case, ", ".join(str(int(x)) for x in index)))
+        unchanged = [ln for ln in lines if ln.startswith("unchanged: ")]
+        self.assertEqual(len(unchanged), 1, out)
+        self.assertLess(lines.index(unchanged[0]), len(lines))
+        self.assertNotIn("k3 ", "\n".join(lines[: lines.index(unchanged[0])]))  # unchanged rows are summed
+        self.assertLess(len(lines), 40, out)
 
 
 class Help(unittest.TestCase):
@@ -353,6 +504,13 @@ class CheckReport(unittest.TestCase):
         self.assertEqual(c["err_tol"], max(f["err_tol"] for f in c["fields"] if f["err_tol"] is not None))
         self.assertEqual(fn["err_tol"]["float64"], c["err_tol"])
         self.assertAlmostEqual(field["worst_abs"], abs(got - want), places=15)
+        # The function's worst is one element: its err/tol, abs and rel, case, field, index.
+        # (outputs/returns may hold the same planted element: equal datasets are stored once.)
+        worst = fn["worst"]["float64"]
+        self.assertEqual((worst["err_tol"], worst["case"], worst["index"]), (c["err_tol"], case, [i, j]))
+        self.assertIn(worst["field"], ("outputs/advantages", "outputs/returns"))
+        self.assertAlmostEqual(worst["abs"], abs(got - want), places=15)
+        self.assertAlmostEqual(worst["rel"], abs(got - want) / abs(want), places=12)
         # Every other case and field: the figure agrees with the verdict.
         for f in doc["functions"]:
             for cc in f["cases"]:
@@ -363,11 +521,15 @@ class CheckReport(unittest.TestCase):
         # The table shows the same figure, as a multiple of the tolerance.
         code, text, err = run("check", "--against", GOLDENS, "--candidate", path)
         self.assertEqual(code, 1, err)
-        header = text.splitlines()[1].split()
-        self.assertIn("err/tol", header)
+        header = next(ln for ln in text.splitlines() if ln.startswith("function ")).split()
+        self.assertEqual(header[11:15], ["err/tol", "abs", "rel", "worst"])
         cells = row(text, "grpo")
-        self.assertAlmostEqual(float(cells[7]) / field["err_tol"], 1.0, delta=0.01)  # 3 significant digits
-        self.assertGreater(float(cells[7]), 1.0)
+        self.assertAlmostEqual(float(cells[11]) / field["err_tol"], 1.0, delta=0.01)  # 3 significant digits
+        self.assertGreater(float(cells[11]), 1.0)
+        # abs and rel are that element's, and the row names it.
+        self.assertAlmostEqual(float(cells[12]) / abs(got - want), 1.0, delta=0.01)
+        self.assertAlmostEqual(float(cells[13]) / (abs(got - want) / abs(want)), 1.0, delta=0.01)
+        self.assertEqual(" ".join(cells[14:]), "%s %s(%d, %d)" % (case, worst["field"], i, j))
 
     def test_markdown_report_has_provenance_matrix_and_differences(self):
         path, case, (i, j), got, want = self.plant()
@@ -399,9 +561,17 @@ class CheckReport(unittest.TestCase):
         cells = [c.strip() for c in line.strip("|").split("|")]
         self.assertEqual(cells[3], "1")
         self.assertGreater(float(cells[4]), 1.0)
-        self.assertEqual(cells[5], f"`{case}` (float64)")
-        self.assertAlmostEqual(float(cells[6]) / abs(got - want), 1.0, delta=0.01)
+        self.assertAlmostEqual(float(cells[5]) / abs(got - want), 1.0, delta=0.01)
+        self.assertAlmostEqual(float(cells[6]) / (abs(got - want) / abs(want)), 1.0, delta=0.01)
+        self.assertEqual(cells[7], f"`{case} outputs/advantages({i}, {j})` (float64)")
         self.assertIn(f"--only grpo/{case}", cells[8])
+        # The summary row: the same element, named.
+        table = md.split("## Provenance")[0]
+        line = next(ln for ln in table.splitlines() if ln.startswith("| `grpo` | advantage |"))
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        self.assertEqual(cells[6:8], ["0", "0"])  # unsupported, skipped
+        self.assertAlmostEqual(float(cells[12]) / abs(got - want), 1.0, delta=0.01)
+        self.assertRegex(cells[14], r"^`%s outputs/(advantages|returns)\(%d, %d\)`$" % (case, i, j))
         # The JSON form carries the same provenance.
         code, out, err = run("check", "--against", GOLDENS, "--candidate", path, "--format", "json")
         doc = json.loads(out)
@@ -414,8 +584,7 @@ class CheckReport(unittest.TestCase):
         self.assertEqual(code, 0, out + err)
         for fn in ("vanilla", "grpo", "k3", "token-mean"):
             cells = row(out, fn)
-            for cell in cells[7:9]:
-                self.assertTrue(cell == "-" or float(cell) <= 1.0, out)
+            self.assertTrue(cells[11] == "-" or float(cells[11]) <= 1.0, out)
         code, out, err = run("check", "--against", GOLDENS, "--only", "vanilla", "--format", "json")
         self.assertEqual(code, 0, err)
         doc = json.loads(out)
@@ -456,8 +625,8 @@ class CheckReport(unittest.TestCase):
         code, out, err = run("check", "--against", GOLDENS, "--candidate", cand, "--show-unsupported")
         self.assertEqual(code, 0, out + err)
         cells = row(out, "grpo")
-        self.assertEqual((int(cells[3]), int(cells[6])), (0, int(cells[2])))
-        self.assertEqual((cells[7], cells[8]), ("-", "-"))  # nothing compared
+        self.assertEqual((int(cells[3]), int(cells[6]), int(cells[7])), (0, int(cells[2]), 0))
+        self.assertEqual(cells[11:], ["-", "-", "-", "-"])  # nothing compared
         self.assertNotIn("function(s) not provided", out)
 
 
@@ -570,6 +739,11 @@ class Drift(unittest.TestCase):
         kl = next(f for f in k3["fields"] if f["field"] == "outputs/kl")
         self.assertEqual(kl["changed"], 1)
         self.assertEqual(kl["err_tol"], change["err_tol"])
+        # The worst element: that one element's change, where it is.
+        for w in (kl["worst"], change["worst"]):
+            self.assertEqual((w["err_tol"], w["case"], w["field"]), (change["err_tol"], case, "outputs/kl"))
+            self.assertEqual(w["index"], [0] * data.ndim)
+            self.assertAlmostEqual(w["abs"], 1e-3, delta=1e-9)
         code, out, err = run("drift", self.old, self.old, "--format", "json")
         self.assertEqual(code, 0, out + err)
         doc = json.loads(out)
@@ -604,15 +778,16 @@ class Drift(unittest.TestCase):
         # Both sides' provenance, the per-file value where the files of a set disagree.
         self.assertRegex(md, r"\| `torch_version` \| `[^`|]+` \| `[^`|]*9\.9\.9[^`|]*` \|")
         changed = md.split("### Changed beyond tolerance, or on one side only", 1)[1].split("###", 1)[0]
-        self.assertIn("| max err/tol | max abs | max rel |", changed)
+        self.assertIn("| max err/tol | abs | rel | worst at |", changed)
         k3 = next(ln for ln in changed.splitlines() if ln.startswith("| `k3` | `outputs/kl` |")).split("|")
         self.assertGreater(float(k3[6]), 1.0)  # err/tol beyond the tolerance
         self.assertAlmostEqual(float(k3[7]), 1e-3, delta=1e-9)  # the planted absolute change
+        self.assertEqual(k3[9].strip(), "`%s(%s)`" % (ok[0], ", ".join(["0"] * data.ndim)))
         k1 = next(ln for ln in changed.splitlines() if ln.startswith("| `k1` | `outputs/kl` |")).split("|")
         self.assertEqual(int(k1[5]), 1)  # one case has it on one side only
         self.assertIn("outputs/kl (only in the old set)", md.split("### Fields present on one side only", 1)[1])
         same = md.split("### Unchanged or rounding only", 1)[1]
-        self.assertIn("| flips | max err/tol | max abs | max rel |", same)
+        self.assertIn("| flips | max err/tol | abs | rel | worst at |", same)
 
     def test_a_set_of_one_dtype_is_compared_on_that_dtype_alone(self):
         with h5py.File(os.path.join(self.new, "kl.h5"), "r+") as f:

@@ -122,6 +122,8 @@ FieldReport CompareField(const std::string& field, const Array* got, const Array
       if (e > worst_excess) {
         worst_excess = e;
         r.worst_index = k;
+        r.abs_at_worst = diff;
+        r.rel_at_worst = w != 0.0 && std::isfinite(w) ? diff / std::fabs(w) : std::numeric_limits<double>::quiet_NaN();
       }
     };
     if (ok) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -31,8 +32,13 @@ struct FieldReport {
   int64_t total = 0;
   int64_t mismatched = 0;
   double worst_abs = 0.0;
-  double worst_rel = 0.0;        // over elements whose reference is non-zero
-  int64_t worst_index = -1;      // element with the largest error relative to tolerance
+  double worst_rel = 0.0;    // over elements whose reference is non-zero
+  int64_t worst_index = -1;  // element with the largest error relative to tolerance
+  // The absolute and relative error of that one element (relative: NaN where its reference
+  // is zero or not finite). worst_abs and worst_rel are maxima over all elements and may
+  // come from different ones; a summary that names one element quotes these.
+  double abs_at_worst = 0.0;
+  double rel_at_worst = std::numeric_limits<double>::quiet_NaN();
   int64_t flips = 0;             // elements that took the other decision's value at a boundary
   std::vector<int64_t> flipped;  // their flat indices (token-shaped fields: which decisions differ)
   bool compared_finite = false;  // some reference element was finite (NaN == NaN alone proves nothing)

@@ -14,6 +14,7 @@
 
 #include "oracle/core/json.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/version.h"
 
 namespace verlconf::tools {
 
@@ -29,13 +30,73 @@ std::string RatioText(const std::optional<double>& ratio) {
   return b;
 }
 
+void WorstElement::Offer(const WorstElement& other) {
+  if (!other.Empty() && other.err_tol > err_tol) *this = other;
+}
+
+std::string WorstElement::InField() const {
+  if (Empty()) return "-";
+  return case_name + (flat >= 0 && !shape.empty() ? FormatIndex(flat, shape) : "");
+}
+
+std::string WorstElement::Where() const {
+  if (Empty() || field.empty()) return Empty() ? "-" : case_name;
+  return case_name + " " + field + (flat >= 0 && !shape.empty() ? FormatIndex(flat, shape) : "");
+}
+
+WorstElement FieldWorst(const FieldReport& f, const std::string& case_name, DType dtype) {
+  WorstElement w;
+  const bool compared = f.outcome == Outcome::kFailed || (f.outcome != Outcome::kUnsupported && f.total > 0);
+  if (!compared) return w;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  w.err_tol = f.err_tol;
+  w.case_name = case_name;
+  w.field = f.field;
+  w.dtype = dtype;
+  if (f.worst_index >= 0 && std::isfinite(f.err_tol)) {
+    w.abs = f.abs_at_worst;
+    w.rel = f.rel_at_worst;
+    w.flat = f.worst_index;
+    w.shape = f.shape;
+  } else {
+    w.abs = w.rel = nan;  // no element shows it: a shape or dtype
+  }
+  return w;
+}
+
+WorstElement CaseWorst(const CaseReport& r) {
+  WorstElement w;
+  if (!r.err_tol) return w;
+  for (const auto& f : r.fields) w.Offer(FieldWorst(f, r.case_name, r.dtype));
+  if (w.Empty() || w.err_tol < *r.err_tol) {
+    // Failed on its error semantics: no field holds the figure.
+    w = WorstElement{};
+    w.err_tol = *r.err_tol;
+    w.abs = w.rel = std::numeric_limits<double>::quiet_NaN();
+    w.case_name = r.case_name;
+    w.dtype = r.dtype;
+  }
+  return w;
+}
+
+std::string ErrorText(double v) {
+  if (std::isnan(v)) return "-";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3g", v);
+  return b;
+}
+
 namespace {
+
+std::optional<double> Ratio(const WorstElement& w) {
+  return w.Empty() ? std::nullopt : std::optional<double>(w.err_tol);
+}
 
 struct Row {
   std::string family;
   int cases = 0;
   std::map<Outcome, int> by;
-  std::optional<double> worst64, worst32;  // err/tol per dtype; nullopt: nothing compared
+  WorstElement worst64, worst32, worst;  // per dtype, and over both
   int64_t flips = 0;
   int partial = 0;
   int fields_unsupported = 0;
@@ -59,8 +120,9 @@ std::map<std::pair<std::string, std::string>, Row> Tabulate(const std::vector<Ca
     row.family = r.family.empty() ? "?" : r.family;
     ++row.cases;
     ++row.by[r.outcome];
-    std::optional<double>& w = r.dtype == DType::kFloat64 ? row.worst64 : row.worst32;
-    if (r.err_tol) w = std::max(w.value_or(0.0), *r.err_tol);
+    const WorstElement w = CaseWorst(r);
+    (r.dtype == DType::kFloat64 ? row.worst64 : row.worst32).Offer(w);
+    row.worst.Offer(w);
     row.flips += r.flips;
     row.partial += r.partial;
     row.fields_unsupported += UnsupportedFields(r);
@@ -145,18 +207,30 @@ void PrintTable(const std::vector<CaseReport>& reports, std::ostream& out, bool 
   const std::set<std::pair<std::string, std::string>> hidden =
       show_unsupported ? std::set<std::pair<std::string, std::string>>{}
                        : std::set<std::pair<std::string, std::string>>(absent.begin(), absent.end());
-  char line[320];
-  std::snprintf(line, sizeof line, "%-46s %-18s %5s %6s %6s %6s %6s %11s %11s %6s %7s %9s\n", "function", "family",
-                "cases", "passed", "failed", "mistr", "unsup", "f64 err/tol", "f32 err/tol", "flips", "partial",
-                "unsup-fld");
-  out << line;
-  for (const auto& [key, row] : Tabulate(reports)) {
+  const auto rows = Tabulate(reports);
+  // Name columns as wide as the longest name shown, so that the figures stay near them.
+  int fw = 8, famw = 6;
+  for (const auto& [key, row] : rows) {
     if (hidden.count(key)) continue;
-    std::snprintf(line, sizeof line, "%-46s %-18s %5d %6d %6d %6d %6d %11s %11s %6lld %7d %9d\n", key.first.c_str(),
-                  row.family.c_str(), row.cases, row.n(Outcome::kPassed), row.n(Outcome::kFailed),
-                  row.n(Outcome::kMistrusted), row.n(Outcome::kUnsupported) + row.n(Outcome::kSkipped),
-                  RatioText(row.worst64).c_str(), RatioText(row.worst32).c_str(), static_cast<long long>(row.flips),
-                  row.partial, row.fields_unsupported);
+    fw = std::max(fw, static_cast<int>(key.first.size()));
+    famw = std::max(famw, static_cast<int>(row.family.size()));
+  }
+  // The worst element's err/tol, abs and rel are one element's, and "worst at" names it
+  // (case, field, index); it goes last since its width varies.
+  char line[512];
+  std::snprintf(line, sizeof line, "%-*s %-*s %5s %6s %6s %6s %6s %6s %6s %7s %9s %11s %9s %9s  %s\n", fw, "function",
+                famw, "family", "cases", "passed", "failed", "mistr", "unsup", "skip", "flips", "partial", "unsup-fld",
+                "err/tol", "abs", "rel", "worst at");
+  out << line;
+  for (const auto& [key, row] : rows) {
+    if (hidden.count(key)) continue;
+    const WorstElement& w = row.worst;
+    std::snprintf(line, sizeof line, "%-*s %-*s %5d %6d %6d %6d %6d %6d %6lld %7d %9d %11s %9s %9s  %s\n", fw,
+                  key.first.c_str(), famw, row.family.c_str(), row.cases, row.n(Outcome::kPassed),
+                  row.n(Outcome::kFailed), row.n(Outcome::kMistrusted), row.n(Outcome::kUnsupported),
+                  row.n(Outcome::kSkipped), static_cast<long long>(row.flips), row.partial, row.fields_unsupported,
+                  RatioText(Ratio(w)).c_str(), w.Empty() ? "-" : ErrorText(w.abs).c_str(),
+                  w.Empty() ? "-" : ErrorText(w.rel).c_str(), w.Where().c_str());
     out << line;
   }
   if (!hidden.empty()) {
@@ -178,35 +252,30 @@ void PrintTable(const std::vector<CaseReport>& reports, std::ostream& out, bool 
 
 namespace {
 
-// A failing (function, field): its count, worst err/tol and first failing case.
+// A failing (function, field): its count and its worst element, with that case's report.
 struct Difference {
   int cases = 0;
-  double worst = 0.0;
-  const CaseReport* first = nullptr;
-  const FieldReport* first_field = nullptr;  // null where the whole case failed
+  WorstElement worst;
+  const CaseReport* worst_case = nullptr;
 };
 
 std::map<std::tuple<std::string, std::string, std::string>, Difference> Differences(
     const std::vector<CaseReport>& reports) {
   std::map<std::tuple<std::string, std::string, std::string>, Difference> d;
+  auto add = [](Difference& e, const WorstElement& w, const CaseReport& r) {
+    ++e.cases;
+    if (!e.worst_case || w.err_tol > e.worst.err_tol) e.worst = w, e.worst_case = &r;
+  };
   for (const auto& r : reports) {
     if (r.outcome != Outcome::kFailed) continue;
     bool any_field = false;
     for (const auto& f : r.fields) {
       if (f.outcome != Outcome::kFailed) continue;
       any_field = true;
-      Difference& e = d[{r.function, r.family, f.field}];
-      ++e.cases;
-      e.worst = std::max(e.worst, f.err_tol);
-      if (!e.first) e.first = &r, e.first_field = &f;
+      add(d[{r.function, r.family, f.field}], FieldWorst(f, r.case_name, r.dtype), r);
     }
-    if (!any_field) {
-      // An error case: raised where verl returned, returned where verl raised, or another error.
-      Difference& e = d[{r.function, r.family, "(raises as verl does)"}];
-      ++e.cases;
-      e.worst = std::numeric_limits<double>::infinity();
-      if (!e.first) e.first = &r;
-    }
+    // An error case: raised where verl returned, returned where verl raised, or another error.
+    if (!any_field) add(d[{r.function, r.family, "(raises as verl does)"}], CaseWorst(r), r);
   }
   return d;
 }
@@ -219,6 +288,7 @@ std::string MarkdownCell(std::string s) {
 
 void ProvenanceMarkdown(std::ostream& o, const Provenance& p) {
   o << "\n## Provenance\n\n| side | attribute | value |\n|---|---|---|\n";
+  o << "| conform | revision | " << MarkdownCell(Revision()) << " |\n";
   o << "| goldens | directory | `" << MarkdownCell(p.goldens_dir) << "` |\n";
   for (const auto& [k, v] : p.goldens) o << "| goldens | " << k << " | " << MarkdownCell(v) << " |\n";
   o << "| candidate | checked | `" << MarkdownCell(p.candidate) << "` |\n";
@@ -231,16 +301,21 @@ std::string MarkdownReport(const std::string& title, const std::vector<CaseRepor
                            const Provenance& provenance) {
   std::ostringstream o;
   o << "# " << title << "\n\n" << Totals(reports) << "\n\n";
-  o << "err/tol: the worst error as a multiple of the tolerance, per dtype (<= 1 passes; - where nothing was "
-       "compared).\n\n";
-  o << "| function | family | cases | passed | failed | mistrusted | unsupported/skipped | f64 err/tol | f32 err/tol | "
-       "flips | partial | fields not provided |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
-  for (const auto& [key, row] : Tabulate(reports))
+  o << "err/tol: the worst element's error as a multiple of the tolerance (<= 1 passes; - where nothing was "
+       "compared); abs and rel: that same element's absolute and relative error; worst at: its case, field and "
+       "index.\n\n";
+  o << "| function | family | cases | passed | failed | mistrusted | unsupported | skipped | flips | partial | "
+       "fields not provided | worst err/tol | abs | rel | worst at |\n"
+       "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& [key, row] : Tabulate(reports)) {
+    const WorstElement& w = row.worst;
     o << "| `" << key.first << "` | " << row.family << " | " << row.cases << " | " << row.n(Outcome::kPassed) << " | "
-      << row.n(Outcome::kFailed) << " | " << row.n(Outcome::kMistrusted) << " | "
-      << row.n(Outcome::kUnsupported) + row.n(Outcome::kSkipped) << " | " << RatioText(row.worst64) << " | "
-      << RatioText(row.worst32) << " | " << row.flips << " | " << row.partial << " | " << row.fields_unsupported
-      << " |\n";
+      << row.n(Outcome::kFailed) << " | " << row.n(Outcome::kMistrusted) << " | " << row.n(Outcome::kUnsupported)
+      << " | " << row.n(Outcome::kSkipped) << " | " << row.flips << " | " << row.partial << " | "
+      << row.fields_unsupported << " | " << RatioText(Ratio(w)) << " | " << (w.Empty() ? "-" : ErrorText(w.abs))
+      << " | " << (w.Empty() ? "-" : ErrorText(w.rel)) << " | "
+      << (w.Empty() ? "-" : "`" + MarkdownCell(w.Where()) + "`") << " |\n";
+  }
   ProvenanceMarkdown(o, provenance);
   o << "\n## Fields\n\nPer function and field, over its cases: how many times the field passed, failed, was not "
        "provided (UNSUPPORTED), or agreed where agreement proves nothing (mistrusted). A framework that computes "
@@ -252,21 +327,18 @@ std::string MarkdownReport(const std::string& title, const std::vector<CaseRepor
         << " | " << c.not_provided << " | " << c.mistrusted << " |\n";
   const auto diffs = Differences(reports);
   if (!diffs.empty()) {
-    o << "\n## Differences\n\nEach field that failed, with the first case it failed in (the full message is under "
-         "Failures).\n\n| function | family | field | failed cases | worst err/tol | first failing case | worst abs "
-         "| worst rel | repro |\n|---|---|---|---|---|---|---|---|---|\n";
+    o << "\n## Differences\n\nEach field that failed: in how many cases, and its worst element (err/tol, and "
+         "that element's absolute and relative error) with the case it is in and the command that repeats it (the "
+         "full message is under Failures).\n\n| function | family | field | failed cases | worst err/tol | abs | rel "
+         "| worst case | repro |\n|---|---|---|---|---|---|---|---|---|\n";
     for (const auto& [key, d] : diffs) {
       const auto& [fn, family, field] = key;
-      o << "| `" << fn << "` | " << family << " | `" << field << "` | " << d.cases << " | " << RatioText(d.worst)
-        << " | `" << MarkdownCell(d.first->case_name) << "` (" << DTypeName(d.first->dtype) << ") | ";
-      if (d.first_field) {
-        char b[64];
-        std::snprintf(b, sizeof b, "%.3g | %.3g", d.first_field->worst_abs, d.first_field->worst_rel);
-        o << b;
-      } else {
-        o << MarkdownCell(d.first->detail) << " | -";
-      }
-      o << " | `" << MarkdownCell(d.first->repro) << "` |\n";
+      const WorstElement& w = d.worst;
+      o << "| `" << fn << "` | " << family << " | `" << field << "` | " << d.cases << " | " << RatioText(w.err_tol)
+        << " | " << ErrorText(w.abs) << " | " << ErrorText(w.rel) << " | `" << MarkdownCell(w.Where()) << "` ("
+        << DTypeName(w.dtype) << ")";
+      if (w.field.empty()) o << ": " << MarkdownCell(d.worst_case->detail);
+      o << " | `" << MarkdownCell(d.worst_case->repro) << "` |\n";
     }
   }
   bool first = true;
@@ -332,6 +404,31 @@ void FieldJson(JsonWriter& j, const FieldReport& f) {
 
 }  // namespace
 
+void WorstJson(JsonWriter& j, const WorstElement& w) {
+  if (w.Empty()) {
+    j.Null();
+    return;
+  }
+  auto number = [&](double v) {
+    if (std::isnan(v))
+      j.Null();
+    else
+      RatioJson(j, v);
+  };
+  j.BeginObject();
+  j.Key("err_tol");
+  RatioJson(j, w.err_tol);
+  j.Key("abs");
+  number(w.abs);
+  j.Key("rel");
+  number(w.rel);
+  j.Key("case").String(w.case_name);
+  j.Key("field").String(w.field);
+  j.Key("index");
+  IndexJson(j, w.flat, w.shape);
+  j.EndObject();
+}
+
 bool BitForBit(const std::vector<CaseReport>& reports, int& cases) {
   cases = 0;
   for (const auto& r : reports) {
@@ -360,6 +457,7 @@ std::string CheckJson(const std::vector<CaseReport>& reports, const Provenance& 
   j.Key("against").String(provenance.goldens_dir);
   auto verl = provenance.goldens.find("verl_version");
   j.Key("verl_version").String(verl == provenance.goldens.end() ? "" : verl->second);
+  j.Key("conform_revision").String(Revision());
   j.Key("exit_code").Int(exit_code);
   int identical_cases = 0;
   j.Key("bit_for_bit").Bool(BitForBit(reports, identical_cases));
@@ -403,9 +501,15 @@ std::string CheckJson(const std::vector<CaseReport>& reports, const Provenance& 
     j.EndObject();
     j.Key("err_tol").BeginObject();
     j.Key("float64");
-    RatioJson(j, row.worst64);
+    RatioJson(j, Ratio(row.worst64));
     j.Key("float32");
-    RatioJson(j, row.worst32);
+    RatioJson(j, Ratio(row.worst32));
+    j.EndObject();
+    // Per dtype, the one element the err/tol above is from (null where nothing was compared).
+    j.Key("worst").BeginObject();
+    for (const auto& [name, w] : {std::pair<const char*, const WorstElement*>{"float64", &row.worst64},
+                                  std::pair<const char*, const WorstElement*>{"float32", &row.worst32}})
+      WorstJson(j.Key(name), *w);
     j.EndObject();
     j.Key("flips").Int(row.flips);
     j.Key("partial").Int(row.partial);

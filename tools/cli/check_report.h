@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "oracle/core/json.h"
 #include "oracle/judge/judge.h"
 
 namespace verlconf::tools {
@@ -35,6 +36,35 @@ std::string RatioText(const std::optional<double>& ratio);
 
 // (function, family) of the functions whose every case is CaseReport::not_provided.
 std::vector<std::pair<std::string, std::string>> FunctionsNotProvided(const std::vector<CaseReport>& reports);
+
+// The worst compared element over some cases: its err/tol and, of that same element, its
+// absolute and relative error (NaN where no element shows it: a shape, an error raised),
+// with the case, field and index it lies at. A summary quotes one element so that its
+// figures never mix maxima taken in different cases.
+struct WorstElement {
+  double err_tol = -1.0;  // < 0: nothing compared
+  double abs = 0.0, rel = 0.0;
+  std::string case_name, field;
+  int64_t flat = -1;  // the element's flat index in `shape`; -1 where no element shows it
+  std::vector<int64_t> shape;
+  DType dtype = DType::kFloat64;
+  bool Empty() const { return err_tol < 0.0; }
+  // Keeps the larger err/tol; on a tie the one offered first (the order cases were checked).
+  void Offer(const WorstElement& other);
+  // "case field(i, j)" ("case field" for a scalar), or "-" when empty.
+  std::string Where() const;
+  // "case(i, j)": where the field is named elsewhere (a row per field).
+  std::string InField() const;
+};
+// The field's worst element; Empty() when the field compared nothing.
+WorstElement FieldWorst(const FieldReport& f, const std::string& case_name, DType dtype);
+// The case's worst element over its compared fields (an error case: the case alone, inf).
+WorstElement CaseWorst(const CaseReport& r);
+// As JSON: {err_tol, abs, rel (null where no element shows them), case, field, index}, or
+// null when empty.
+void WorstJson(JsonWriter& j, const WorstElement& w);
+// A figure as the tables print it: "-" for NaN, else three significant digits.
+std::string ErrorText(double v);
 
 // One row per function: case outcomes, the worst err/tol per dtype, flips, partial cases
 // and fields not provided. Functions not provided at all are one summary line unless

@@ -42,7 +42,7 @@ inline constexpr const char* kDriftSchema = "verlconf.drift";
 inline constexpr int kSchemaVersion = 1;
 
 int RunCheck(const CheckOptions& o, std::ostream& out);
-int RunList(const std::string& against, bool json, std::ostream& out);
+int RunList(const std::string& against, const std::string& function, bool json, std::ostream& out);
 // `name`: "" for every function, else a function (NAME or FAMILY/NAME) or a family.
 // `json`: the registry's stable machine form (all of it without a name); `pretty`
 // indents it.

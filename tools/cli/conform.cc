@@ -2,14 +2,17 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "fixtures/h5/golden_set.h"
 #include "oracle/core/errors.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/conform_main.h"
 #include "tools/cli/paths.h"
 #include "tools/cli/report_file.h"
+#include "tools/cli/version.h"
 
 namespace {
 
@@ -34,7 +37,8 @@ struct Command {
 };
 
 constexpr const char* kOnlyHelp =
-    "select cases: FUNCTION, FAMILY/FUNCTION (advantage/gpg), FUNCTION/CASE or FAMILY/FUNCTION/CASE; repeatable or "
+    "select cases: FUNCTION, FAMILY, FAMILY/FUNCTION (advantage/gpg), FUNCTION/CASE or FAMILY/FUNCTION/CASE; "
+    "repeatable or "
     "comma-separated; every name must match a golden case";
 
 const std::vector<Command>& Commands() {
@@ -74,13 +78,15 @@ const std::vector<Command>& Commands() {
        "included), 3 an internal error of conform, 4 nothing compared (no case PASSED or FAILED:\n"
        "every case SKIPPED, UNSUPPORTED or MISTRUSTED)"},
       {"list",
-       "[OPTIONS]",
+       "[FUNCTION | FAMILY/FUNCTION] [OPTIONS]",
        "functions, oracle/CUDA coverage, golden case counts, verl names not covered",
        "Lists every registry function: whether the oracle and CUDA implement it, its golden\n"
        "case counts per dtype (per mode, in brackets, for entries that stand for several of\n"
-       "verl's modes), and the names verl's registries define that have no oracle entry.",
+       "verl's modes), and the names verl's registries define that have no oracle entry.\n"
+       "With FUNCTION: that function's golden cases, each with its dtype and why the catalogue\n"
+       "has it (an unknown name exits 2 with the closest names).",
        {{"--against", "DIR", "the golden set to count (default: the bundled verl 0.9.1 set)"},
-        {"--json", nullptr, "print the same as one JSON object"},
+        {"--json", nullptr, "print the same as JSON (with FUNCTION: an array of its cases)"},
         {"--help", nullptr, "this help"}},
        "exit codes: 0 listed, 2 bad input or usage, 3 an internal error of conform"},
       {"spec",
@@ -136,7 +142,8 @@ std::string Usage() {
     s += line;
   }
   s += "\nWith no command, conform runs `check` on the bundled goldens.\n"
-       "`conform COMMAND --help` lists the command's options.\n\n"
+       "`conform COMMAND --help` lists the command's options; `conform --version` the source\n"
+       "revision and what produced the bundled goldens.\n\n"
        "exit codes: 0 passed, 1 conformance failure or drift (check --require-all: or anything\n"
        "UNSUPPORTED or SKIPPED), 2 bad input or usage, 3 internal error of conform, 4 check\n"
        "compared nothing (no case PASSED or FAILED)\n";
@@ -291,9 +298,31 @@ int Jobs(const Args& a) {
   return std::stoi(v);
 }
 
+// `conform --version`: the source revision, and what produced the bundled goldens (their
+// files' root attributes: verl_version, torch_version, ...).
+int PrintVersion(const char* argv0) {
+  std::cout << "conform " << t::Revision() << "\n";
+  // The revision alone is still worth printing where the goldens are not beside the binary.
+  std::map<std::string, std::string> provenance;
+  try {
+    provenance = verlconf::fixtures::GoldenSet::Load(t::BundledGoldenDir(argv0)).Provenance();
+  } catch (const BadInput& e) {
+    std::cout << "bundled goldens: not found (" << e.what() << ")\n";
+    return t::kExitOk;
+  }
+  std::cout << "bundled goldens: " << t::kBundledGoldens << "\n";
+  for (const auto& [k, v] : provenance) std::cout << "  " << k << ": " << v << "\n";
+  return t::kExitOk;
+}
+
 int Main(int argc, char** argv) {
+  t::InitRevision(argc > 0 ? argv[0] : nullptr);
   std::string cmd = argc > 1 ? argv[1] : "check";
   int first = 2;
+  if (cmd == "--version") {
+    if (argc > 2) throw BadInput("--version: takes no arguments");
+    return PrintVersion(argv[0]);
+  }
   if (cmd == "--help") cmd = "help";
   if (argc > 1 && std::strncmp(argv[1], "--", 2) == 0 && cmd != "help") {  // options straight after the binary: check
     cmd = "check";
@@ -344,8 +373,8 @@ int Main(int argc, char** argv) {
     return t::RunCheck(o, std::cout);
   }
   if (cmd == "list") {
-    Allow(a, 0, "list");
-    return t::RunList(against(), Flag(a, "--json"), std::cout);
+    Allow(a, 1, "list");
+    return t::RunList(against(), a.positional.empty() ? "" : a.positional[0], Flag(a, "--json"), std::cout);
   }
   if (cmd == "spec") {
     Allow(a, 1, "spec");

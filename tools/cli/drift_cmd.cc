@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 #include <ostream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -19,9 +20,11 @@
 #include "oracle/judge/candidate.h"
 #include "oracle/judge/judge.h"
 #include "oracle/judge/validate.h"
+#include "tools/cli/check_report.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/report_file.h"
 #include "tools/cli/selection.h"
+#include "tools/cli/version.h"
 
 namespace verlconf::tools {
 namespace {
@@ -34,18 +37,19 @@ struct FieldDrift {
   // Cases that have the field on one side only: never "same", always a change.
   int only_old = 0, only_new = 0;
   int missing() const { return only_old + only_new; }
-  double max_abs = 0.0, max_rel = 0.0;
-  double max_err_tol = 0.0;  // the largest change as a multiple of the tolerance (FieldReport::err_tol)
-  // The changed case with the largest absolute change (a rounding-only case may move
-  // more in absolute terms where its tolerance is wider, so max_abs is not its measure).
-  std::string worst_case;
-  double worst_case_abs = 0.0;
+  // The element with the largest change as a multiple of the tolerance over the field's
+  // cases (FieldReport::err_tol), with that one element's absolute and relative change and
+  // where it is: a changed field's is always in a changed case.
+  WorstElement worst;
+  double max_err_tol() const { return worst.Empty() ? 0.0 : worst.err_tol; }
+  bool Changed() const { return changed || missing(); }
 };
 
 // One field of one case that changed beyond tolerance (for --format json).
 struct CaseChange {
   std::string row, family, function, case_name, field;
   double err_tol, worst_abs, worst_rel;
+  WorstElement worst;  // the element err_tol is from
 };
 
 // The root attributes that say what produced a set, in the order a report lists them.
@@ -85,25 +89,27 @@ std::string RowName(const std::string& family, const std::string& fn) {
   return n > 1 ? family + "/" + fn : fn;
 }
 
-void Accumulate(FieldDrift& d, const FieldReport& r, const std::string& case_name) {
+void Accumulate(FieldDrift& d, const FieldReport& r, const std::string& case_name, DType dtype) {
   if (r.outcome == Outcome::kUnsupported) return;  // on one side only: counted by Compute
   ++d.compared;
-  if (r.outcome == Outcome::kFailed) {
+  if (r.outcome == Outcome::kFailed)
     ++d.changed;
-    if (d.worst_case.empty() || r.worst_abs >= d.worst_case_abs) {
-      d.worst_case = case_name;
-      d.worst_case_abs = r.worst_abs;
-    }
-  } else if (r.worst_abs == 0.0) {
+  else if (r.worst_abs == 0.0)
     ++d.identical;
-  } else {
+  else
     ++d.rounding;
+  WorstElement w = FieldWorst(r, case_name, dtype);
+  if (w.Empty()) {
+    // Nothing to compare (an empty field): identical, with no element to name.
+    w.err_tol = 0.0;
+    w.case_name = case_name;
   }
-  d.max_abs = std::max(d.max_abs, r.worst_abs);
-  d.max_rel = std::max(d.max_rel, r.worst_rel);
-  d.max_err_tol = std::max(d.max_err_tol, r.err_tol);
+  d.worst.Offer(w);
   d.flips += r.flips;
 }
+
+// A figure of the worst element, as the tables print it.
+std::string Figure(const FieldDrift& f, double v) { return f.worst.Empty() ? "-" : ErrorText(v); }
 
 // err/tol as the tables print it: "inf" where an exactly compared field changed or no
 // element shows the failure (shape, dtype).
@@ -194,10 +200,10 @@ Drift Compute(const fixtures::GoldenSet& a, const fixtures::GoldenSet& b, const 
     const CaseReport r = CompareResult(spec ? *spec : generic, *oc, &got, std::nullopt);
     auto& row = d.fields[RowName(std::get<0>(key), fn)];
     for (const auto& f : r.fields) {
-      Accumulate(row[f.field], f, std::get<2>(key));
+      Accumulate(row[f.field], f, std::get<2>(key), oc->dtype);
       if (f.outcome == Outcome::kFailed)
         d.changes.push_back({RowName(std::get<0>(key), fn), std::get<0>(key), fn, std::get<2>(key), f.field, f.err_tol,
-                             f.worst_abs, f.worst_rel});
+                             f.worst_abs, f.worst_rel, FieldWorst(f, std::get<2>(key), oc->dtype)});
     }
     const std::vector<std::string> old_fields = FieldNames(*oc), new_fields = FieldNames(nc);
     for (const auto& f : old_fields)
@@ -237,19 +243,40 @@ Drift Compute(const fixtures::GoldenSet& a, const fixtures::GoldenSet& b, const 
 void RenderText(const Drift& d, std::ostream& out) {
   out << "conform drift: " << d.old_version << " (" << d.old_dir << ") -> " << d.new_version << " (" << d.new_dir
       << ")\n";
-  char line[320];
-  std::snprintf(line, sizeof line, "%-24s %-32s %5s %5s %5s %5s %5s %5s %11s %11s %11s  %s\n", "function", "field",
-                "cases", "same", "round", "CHGD", "MISS", "flips", "max err/tol", "max abs", "max rel",
-                "largest change in");
-  out << line;
+  // What changed comes first; the fields that did not are one line (JSON and --report list
+  // every row), so that a handful of changes is not buried in a thousand unchanged rows.
+  int changed_fields = 0;
+  std::set<std::string> changed_functions;
   for (const auto& [fn, fields] : d.fields)
-    for (const auto& [field, f] : fields) {
-      std::snprintf(line, sizeof line, "%-24s %-32s %5d %5d %5d %5d %5d %5lld %11s %11.3e %11.3e  %s\n", fn.c_str(),
-                    field.c_str(), f.compared, f.identical, f.rounding, f.changed, f.missing(),
-                    static_cast<long long>(f.flips), RatioText(f.max_err_tol).c_str(), f.max_abs, f.max_rel,
-                    f.changed ? f.worst_case.c_str() : "");
-      out << line;
-    }
+    for (const auto& [field, f] : fields)
+      if (f.Changed()) ++changed_fields, changed_functions.insert(fn);
+  out << "\n"
+      << changed_fields << " field(s) of " << changed_functions.size()
+      << " function(s) changed beyond tolerance or on one side only";
+  if (changed_fields) {
+    out << ":\n";
+    int fw = 8, dw = 5;  // as wide as the names shown
+    for (const auto& [fn, fields] : d.fields)
+      for (const auto& [field, f] : fields)
+        if (f.Changed())
+          fw = std::max(fw, static_cast<int>(fn.size())), dw = std::max(dw, static_cast<int>(field.size()));
+    char line[1024];
+    std::snprintf(line, sizeof line, "%-*s %-*s %5s %5s %5s %5s %5s %5s %11s %9s %9s  %s\n", fw, "function", dw,
+                  "field", "cases", "same", "round", "CHGD", "MISS", "flips", "err/tol", "abs", "rel", "worst at");
+    out << line;
+    for (const auto& [fn, fields] : d.fields)
+      for (const auto& [field, f] : fields) {
+        if (!f.Changed()) continue;
+        std::snprintf(line, sizeof line, "%-*s %-*s %5d %5d %5d %5d %5d %5lld %11s %9s %9s  %s\n", fw, fn.c_str(), dw,
+                      field.c_str(), f.compared, f.identical, f.rounding, f.changed, f.missing(),
+                      static_cast<long long>(f.flips), RatioText(f.max_err_tol()).c_str(),
+                      Figure(f, f.worst.abs).c_str(), Figure(f, f.worst.rel).c_str(),
+                      f.changed ? f.worst.InField().c_str() : "");
+        out << line;
+      }
+  } else {
+    out << ".\n";
+  }
   auto list = [&](const char* title, const std::vector<std::string>& v) {
     if (v.empty()) return;
     out << "\n" << title << " (" << v.size() << "):\n";
@@ -257,8 +284,54 @@ void RenderText(const Drift& d, std::ostream& out) {
   };
   list("verl registry names added", d.registry_added);
   list("verl registry names removed", d.registry_removed);
-  list("error behaviour changed", d.error_changes);
+  // Error behaviour, one line per function and change ("fn/case: before -> after"): a
+  // function verl added changes every one of its cases the same way.
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> by_change;
+  std::vector<std::pair<std::string, std::string>> order;
+  for (const auto& e : d.error_changes) {
+    const size_t slash = e.find('/'), colon = e.find(": ", slash == std::string::npos ? 0 : slash);
+    const std::string fn = e.substr(0, slash), what = colon == std::string::npos ? "" : e.substr(colon + 2);
+    auto& cases = by_change[{fn, what}];
+    if (cases.empty()) order.push_back({fn, what});
+    cases.push_back(e.substr(slash + 1, colon - slash - 1));
+  }
+  if (!order.empty()) out << "\nerror behaviour changed (" << d.error_changes.size() << " case(s)):\n";
+  for (const auto& key : order) {
+    const auto& cases = by_change[key];
+    out << "  " << key.first << ": " << key.second;
+    if (cases.size() == 1)
+      out << " (" << cases[0] << ")\n";
+    else
+      out << " (" << cases.size() << " cases: " << cases[0] << ", ...)\n";
+  }
   list("fields on one side only (MISS)", d.fields_one_side);
+  // The unchanged rows, summed.
+  int fields = 0, cases = 0, same = 0, rounding = 0;
+  int64_t flips = 0;
+  std::set<std::string> functions;
+  WorstElement unchanged;
+  for (const auto& [fn, fs] : d.fields)
+    for (const auto& [field, f] : fs) {
+      if (f.Changed() || f.compared == 0) continue;
+      ++fields;
+      functions.insert(fn);
+      cases += f.compared;
+      same += f.identical;
+      rounding += f.rounding;
+      flips += f.flips;
+      if (!f.worst.Empty() && (unchanged.Empty() || f.worst.err_tol > unchanged.err_tol)) {
+        unchanged = f.worst;
+        unchanged.case_name = fn + "/" + f.worst.case_name;  // the row is gone: name the function
+      }
+    }
+  out << "\nunchanged: " << fields << " field(s) of " << functions.size() << " function(s), " << cases
+      << " case field(s): " << same << " bitwise the same, " << rounding << " within rounding, " << flips << " flip(s)";
+  if (rounding) {
+    const WorstElement& w = unchanged;
+    out << "\n  largest err/tol " << RatioText(w.err_tol) << " (abs " << ErrorText(w.abs) << ", rel "
+        << ErrorText(w.rel) << ") at " << w.Where();
+  }
+  out << "\n  every row: --format json or --report FILE.md\n";
   list("inputs differ (catalogue changed; not compared)", d.inputs_differ);
   list("only in old set", d.only_old);
   list("only in new set", d.only_new);
@@ -291,6 +364,7 @@ std::string RenderJson(const Drift& d, int exit_code) {
       if (!(side ? y : x).empty()) j.Key(key).String(side ? y : x);
     j.EndObject();
   }
+  j.Key("conform_revision").String(Revision());
   j.Key("exit_code").Int(exit_code);
   j.Key("drift").Bool(d.AnyChange());
   j.Key("functions").BeginArray();
@@ -307,11 +381,12 @@ std::string RenderJson(const Drift& d, int exit_code) {
       j.Key("changed").Int(f.changed);
       j.Key("missing").Int(f.missing());
       j.Key("flips").Int(f.flips);
-      j.Key("max_abs").Number(f.max_abs);
-      j.Key("max_rel").Number(f.max_rel);
       j.Key("err_tol");
-      RatioJson(j, f.max_err_tol);
-      j.Key("largest_change_in").String(f.changed ? f.worst_case : "");
+      RatioJson(j, f.max_err_tol());
+      // The element that err/tol is from: its own absolute and relative change and where.
+      j.Key("worst");
+      WorstJson(j, f.worst);
+      j.Key("largest_change_in").String(f.changed ? f.worst.case_name : "");
       j.EndObject();
     }
     j.EndArray();
@@ -330,6 +405,8 @@ std::string RenderJson(const Drift& d, int exit_code) {
     RatioJson(j, c.err_tol);
     j.Key("worst_abs").Number(c.worst_abs);
     j.Key("worst_rel").Number(c.worst_rel);
+    j.Key("worst");
+    WorstJson(j, c.worst);
     j.Key("repro").String("bazel run //tools:conform -- drift " + d.old_dir + " " + d.new_dir + " --only " + c.family +
                           "/" + c.function + "/" + c.case_name);
     j.EndObject();
@@ -373,21 +450,22 @@ std::string RenderMarkdown(const Drift& d) {
        "|old|)`, so at most 1 means within tolerance (`inf` where a field compared exactly, a mask, changed, or "
        "where no element shows the change: a shape or a dtype; a fraction is held to the smaller of the "
        "floating tolerance and half of one count, so a count that changed reads as a large finite figure); "
-       "`max abs` / `max rel`: the largest absolute and relative change (over elements whose old value is non-zero), "
-       "each over the field's cases.\n\n";
+       "`abs` / `rel`: that same element's absolute and relative change (`-` where its old value is zero or no "
+       "element shows the change), and `worst at` its case and index.\n\n";
   o << "### Changed beyond tolerance, or on one side only\n\n";
   bool any = false;
   for (const auto& [fn, fields] : d.fields)
     for (const auto& [field, f] : fields) {
       if (!f.changed && !f.missing()) continue;
       if (!any)
-        o << "| function | field | cases | changed | one side | max err/tol | max abs | max rel | largest change in "
+        o << "| function | field | cases | changed | one side | max err/tol | abs | rel | worst at "
              "|\n|---|---|---|---|---|---|---|---|---|\n";
       any = true;
       char buf[400];
-      std::snprintf(buf, sizeof buf, "| `%s` | `%s` | %d | %d | %d | %s | %.3e | %.3e | %s |\n", fn.c_str(),
-                    field.c_str(), f.compared, f.changed, f.missing(), RatioText(f.max_err_tol).c_str(), f.max_abs,
-                    f.max_rel, f.changed ? ("`" + f.worst_case + "`").c_str() : "");
+      std::snprintf(buf, sizeof buf, "| `%s` | `%s` | %d | %d | %d | %s | %s | %s | %s |\n", fn.c_str(), field.c_str(),
+                    f.compared, f.changed, f.missing(), RatioText(f.max_err_tol()).c_str(),
+                    Figure(f, f.worst.abs).c_str(), Figure(f, f.worst.rel).c_str(),
+                    f.changed ? ("`" + f.worst.InField() + "`").c_str() : "");
       o << buf;
     }
   if (!any) o << "Nothing.\n";
@@ -412,15 +490,16 @@ std::string RenderMarkdown(const Drift& d) {
       << n << " " << dt << " case(s) of the new set were not compared: the old set was captured without " << dt
       << " cases (root attribute `dtypes`).\n";
   o << "\n### Unchanged or rounding only\n\n"
-       "| function | field | cases | same | round | flips | max err/tol | max abs | max rel |\n"
-       "|---|---|---|---|---|---|---|---|---|\n";
+       "| function | field | cases | same | round | flips | max err/tol | abs | rel | worst at |\n"
+       "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& [fn, fields] : d.fields)
     for (const auto& [field, f] : fields) {
       if (f.changed || f.missing() || f.compared == 0) continue;
       char buf[320];
-      std::snprintf(buf, sizeof buf, "| `%s` | `%s` | %d | %d | %d | %lld | %s | %.3e | %.3e |\n", fn.c_str(),
+      std::snprintf(buf, sizeof buf, "| `%s` | `%s` | %d | %d | %d | %lld | %s | %s | %s | %s |\n", fn.c_str(),
                     field.c_str(), f.compared, f.identical, f.rounding, static_cast<long long>(f.flips),
-                    RatioText(f.max_err_tol).c_str(), f.max_abs, f.max_rel);
+                    RatioText(f.max_err_tol()).c_str(), Figure(f, f.worst.abs).c_str(), Figure(f, f.worst.rel).c_str(),
+                    f.rounding ? ("`" + f.worst.InField() + "`").c_str() : "");
       o << buf;
     }
   return o.str();

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "tools/cli/report_file.h"
+#include "tools/cli/version.h"
 
 namespace verlconf::tools {
 namespace {
@@ -40,6 +41,7 @@ void WriteJunit(const std::string& path, const std::string& prefix, const std::v
     }
     x << "  <testsuite name=\"" << Xml(prefix + "." + fn) << "\" tests=\"" << rs.size() << "\" failures=\"" << failures
       << "\" skipped=\"" << skipped << "\">\n";
+    x << "    <properties><property name=\"conform_revision\" value=\"" << Xml(Revision()) << "\"/></properties>\n";
     for (const auto* r : rs) {
       x << "    <testcase classname=\"" << Xml(prefix + "." + fn) << "\" name=\"" << Xml(r->case_name) << "\">";
       if (r->outcome == Outcome::kFailed) {

@@ -14,6 +14,7 @@
 #include "oracle/core/registry.h"
 #include "oracle/judge/validate.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/selection.h"
 
 namespace verlconf::tools {
 
@@ -186,8 +187,57 @@ int RunSpec(const std::string& name, bool json, bool pretty, std::ostream& out) 
   return kExitOk;
 }
 
-int RunList(const std::string& against, bool json, std::ostream& out) {
+namespace {
+
+// `conform list FUNCTION` (or FAMILY/FUNCTION): the function's golden cases, each with its
+// dtype and the reason the catalogue has it (the case's `why`).
+int ListCases(const fixtures::GoldenSet& golden, const std::string& name, bool json, std::ostream& out) {
+  const size_t slash = name.find('/');
+  const std::string family = slash == std::string::npos ? "" : name.substr(0, slash);
+  const std::string fn = slash == std::string::npos ? name : name.substr(slash + 1);
+  std::vector<const Case*> cases;
+  std::set<std::string> known;
+  for (const auto& [key, c] : golden.index) {
+    known.insert(c->function);
+    known.insert(c->family + "/" + c->function);
+    if (c->function == fn && (family.empty() || c->family == family)) cases.push_back(c);
+  }
+  if (cases.empty())
+    throw BadInput("list: '" + name + "'" + DidYouMean(name, known) + ": no golden case of such a function in " +
+                   golden.dir);
+  if (json) {
+    JsonWriter j;
+    j.BeginArray();
+    for (const Case* c : cases) {
+      j.BeginObject();
+      j.Key("family").String(c->family);
+      j.Key("function").String(c->function);
+      j.Key("case").String(c->name);
+      j.Key("dtype").String(DTypeName(c->dtype));
+      j.Key("expect_error").String(c->expect_error.value_or(""));
+      j.Key("why").String(c->why);
+      j.EndObject();
+    }
+    j.EndArray();
+    out << j.str() << "\n";
+    return kExitOk;
+  }
+  size_t w = 4;
+  for (const Case* c : cases) w = std::max(w, c->family.size() + c->function.size() + c->name.size() + 2);
+  for (const Case* c : cases) {
+    const std::string id = c->family + "/" + c->function + "/" + c->name;
+    out << id << std::string(w - id.size() + 2, ' ') << DTypeName(c->dtype) << "  "
+        << (c->expect_error ? "raises " + *c->expect_error + "; " : "") << c->why << "\n";
+  }
+  out << cases.size() << " case(s)\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+int RunList(const std::string& against, const std::string& function, bool json, std::ostream& out) {
   const fixtures::GoldenSet golden = fixtures::GoldenSet::Load(against);
+  if (!function.empty()) return ListCases(golden, function, json, out);
   std::map<std::pair<std::string, std::string>, std::pair<int, int>> counts;  // (family, function) -> (f64, f32)
   // Per coverage label of the entries that have them (FunctionSpec::variants); cases
   // where verl raised count for the function but not for a label.

@@ -23,18 +23,24 @@ std::string ResolveUserPath(const std::string& path) {
   return wd.empty() ? path : wd + "/" + path;
 }
 
-std::string BundledGoldenDir(const char* argv0) {
-  const std::string rel = std::string("verlconf/") + kBundledGoldens;
+std::string RunfilePath(const char* argv0, const std::string& rel) {
+  const std::string in_runfiles = "verlconf/" + rel;
   std::vector<std::string> candidates;
   for (const char* var : {"RUNFILES_DIR", "TEST_SRCDIR"})
-    if (!Env(var).empty()) candidates.push_back(Env(var) + "/" + rel);
-  if (argv0) candidates.push_back(std::string(argv0) + ".runfiles/" + rel);
-  if (!Env("BUILD_WORKSPACE_DIRECTORY").empty())
-    candidates.push_back(Env("BUILD_WORKSPACE_DIRECTORY") + "/" + kBundledGoldens);
-  candidates.push_back(kBundledGoldens);
+    if (!Env(var).empty()) candidates.push_back(Env(var) + "/" + in_runfiles);
+  if (argv0) candidates.push_back(std::string(argv0) + ".runfiles/" + in_runfiles);
+  if (!Env("BUILD_WORKSPACE_DIRECTORY").empty()) candidates.push_back(Env("BUILD_WORKSPACE_DIRECTORY") + "/" + rel);
+  candidates.push_back(rel);
+  struct stat st;
   for (const auto& c : candidates)
-    if (IsDirectory(c)) return c;
-  return kBundledGoldens;  // the reader then reports it as missing, by name
+    if (stat(c.c_str(), &st) == 0) return c;
+  return "";
+}
+
+std::string BundledGoldenDir(const char* argv0) {
+  const std::string found = RunfilePath(argv0, kBundledGoldens);
+  // Not found: the reader then reports it as missing, by name.
+  return !found.empty() && IsDirectory(found) ? found : kBundledGoldens;
 }
 
 }  // namespace verlconf::tools

@@ -18,4 +18,8 @@ bool IsDirectory(const std::string& path);
 // next to the source tree (a binary run from the repository root).
 std::string BundledGoldenDir(const char* argv0);
 
+// A file or directory of this workspace (`rel`, from its root) found the same way; "" when
+// none of the places has it.
+std::string RunfilePath(const char* argv0, const std::string& rel);
+
 }  // namespace verlconf::tools

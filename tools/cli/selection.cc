@@ -1,5 +1,6 @@
 #include "tools/cli/selection.h"
 
+#include <algorithm>
 #include <set>
 
 #include "oracle/core/errors.h"
@@ -25,6 +26,12 @@ bool IsFamily(const std::string& s) {
   return false;
 }
 
+bool IsFunction(const std::string& s) {
+  for (const auto& spec : Registry())
+    if (spec.name == s) return true;
+  return false;
+}
+
 }  // namespace
 
 Selection::Selection(const std::string& only) {
@@ -36,7 +43,9 @@ Selection::Selection(const std::string& only) {
       if (p.empty()) throw BadInput("--only: '" + text + "': an empty part between slashes");
     Entry e;
     e.text = text;
-    if (parts.size() == 1) {
+    if (parts.size() == 1 && IsFamily(parts[0]) && !IsFunction(parts[0])) {
+      e.family = parts[0];  // a whole family, as `conform spec FAMILY`
+    } else if (parts.size() == 1) {
       e.function = parts[0];
     } else if (parts.size() == 2 && IsFamily(parts[0])) {
       e.family = parts[0];
@@ -58,7 +67,8 @@ Selection::Selection(const std::string& only) {
 }
 
 bool Selection::Entry::Matches(const Case& c) const {
-  return c.function == function && (family.empty() || c.family == family) && (case_name.empty() || c.name == case_name);
+  return (function.empty() || c.function == function) && (family.empty() || c.family == family) &&
+         (case_name.empty() || c.name == case_name);
 }
 
 bool Selection::Selects(const Case& c) const {
@@ -68,15 +78,50 @@ bool Selection::Selects(const Case& c) const {
   return false;
 }
 
+std::string DidYouMean(const std::string& name, const std::set<std::string>& known) {
+  // Levenshtein distance; a suggestion is close enough when at most a third of the name
+  // (and at least 2 edits) differs, so that a typo finds its name and nonsense finds none.
+  auto distance = [](const std::string& a, const std::string& b) {
+    std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      cur[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j)
+        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      std::swap(prev, cur);
+    }
+    return prev[b.size()];
+  };
+  const size_t limit = std::max<size_t>(2, name.size() / 3);
+  size_t best = limit + 1;
+  std::vector<std::string> closest;
+  for (const auto& k : known) {
+    const size_t d = distance(name, k);
+    if (d < best) best = d, closest.clear();
+    if (d == best) closest.push_back(k);
+  }
+  if (closest.empty()) return "";
+  constexpr size_t kShown = 3;
+  std::string s = " (did you mean ";
+  for (size_t i = 0; i < closest.size() && i < kShown; ++i) s += (i ? ", '" : "'") + closest[i] + "'";
+  return s + "?)";
+}
+
 void Selection::RequireResolved(const std::vector<const Case*>& universe, const std::string& where) const {
+  // Every name an entry could have meant, in each of the forms an entry takes.
+  std::set<std::string> known;
+  for (const Case* c : universe)
+    for (const std::string& k : {c->family, c->function, c->family + "/" + c->function, c->function + "/" + c->name,
+                                 c->family + "/" + c->function + "/" + c->name})
+      known.insert(k);
   std::string unresolved;
   for (const auto& e : entries_) {
     bool found = false;
     for (const Case* c : universe)
       if ((found = e.Matches(*c))) break;
-    if (!found) unresolved += (unresolved.empty() ? "'" : ", '") + e.text + "'";
+    if (!found) unresolved += (unresolved.empty() ? "'" : ", '") + e.text + "'" + DidYouMean(e.text, known);
   }
-  if (!unresolved.empty()) throw BadInput("--only: " + unresolved + ": no such function or case in " + where);
+  if (!unresolved.empty()) throw BadInput("--only: " + unresolved + ": no such function, family or case in " + where);
 }
 
 }  // namespace verlconf::tools
