@@ -88,6 +88,7 @@ std::map<std::pair<std::string, std::string>, std::map<std::string, FieldCounts>
         case Outcome::kMistrusted: ++c.mistrusted; break;
         case Outcome::kUnsupported: ++c.not_provided; break;
         case Outcome::kSkipped: break;
+        case Outcome::kBaselined: ++c.failed; break;  // accepted, still a difference
       }
       continue;
     }
@@ -100,6 +101,7 @@ std::map<std::pair<std::string, std::string>, std::map<std::string, FieldCounts>
         case Outcome::kMistrusted: ++c.mistrusted; break;
         case Outcome::kUnsupported: ++c.not_provided; break;
         case Outcome::kSkipped: break;
+        case Outcome::kBaselined: break;  // a case's outcome, never a field's
       }
     }
   }
@@ -119,13 +121,14 @@ Coverage CountCoverage(const std::vector<CaseReport>& reports) {
 }
 
 std::string Totals(const std::vector<CaseReport>& reports) {
-  int t[5] = {0, 0, 0, 0, 0};
+  int t[6] = {0, 0, 0, 0, 0, 0};
   for (const auto& r : reports) ++t[static_cast<int>(r.outcome)];
   const Coverage c = CountCoverage(reports);
   return std::to_string(reports.size()) + " cases: " + std::to_string(t[0]) + " passed, " + std::to_string(t[1]) +
-         " failed, " + std::to_string(t[2]) + " mistrusted, " + std::to_string(t[4]) + " unsupported, " +
-         std::to_string(t[3]) + " skipped; " + std::to_string(c.partial_cases) + " partial, " +
-         std::to_string(c.unsupported_fields) + " field(s) not provided";
+         " failed, " + (t[5] ? std::to_string(t[5]) + " baselined, " : std::string()) + std::to_string(t[2]) +
+         " mistrusted, " + std::to_string(t[4]) + " unsupported, " + std::to_string(t[3]) + " skipped; " +
+         std::to_string(c.partial_cases) + " partial, " + std::to_string(c.unsupported_fields) +
+         " field(s) not provided";
 }
 
 std::vector<std::pair<std::string, std::string>> FunctionsNotProvided(const std::vector<CaseReport>& reports) {
@@ -145,19 +148,27 @@ void PrintTable(const std::vector<CaseReport>& reports, std::ostream& out, bool 
   const std::set<std::pair<std::string, std::string>> hidden =
       show_unsupported ? std::set<std::pair<std::string, std::string>>{}
                        : std::set<std::pair<std::string, std::string>>(absent.begin(), absent.end());
+  // A baselined run has one more column, last, so that the others keep their place.
+  bool baselined = false;
+  for (const auto& r : reports) baselined |= r.outcome == Outcome::kBaselined;
   char line[320];
-  std::snprintf(line, sizeof line, "%-46s %-18s %5s %6s %6s %6s %6s %11s %11s %6s %7s %9s\n", "function", "family",
+  std::snprintf(line, sizeof line, "%-46s %-18s %5s %6s %6s %6s %6s %11s %11s %6s %7s %9s", "function", "family",
                 "cases", "passed", "failed", "mistr", "unsup", "f64 err/tol", "f32 err/tol", "flips", "partial",
                 "unsup-fld");
-  out << line;
+  out << line << (baselined ? " baselined\n" : "\n");
   for (const auto& [key, row] : Tabulate(reports)) {
     if (hidden.count(key)) continue;
-    std::snprintf(line, sizeof line, "%-46s %-18s %5d %6d %6d %6d %6d %11s %11s %6lld %7d %9d\n", key.first.c_str(),
+    std::snprintf(line, sizeof line, "%-46s %-18s %5d %6d %6d %6d %6d %11s %11s %6lld %7d %9d", key.first.c_str(),
                   row.family.c_str(), row.cases, row.n(Outcome::kPassed), row.n(Outcome::kFailed),
                   row.n(Outcome::kMistrusted), row.n(Outcome::kUnsupported) + row.n(Outcome::kSkipped),
                   RatioText(row.worst64).c_str(), RatioText(row.worst32).c_str(), static_cast<long long>(row.flips),
                   row.partial, row.fields_unsupported);
     out << line;
+    if (baselined) {
+      std::snprintf(line, sizeof line, " %9d", row.n(Outcome::kBaselined));
+      out << line;
+    }
+    out << "\n";
   }
   if (!hidden.empty()) {
     // Functions not provided at all would be rows of zeros; one line names them all.
@@ -349,7 +360,7 @@ bool BitForBit(const std::vector<CaseReport>& reports, int& cases) {
 }
 
 std::string CheckJson(const std::vector<CaseReport>& reports, const Provenance& provenance, int exit_code) {
-  int t[5] = {0, 0, 0, 0, 0};
+  int t[6] = {0, 0, 0, 0, 0, 0};
   for (const auto& r : reports) ++t[static_cast<int>(r.outcome)];
   const Coverage c = CountCoverage(reports);
   JsonWriter j;
@@ -373,8 +384,8 @@ std::string CheckJson(const std::vector<CaseReport>& reports, const Provenance& 
   j.EndObject();
   j.Key("totals").BeginObject();
   j.Key("cases").Int(static_cast<int64_t>(reports.size()));
-  for (Outcome o :
-       {Outcome::kPassed, Outcome::kFailed, Outcome::kMistrusted, Outcome::kUnsupported, Outcome::kSkipped}) {
+  for (Outcome o : {Outcome::kPassed, Outcome::kFailed, Outcome::kMistrusted, Outcome::kUnsupported, Outcome::kSkipped,
+                    Outcome::kBaselined}) {
     std::string name = OutcomeName(o);
     for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     j.Key(name).Int(t[static_cast<int>(o)]);
@@ -397,8 +408,8 @@ std::string CheckJson(const std::vector<CaseReport>& reports, const Provenance& 
     j.Key("provided").Bool(!not_provided.count(key));
     j.Key("cases_total").Int(row.cases);
     j.Key("outcomes").BeginObject();
-    for (Outcome o :
-         {Outcome::kPassed, Outcome::kFailed, Outcome::kMistrusted, Outcome::kUnsupported, Outcome::kSkipped})
+    for (Outcome o : {Outcome::kPassed, Outcome::kFailed, Outcome::kMistrusted, Outcome::kUnsupported,
+                      Outcome::kSkipped, Outcome::kBaselined})
       j.Key(OutcomeName(o)).Int(row.n(o));
     j.EndObject();
     j.Key("err_tol").BeginObject();
