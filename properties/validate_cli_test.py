@@ -419,6 +419,17 @@ class Baseline(Base):
                 line = len(text.rstrip("\n").split("\n"))
                 assert_bad_input(self, self.check("--baseline", b), "%s:%d: " % (b, line), needle)
         assert_bad_input(self, self.check("--baseline", self.path("absent.txt")), "absent.txt", "no such file")
+        # validate reads it before the harness computes anything.
+        b = self.path("bad.txt", "grpo outputs/advantages\n")
+        line = assert_bad_input(self, validate("--adapter", "numpy_example", "--baseline", b), b + ":1: ", "no reason")
+        self.assertTrue(line.startswith("conform: error:"), line)
+
+    def test_write_baseline_never_over_the_baseline_it_reads(self):
+        text = f"grpo outputs/advantages # {REASON}\n"
+        b = self.path("b.txt", text)
+        assert_bad_input(self, self.check("--baseline", b, "--write-baseline", b), "--write-baseline", "input")
+        with open(b) as f:
+            self.assertEqual(f.read(), text)
 
 
 if __name__ == "__main__":

@@ -321,7 +321,10 @@ void ClaimOutputs(const Args& a, const std::vector<std::string>& inputs) {
   std::vector<std::string> files;
   for (const auto& in : inputs)
     for (const auto& f : t::InputFiles(in)) files.push_back(f);
-  for (const char* option : {"--report", "--junit"}) {
+  // The baseline is an input too: a --write-baseline over it would remove it before it is read.
+  const std::string baseline = t::ResolveUserPath(Opt(a, "--baseline"));
+  if (!baseline.empty() && t::IsRegularFile(baseline)) files.push_back(baseline);
+  for (const char* option : {"--report", "--junit", "--write-baseline"}) {
     const std::string v = Opt(a, option);
     if (!v.empty()) t::ClaimOutput(option, t::ResolveUserPath(v), files);
   }

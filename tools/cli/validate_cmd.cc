@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "oracle/core/errors.h"
+#include "tools/cli/baseline.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/paths.h"
 
@@ -147,6 +148,8 @@ class TempDir {
 int RunValidate(const ValidateOptions& v, std::ostream& out) {
   const CheckOptions& o = v.check;
   const std::string script = HarnessScript(v.argv0);
+  // A malformed baseline is exit 2 before the harness computes anything.
+  if (!o.baseline.empty()) LoadBaseline(o.baseline);
   const std::string hint = "pass --python with the interpreter that has your framework, numpy and h5py";
   std::string probe;
   const int probe_code = Run({v.python, "-c", "import numpy, h5py"}, probe, false);
@@ -182,7 +185,11 @@ int RunValidate(const ValidateOptions& v, std::ostream& out) {
       why += ": the adapter needs a module that " + python + " cannot import; " + hint;
     throw BadInput(why);
   }
-  if (!v.out.empty()) std::cerr << "conform: validate: the candidate results are in " << v.out << "\n";
+  if (!v.out.empty())
+    std::cerr << "conform: validate: the candidate results are in " << v.out << "\n";
+  else
+    std::cerr << "conform: validate: the candidate results are in a temporary directory, removed at exit "
+                 "(--out DIR keeps them)\n";
   CheckOptions c = o;
   c.candidate = dir;
   return RunCheck(c, out);
