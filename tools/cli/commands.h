@@ -1,7 +1,9 @@
 // The `conform` subcommands, as functions that return the process exit code:
 //   0  everything compared passed (MISTRUSTED / UNSUPPORTED / SKIPPED are shown, not failures,
 //      unless check --require-all makes UNSUPPORTED one)
-//   1  a conformance failure (or, for drift, a change beyond tolerance)
+//   1  a conformance failure (or, for drift, a change beyond tolerance; for check and validate
+//      with --strict-baseline, a baseline entry that covers nothing). BASELINED cases (FAILED,
+//      every difference accepted by --baseline) are not failures
 //   2  bad input or usage (thrown as BadInput and printed by main as one line)
 //   3  an internal error of conform
 //   4  check compared nothing: no case PASSED or FAILED (every case SKIPPED, UNSUPPORTED or
