@@ -324,8 +324,16 @@ class Baseline(Base):
         self.assertIn("--strict-baseline: a failure", out)
         code, out, err = self.check("--baseline", b, "--strict-baseline", "--format", "json")
         self.assertEqual(code, 1, out + err)
-        self.assertEqual(json.loads(out)["exit_code"], 1)
+        doc = json.loads(out)
+        self.assertEqual(doc["exit_code"], 1)
         self.assertIn("stale", err)
+        self.assertEqual(doc["baseline"]["file"], b)
+        self.assertEqual(doc["baseline"]["entries"], 3)
+        self.assertEqual(doc["baseline"]["baselined_cases"], doc["totals"]["baselined"])
+        self.assertEqual(
+            doc["baseline"]["stale"],
+            [{"line": 3, "function": "k3", "field": "outputs/kl", "cases": "*", "reason": "fixed since"}],
+        )
         # An entry for a function this run did not judge is not stale.
         code, out, err = self.check("--baseline", b, "--strict-baseline", "--only", "grpo")
         self.assertEqual(code, 0, out + err)

@@ -14,6 +14,7 @@
 #include "cuda_impl/core/device.h"
 #include "fixtures/h5/golden_set.h"
 #include "oracle/core/errors.h"
+#include "oracle/core/json.h"
 #include "oracle/core/registry.h"
 #include "oracle/judge/candidate.h"
 #include "oracle/judge/judge.h"
@@ -219,6 +220,32 @@ void RefuseGoldenAsCandidate(const CheckOptions& o) {
   }
 }
 
+// `"baseline": {...}`, the key and its object, for the end of check's JSON: the file, its
+// entries, the cases it accepted and the stale entries.
+std::string BaselineJson(const Baseline& b, const std::vector<CaseReport>& reports,
+                         const std::vector<const BaselineEntry*>& stale) {
+  int baselined = 0;
+  for (const auto& r : reports) baselined += r.outcome == Outcome::kBaselined;
+  JsonWriter j;
+  j.BeginObject();
+  j.Key("file").String(b.file);
+  j.Key("entries").Int(static_cast<int64_t>(b.entries.size()));
+  j.Key("baselined_cases").Int(baselined);
+  j.Key("stale").BeginArray();
+  for (const BaselineEntry* e : stale) {
+    j.BeginObject();
+    j.Key("line").Int(e->line);
+    j.Key("function").String(e->family.empty() ? e->function : e->family + "/" + e->function);
+    j.Key("field").String(e->field);
+    j.Key("cases").String(e->case_glob);
+    j.Key("reason").String(e->reason);
+    j.EndObject();
+  }
+  j.EndArray();
+  j.EndObject();
+  return "\"baseline\":" + j.str();
+}
+
 }  // namespace
 
 int RunCheck(const CheckOptions& o, std::ostream& out) {
@@ -273,7 +300,9 @@ int RunCheck(const CheckOptions& o, std::ostream& out) {
   int identical_cases = 0;
   const bool identical = BitForBit(reports, identical_cases);
   if (o.json) {
-    out << CheckJson(reports, provenance, code) << "\n";
+    std::string json = CheckJson(reports, provenance, code);
+    if (baseline) json = json.substr(0, json.rfind('}')) + "," + BaselineJson(*baseline, reports, stale) + "}";
+    out << json << "\n";
   } else {
     out << "conform " << (o.adapter.empty() ? "check" : "validate") << ": " << what << " against " << o.against
         << " (verl " << golden.VerlVersion() << ")\n";
