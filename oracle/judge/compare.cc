@@ -16,6 +16,7 @@ const char* OutcomeName(Outcome o) {
     case Outcome::kMistrusted: return "MISTRUSTED";
     case Outcome::kSkipped: return "SKIPPED";
     case Outcome::kUnsupported: return "UNSUPPORTED";
+    case Outcome::kBaselined: return "BASELINED";
   }
   return "?";
 }

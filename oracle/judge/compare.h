@@ -20,6 +20,7 @@ enum class Outcome {
   kMistrusted,   // the check proves nothing (all-zero reference, empty mask, ...)
   kSkipped,      // not run, with a reason
   kUnsupported,  // the implementation does not provide this function or output
+  kBaselined,    // FAILED, but every failing field is an accepted difference (conform --baseline)
 };
 const char* OutcomeName(Outcome o);
 

@@ -14,10 +14,12 @@
 #include "cuda_impl/core/device.h"
 #include "fixtures/h5/golden_set.h"
 #include "oracle/core/errors.h"
+#include "oracle/core/json.h"
 #include "oracle/core/registry.h"
 #include "oracle/judge/candidate.h"
 #include "oracle/judge/judge.h"
 #include "oracle/judge/validate.h"
+#include "tools/cli/baseline.h"
 #include "tools/cli/check_report.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/junit.h"
@@ -30,6 +32,12 @@ namespace verlconf::tools {
 namespace {
 
 std::string Repro(const CheckOptions& o, const Case& c) {
+  if (!o.adapter.empty()) {
+    std::string r = "bazel run //tools:conform -- validate --adapter " + o.adapter;
+    if (!o.python.empty()) r += " --python " + o.python;
+    if (o.against_given) r += " --against " + o.against;
+    return r + " --only " + c.function + "/" + c.name;
+  }
   std::string r = "bazel run //tools:conform -- check";
   if (o.against_given) r += " --against " + o.against;
   if (!o.candidate.empty()) r += " --candidate " + o.candidate;
@@ -212,6 +220,32 @@ void RefuseGoldenAsCandidate(const CheckOptions& o) {
   }
 }
 
+// `"baseline": {...}`, the key and its object, for the end of check's JSON: the file, its
+// entries, the cases it accepted and the stale entries.
+std::string BaselineJson(const Baseline& b, const std::vector<CaseReport>& reports,
+                         const std::vector<const BaselineEntry*>& stale) {
+  int baselined = 0;
+  for (const auto& r : reports) baselined += r.outcome == Outcome::kBaselined;
+  JsonWriter j;
+  j.BeginObject();
+  j.Key("file").String(b.file);
+  j.Key("entries").Int(static_cast<int64_t>(b.entries.size()));
+  j.Key("baselined_cases").Int(baselined);
+  j.Key("stale").BeginArray();
+  for (const BaselineEntry* e : stale) {
+    j.BeginObject();
+    j.Key("line").Int(e->line);
+    j.Key("function").String(e->family.empty() ? e->function : e->family + "/" + e->function);
+    j.Key("field").String(e->field);
+    j.Key("cases").String(e->case_glob);
+    j.Key("reason").String(e->reason);
+    j.EndObject();
+  }
+  j.EndArray();
+  j.EndObject();
+  return "\"baseline\":" + j.str();
+}
+
 }  // namespace
 
 int RunCheck(const CheckOptions& o, std::ostream& out) {
@@ -234,30 +268,44 @@ int RunCheck(const CheckOptions& o, std::ostream& out) {
   only.RequireResolved(golden.Cases(), o.against);
   Provenance provenance{o.against, golden.Provenance(), o.candidate.empty() ? o.impl : o.candidate, {}};
   if (o.candidate.empty()) provenance.candidate_attrs["producer"] = "verlconf, built-in " + o.impl + " implementation";
-  const std::vector<CaseReport> reports = o.candidate.empty()
-                                              ? CheckImplementationSet(o, golden, only)
-                                              : CheckCandidateSet(o, golden, only, provenance.candidate_attrs);
+  // Read before anything runs: a malformed baseline is exit 2 without a run.
+  std::optional<Baseline> baseline;
+  if (!o.baseline.empty()) baseline = LoadBaseline(o.baseline);
+  std::vector<CaseReport> reports = o.candidate.empty()
+                                        ? CheckImplementationSet(o, golden, only)
+                                        : CheckCandidateSet(o, golden, only, provenance.candidate_attrs);
   if (reports.empty()) throw BadInput(o.against + ": no cases to check");
+  std::vector<const BaselineEntry*> stale;
+  if (baseline) {
+    ApplyBaseline(*baseline, reports);
+    stale = baseline->Stale(reports);
+  }
 
-  const std::string what = o.candidate.empty() ? o.impl : o.candidate;
+  const std::string what = !o.adapter.empty() ? "adapter " + o.adapter : o.candidate.empty() ? o.impl : o.candidate;
   bool failed = false;
   int compared = 0, skipped = 0;
   for (const auto& r : reports) {
     failed |= r.outcome == Outcome::kFailed;
-    compared += r.outcome == Outcome::kPassed || r.outcome == Outcome::kFailed;
+    compared += r.outcome == Outcome::kPassed || r.outcome == Outcome::kFailed || r.outcome == Outcome::kBaselined;
     skipped += r.outcome == Outcome::kSkipped;
   }
   const Coverage coverage = CountCoverage(reports);
   const bool incomplete = o.require_all && (coverage.unsupported_cases || coverage.unsupported_fields || skipped);
   // A run that showed nothing to conform or to differ is not green: a CI job that lost its
   // GPU skips every case, and a candidate that declines everything compares nothing.
-  const int code = failed || incomplete ? kExitFailure : compared == 0 ? kExitNothingCompared : kExitOk;
+  const bool strict_failure = o.strict_baseline && !stale.empty();
+  const int code = failed || incomplete || strict_failure ? kExitFailure
+                   : compared == 0                        ? kExitNothingCompared
+                                                          : kExitOk;
   int identical_cases = 0;
   const bool identical = BitForBit(reports, identical_cases);
   if (o.json) {
-    out << CheckJson(reports, provenance, code) << "\n";
+    std::string json = CheckJson(reports, provenance, code);
+    if (baseline) json = json.substr(0, json.rfind('}')) + "," + BaselineJson(*baseline, reports, stale) + "}";
+    out << json << "\n";
   } else {
-    out << "conform check: " << what << " against " << o.against << " (verl " << golden.VerlVersion() << ")\n";
+    out << "conform " << (o.adapter.empty() ? "check" : "validate") << ": " << what << " against " << o.against
+        << " (verl " << golden.VerlVersion() << ")\n";
     if (o.impl == "cuda" && o.candidate.empty() && !CudaUnavailableReason().empty())
       out << "CUDA: " << CudaUnavailableReason() << "\n";
     if (identical)
@@ -276,6 +324,18 @@ int RunCheck(const CheckOptions& o, std::ostream& out) {
           r.outcome == Outcome::kFailed || (o.verbose && !quiet && (r.outcome != Outcome::kPassed || r.partial));
       if (show) out << "\n" << r.Describe() << "\n";
     }
+    if (baseline) {
+      int covered = 0;
+      for (const auto& r : reports) covered += r.outcome == Outcome::kBaselined;
+      out << "\nbaseline " << o.baseline << ": " << baseline->entries.size() << " entr"
+          << (baseline->entries.size() == 1 ? "y" : "ies") << ", " << covered << " case(s) BASELINED, " << stale.size()
+          << " stale\n";
+      for (const BaselineEntry* e : stale)
+        out << "  stale: " << e->file << ":" << e->line << ": " << (e->family.empty() ? "" : e->family + "/")
+            << e->function << " " << e->field << " " << e->case_glob << ": no difference of this run matches it"
+            << (o.strict_baseline ? " (--strict-baseline: a failure)" : " (remove it, or --strict-baseline fails)")
+            << "\n";
+    }
   }
   // The table is the result: if it did not reach stdout, no report claims otherwise.
   out.flush();
@@ -283,12 +343,17 @@ int RunCheck(const CheckOptions& o, std::ostream& out) {
   if (!o.report.empty())
     WriteFileAtomically(o.report, MarkdownReport("conform check: " + what + " against verl " + golden.VerlVersion(),
                                                  reports, provenance));
+  if (!o.write_baseline.empty())
+    WriteFileAtomically(o.write_baseline, BaselineText(reports, baseline ? &*baseline : nullptr));
   if (!o.junit.empty())
     WriteJunit(o.junit, "conform." + (o.candidate.empty() ? o.impl : std::string("candidate")), reports);
   if (incomplete)
     std::cerr << "conform: --require-all: " << coverage.unsupported_cases << " case(s) and "
               << coverage.unsupported_fields << " field(s) not provided (UNSUPPORTED)"
               << (skipped ? ", " + std::to_string(skipped) + " case(s) SKIPPED" : std::string()) << "\n";
+  if (o.json && !stale.empty())
+    std::cerr << "conform: baseline: " << stale.size() << " stale entr" << (stale.size() == 1 ? "y" : "ies") << " in "
+              << o.baseline << "\n";
   if (code == kExitNothingCompared)
     std::cerr << "conform: nothing compared: no case PASSED or FAILED (" << Totals(reports) << ")\n";
   return code;

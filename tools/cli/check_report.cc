@@ -150,6 +150,7 @@ std::map<std::pair<std::string, std::string>, std::map<std::string, FieldCounts>
         case Outcome::kMistrusted: ++c.mistrusted; break;
         case Outcome::kUnsupported: ++c.not_provided; break;
         case Outcome::kSkipped: break;
+        case Outcome::kBaselined: ++c.failed; break;  // accepted, still a difference
       }
       continue;
     }
@@ -162,6 +163,7 @@ std::map<std::pair<std::string, std::string>, std::map<std::string, FieldCounts>
         case Outcome::kMistrusted: ++c.mistrusted; break;
         case Outcome::kUnsupported: ++c.not_provided; break;
         case Outcome::kSkipped: break;
+        case Outcome::kBaselined: break;  // a case's outcome, never a field's
       }
     }
   }
@@ -181,13 +183,14 @@ Coverage CountCoverage(const std::vector<CaseReport>& reports) {
 }
 
 std::string Totals(const std::vector<CaseReport>& reports) {
-  int t[5] = {0, 0, 0, 0, 0};
+  int t[6] = {0, 0, 0, 0, 0, 0};
   for (const auto& r : reports) ++t[static_cast<int>(r.outcome)];
   const Coverage c = CountCoverage(reports);
   return std::to_string(reports.size()) + " cases: " + std::to_string(t[0]) + " passed, " + std::to_string(t[1]) +
-         " failed, " + std::to_string(t[2]) + " mistrusted, " + std::to_string(t[4]) + " unsupported, " +
-         std::to_string(t[3]) + " skipped; " + std::to_string(c.partial_cases) + " partial, " +
-         std::to_string(c.unsupported_fields) + " field(s) not provided";
+         " failed, " + (t[5] ? std::to_string(t[5]) + " baselined, " : std::string()) + std::to_string(t[2]) +
+         " mistrusted, " + std::to_string(t[4]) + " unsupported, " + std::to_string(t[3]) + " skipped; " +
+         std::to_string(c.partial_cases) + " partial, " + std::to_string(c.unsupported_fields) +
+         " field(s) not provided";
 }
 
 std::vector<std::pair<std::string, std::string>> FunctionsNotProvided(const std::vector<CaseReport>& reports) {
@@ -215,21 +218,27 @@ void PrintTable(const std::vector<CaseReport>& reports, std::ostream& out, bool 
     fw = std::max(fw, static_cast<int>(key.first.size()));
     famw = std::max(famw, static_cast<int>(row.family.size()));
   }
+  // A baselined run has one more count column, after the others.
+  bool baselined = false;
+  for (const auto& r : reports) baselined |= r.outcome == Outcome::kBaselined;
+  const std::string baselined_head = baselined ? " baselined" : "";
   // The worst element's err/tol, abs and rel are one element's, and "worst at" names it
   // (case, field, index); it goes last since its width varies.
   char line[512];
-  std::snprintf(line, sizeof line, "%-*s %-*s %5s %6s %6s %6s %6s %6s %6s %7s %9s %11s %9s %9s  %s\n", fw, "function",
+  std::snprintf(line, sizeof line, "%-*s %-*s %5s %6s %6s %6s %6s %6s %6s %7s %9s%s %11s %9s %9s  %s\n", fw, "function",
                 famw, "family", "cases", "passed", "failed", "mistr", "unsup", "skip", "flips", "partial", "unsup-fld",
-                "err/tol", "abs", "rel", "worst at");
+                baselined_head.c_str(), "err/tol", "abs", "rel", "worst at");
   out << line;
   for (const auto& [key, row] : rows) {
     if (hidden.count(key)) continue;
     const WorstElement& w = row.worst;
-    std::snprintf(line, sizeof line, "%-*s %-*s %5d %6d %6d %6d %6d %6d %6lld %7d %9d %11s %9s %9s  %s\n", fw,
+    char baselined_count[16] = "";
+    if (baselined) std::snprintf(baselined_count, sizeof baselined_count, " %9d", row.n(Outcome::kBaselined));
+    std::snprintf(line, sizeof line, "%-*s %-*s %5d %6d %6d %6d %6d %6d %6lld %7d %9d%s %11s %9s %9s  %s\n", fw,
                   key.first.c_str(), famw, row.family.c_str(), row.cases, row.n(Outcome::kPassed),
                   row.n(Outcome::kFailed), row.n(Outcome::kMistrusted), row.n(Outcome::kUnsupported),
                   row.n(Outcome::kSkipped), static_cast<long long>(row.flips), row.partial, row.fields_unsupported,
-                  RatioText(Ratio(w)).c_str(), w.Empty() ? "-" : ErrorText(w.abs).c_str(),
+                  baselined_count, RatioText(Ratio(w)).c_str(), w.Empty() ? "-" : ErrorText(w.abs).c_str(),
                   w.Empty() ? "-" : ErrorText(w.rel).c_str(), w.Where().c_str());
     out << line;
   }
@@ -446,7 +455,7 @@ bool BitForBit(const std::vector<CaseReport>& reports, int& cases) {
 }
 
 std::string CheckJson(const std::vector<CaseReport>& reports, const Provenance& provenance, int exit_code) {
-  int t[5] = {0, 0, 0, 0, 0};
+  int t[6] = {0, 0, 0, 0, 0, 0};
   for (const auto& r : reports) ++t[static_cast<int>(r.outcome)];
   const Coverage c = CountCoverage(reports);
   JsonWriter j;
@@ -471,8 +480,8 @@ std::string CheckJson(const std::vector<CaseReport>& reports, const Provenance& 
   j.EndObject();
   j.Key("totals").BeginObject();
   j.Key("cases").Int(static_cast<int64_t>(reports.size()));
-  for (Outcome o :
-       {Outcome::kPassed, Outcome::kFailed, Outcome::kMistrusted, Outcome::kUnsupported, Outcome::kSkipped}) {
+  for (Outcome o : {Outcome::kPassed, Outcome::kFailed, Outcome::kMistrusted, Outcome::kUnsupported, Outcome::kSkipped,
+                    Outcome::kBaselined}) {
     std::string name = OutcomeName(o);
     for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     j.Key(name).Int(t[static_cast<int>(o)]);
@@ -495,8 +504,8 @@ std::string CheckJson(const std::vector<CaseReport>& reports, const Provenance& 
     j.Key("provided").Bool(!not_provided.count(key));
     j.Key("cases_total").Int(row.cases);
     j.Key("outcomes").BeginObject();
-    for (Outcome o :
-         {Outcome::kPassed, Outcome::kFailed, Outcome::kMistrusted, Outcome::kUnsupported, Outcome::kSkipped})
+    for (Outcome o : {Outcome::kPassed, Outcome::kFailed, Outcome::kMistrusted, Outcome::kUnsupported,
+                      Outcome::kSkipped, Outcome::kBaselined})
       j.Key(OutcomeName(o)).Int(row.n(o));
     j.EndObject();
     j.Key("err_tol").BeginObject();

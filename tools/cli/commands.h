@@ -1,7 +1,9 @@
 // The `conform` subcommands, as functions that return the process exit code:
 //   0  everything compared passed (MISTRUSTED / UNSUPPORTED / SKIPPED are shown, not failures,
 //      unless check --require-all makes UNSUPPORTED one)
-//   1  a conformance failure (or, for drift, a change beyond tolerance)
+//   1  a conformance failure (or, for drift, a change beyond tolerance; for check and validate
+//      with --strict-baseline, a baseline entry that covers nothing). BASELINED cases (FAILED,
+//      every difference accepted by --baseline) are not failures
 //   2  bad input or usage (thrown as BadInput and printed by main as one line)
 //   3  an internal error of conform
 //   4  check compared nothing: no case PASSED or FAILED (every case SKIPPED, UNSUPPORTED or
@@ -33,6 +35,22 @@ struct CheckOptions {
   bool show_unsupported = false;  // table rows for functions not provided at all, not one summary line
   bool json = false;              // stdout: one JSON object (schema verlconf.check), not the table
   int jobs = 1;                   // cases checked in parallel (the reports keep the cases' order)
+  std::string baseline;           // accepted differences (tools/cli/baseline.h), or ""
+  std::string write_baseline;     // write this run's differences as a baseline there, or ""
+  bool strict_baseline = false;   // a baseline entry that covers nothing is a failure (exit 1)
+  // `conform validate`: the candidate is the harness's output for this adapter; reports
+  // name the adapter, and repro lines rerun validate, not a check of a removed directory.
+  std::string adapter;
+  std::string python;  // as the user gave --python, or "" for the default
+};
+
+// `conform validate`: the candidate harness on `adapter`, then check of its results.
+struct ValidateOptions {
+  CheckOptions check;  // check.candidate is set to the harness's output
+  std::string python;  // the interpreter, resolved
+  std::string out;     // where the harness writes; "" for a temporary directory
+  bool force = false;  // passed to the harness: replace the results --out holds
+  std::string argv0;   // to find the harness script in the runfiles
 };
 
 // The machine-readable reports' schema names and versions (`--format json`). The
@@ -42,6 +60,7 @@ inline constexpr const char* kDriftSchema = "verlconf.drift";
 inline constexpr int kSchemaVersion = 1;
 
 int RunCheck(const CheckOptions& o, std::ostream& out);
+int RunValidate(const ValidateOptions& v, std::ostream& out);
 int RunList(const std::string& against, const std::string& function, bool json, std::ostream& out);
 // `name`: "" for every function, else a function (NAME or FAMILY/NAME) or a family.
 // `json`: the registry's stable machine form (all of it without a name); `pretty`

@@ -1,5 +1,9 @@
 // conform: the verlconf command line. See README.md, "Set up and run".
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -41,6 +45,26 @@ constexpr const char* kOnlyHelp =
     "repeatable or "
     "comma-separated; every name must match a golden case";
 
+constexpr Option kBaselineOption = {
+    "--baseline", "FILE",
+    "accepted differences: a FAILED case whose every failing field FILE covers is BASELINED, not a failure"};
+constexpr Option kWriteBaselineOption = {
+    "--write-baseline", "FILE",
+    "write this run's differences to FILE, one entry per function and field, with a placeholder reason to replace"};
+constexpr Option kStrictBaselineOption = {"--strict-baseline", nullptr,
+                                          "a baseline entry that matches no difference of the run fails it (exit 1)"};
+
+#define kBaselineHelp                                                                                 \
+  "\n\n"                                                                                              \
+  "A baseline (--baseline FILE) lists accepted differences, one a line:\n"                            \
+  "    FUNCTION  FIELD  [CASE-GLOB]  # reason\n"                                                      \
+  "FUNCTION is NAME or FAMILY/NAME; FIELD a compared field (outputs/NAME, grads/NAME,\n"              \
+  "metrics/NAME, vjps/NAME) or `error`, the only entry that covers a case failing on its error\n"     \
+  "semantics; CASE-GLOB a shell glob on case names (default: every case). The reason is required,\n"  \
+  "and the placeholder --write-baseline writes (TODO: ...) is refused until replaced. A baseline\n"   \
+  "never makes a MISTRUSTED, UNSUPPORTED or SKIPPED case pass; an entry that matches no difference\n" \
+  "of the run is reported as stale. A malformed file is exit 2, naming the file and line."
+
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
       {"check",
@@ -54,7 +78,7 @@ const std::vector<Command>& Commands() {
        "A NaN or infinity in verl's result is a result: the implementation must give the same value\n"
        "there (a 0 where verl gives NaN FAILS). Agreeing on it alone proves nothing: a field with no\n"
        "finite reference element is MISTRUSTED when it agrees, and so is a case that agrees only on\n"
-       "zeros or non-finite values.",
+       "zeros or non-finite values." kBaselineHelp,
        {{"--against", "DIR", "the golden set to compare with (default: the bundled verl 0.9.1 set)"},
         {"--candidate", "FILE|DIR", "a candidate file or directory, judged as stored (instead of --impl)"},
         {"--impl", "oracle|cuda|cuda-host",
@@ -71,12 +95,45 @@ const std::vector<Command>& Commands() {
         {"--show-unsupported", nullptr,
          "list functions the candidate does not provide at all in the table (default: one summary line)"},
         {"--verbose", nullptr, "describe every provided case that did not pass, and every partial one"},
+        kBaselineOption,
+        kWriteBaselineOption,
+        kStrictBaselineOption,
         {"--help", nullptr, "this help"}},
        "exit codes: 0 every compared case passed (MISTRUSTED, UNSUPPORTED and SKIPPED are shown, not\n"
-       "failures, unless --require-all), 1 a conformance failure (--require-all: or anything\n"
-       "UNSUPPORTED or SKIPPED), 2 bad input or usage (a candidate that is a golden set itself\n"
+       "failures, unless --require-all; BASELINED is not a failure), 1 a conformance failure\n"
+       "(--require-all: or anything UNSUPPORTED or SKIPPED; --strict-baseline: a stale baseline\n"
+       "entry), 2 bad input or usage (a candidate that is a golden set itself\n"
        "included), 3 an internal error of conform, 4 nothing compared (no case PASSED or FAILED:\n"
        "every case SKIPPED, UNSUPPORTED or MISTRUSTED)"},
+      {"validate",
+       "--adapter ADAPTER [--python PY] [--out DIR] [OPTIONS]",
+       "run the candidate harness on an adapter, then check its results: one command for CI",
+       "Runs the candidate harness (tools/harness/run_candidate.py) on ADAPTER in the interpreter\n"
+       "PY (default: python3 on PATH), the one that has your framework, numpy and h5py, then\n"
+       "checks what it wrote exactly as `conform check --candidate DIR` would: the same table,\n"
+       "reports and exit codes. The results go to a temporary directory, removed afterwards,\n"
+       "unless --out names where to keep them." kBaselineHelp,
+       {{"--adapter", "ADAPTER", "a module path (my_adapter.py) or a bundled adapter name (numpy_example)"},
+        {"--python", "PY", "the interpreter to run the harness in (default: python3 on PATH)"},
+        {"--out", "DIR", "keep the candidate files in DIR (the harness's rules: a new or result-free directory)"},
+        {"--force", nullptr, "with --out: replace the results DIR holds"},
+        {"--against", "DIR", "the golden set to run on and compare with (default: the bundled verl 0.9.1 set)"},
+        {"--only", "NAME,...", kOnlyHelp},
+        {"--jobs", "N", "run the harness in N processes and check N cases at a time (default 1)"},
+        {"--junit", "FILE", "also write JUnit XML (one test case per golden case) to FILE"},
+        {"--report", "FILE.md", "also write the table, a function x field matrix and the failures as Markdown"},
+        {"--format", "text|json", "what goes to stdout: the table (text) or one JSON object (schema verlconf.check)"},
+        {"--require-all", nullptr, "any UNSUPPORTED or SKIPPED case, or UNSUPPORTED field, is a failure (exit 1)"},
+        {"--show-unsupported", nullptr, "list functions the adapter does not provide at all in the table"},
+        {"--verbose", nullptr, "describe every provided case that did not pass, and every partial one"},
+        kBaselineOption,
+        kWriteBaselineOption,
+        kStrictBaselineOption,
+        {"--help", nullptr, "this help"}},
+       "exit codes: 0 every compared case passed, as check's, 1 a conformance failure (or a stale\n"
+       "baseline entry under --strict-baseline), 2 bad input or usage (a missing adapter, a --python\n"
+       "that is not an executable or cannot import numpy, h5py or the adapter's framework, a harness\n"
+       "that failed, a malformed baseline), 3 an internal error of conform, 4 nothing compared"},
       {"list",
        "[FUNCTION | FAMILY/FUNCTION] [OPTIONS]",
        "functions, oracle/CUDA coverage, golden case counts, verl names not covered",
@@ -138,7 +195,7 @@ std::string Usage() {
   std::string s = "usage: conform [COMMAND] [OPTIONS]\n\ncommands:\n";
   for (const auto& c : Commands()) {
     char line[256];
-    std::snprintf(line, sizeof line, "  %-6s %s\n", c.name, c.summary);
+    std::snprintf(line, sizeof line, "  %-8s %s\n", c.name, c.summary);
     s += line;
   }
   s += "\nWith no command, conform runs `check` on the bundled goldens.\n"
@@ -271,7 +328,10 @@ void ClaimOutputs(const Args& a, const std::vector<std::string>& inputs) {
   std::vector<std::string> files;
   for (const auto& in : inputs)
     for (const auto& f : t::InputFiles(in)) files.push_back(f);
-  for (const char* option : {"--report", "--junit"}) {
+  // The baseline is an input too: a --write-baseline over it would remove it before it is read.
+  const std::string baseline = t::ResolveUserPath(Opt(a, "--baseline"));
+  if (!baseline.empty() && t::IsRegularFile(baseline)) files.push_back(baseline);
+  for (const char* option : {"--report", "--junit", "--write-baseline"}) {
     const std::string v = Opt(a, option);
     if (!v.empty()) t::ClaimOutput(option, t::ResolveUserPath(v), files);
   }
@@ -313,6 +373,69 @@ int PrintVersion(const char* argv0) {
   std::cout << "bundled goldens: " << t::kBundledGoldens << "\n";
   for (const auto& [k, v] : provenance) std::cout << "  " << k << ": " << v << "\n";
   return t::kExitOk;
+}
+
+void BaselineOptions(const Args& a, t::CheckOptions& o) {
+  o.baseline = t::ResolveUserPath(Opt(a, "--baseline"));
+  o.write_baseline = t::ResolveUserPath(Opt(a, "--write-baseline"));
+  o.strict_baseline = Flag(a, "--strict-baseline");
+  if (o.strict_baseline && o.baseline.empty()) throw BadInput("--strict-baseline: give the --baseline it applies to");
+  if (!o.baseline.empty() && !t::IsRegularFile(o.baseline))
+    throw BadInput("--baseline " + Opt(a, "--baseline") + ": no such file");
+}
+
+// PY as given: a path (relative to where the user typed it), or a name looked up on PATH.
+std::string Interpreter(const std::string& given) {
+  std::string path;
+  if (given.find('/') != std::string::npos) {
+    path = t::ResolveUserPath(given);
+  } else {
+    const char* env = std::getenv("PATH");
+    std::string dirs = env ? env : "/usr/bin:/bin";
+    for (size_t start = 0; path.empty() && start <= dirs.size();) {
+      const size_t end = std::min(dirs.find(':', start), dirs.size());
+      const std::string candidate = (end > start ? dirs.substr(start, end - start) : ".") + "/" + given;
+      if (t::IsRegularFile(candidate) && access(candidate.c_str(), X_OK) == 0) path = candidate;
+      start = end + 1;
+    }
+    if (path.empty())
+      throw BadInput("--python " + given +
+                     ": not found on PATH; pass --python with the path of the interpreter that has your framework");
+  }
+  if (!t::IsRegularFile(path) || access(path.c_str(), X_OK) != 0)
+    throw BadInput("--python " + given + ": not an executable regular file");
+  return path;
+}
+
+int Validate(const Args& a, const char* argv0, const std::string& against, const std::string& bundled) {
+  ClaimOutputs(a, {against});
+  Allow(a, 0, "validate");
+  t::ValidateOptions v;
+  t::CheckOptions& o = v.check;
+  o.adapter = Opt(a, "--adapter");
+  if (o.adapter.empty()) throw BadInput("validate: --adapter is required (try: conform validate --help)");
+  const bool file = o.adapter.size() > 3 && o.adapter.compare(o.adapter.size() - 3, 3, ".py") == 0;
+  if ((file || o.adapter.find('/') != std::string::npos) && !t::IsRegularFile(t::ResolveUserPath(o.adapter)))
+    throw BadInput("--adapter " + o.adapter + ": no such file");
+  o.python = Opt(a, "--python");
+  v.python = Interpreter(o.python.empty() ? "python3" : o.python);
+  v.out = t::ResolveUserPath(Opt(a, "--out"));
+  v.force = Flag(a, "--force");
+  if (v.force && v.out.empty()) throw BadInput("--force: replaces the results of an --out directory; give --out");
+  v.argv0 = argv0;
+  o.against = against;
+  o.against_given = !Opt(a, "--against").empty();
+  o.bundled = bundled;
+  o.junit = t::ResolveUserPath(Opt(a, "--junit"));
+  o.report = t::ResolveUserPath(Opt(a, "--report"));
+  o.only = OptAll(a, "--only");
+  o.verbose = Flag(a, "--verbose");
+  o.require_all = Flag(a, "--require-all");
+  o.show_unsupported = Flag(a, "--show-unsupported");
+  o.json = JsonFormat(a);
+  o.jobs = Jobs(a);
+  BaselineOptions(a, o);
+  return t::RunValidate(v, std::cout);
 }
 
 int Main(int argc, char** argv) {
@@ -370,8 +493,10 @@ int Main(int argc, char** argv) {
     o.show_unsupported = Flag(a, "--show-unsupported");
     o.json = JsonFormat(a);
     o.jobs = Jobs(a);
+    BaselineOptions(a, o);
     return t::RunCheck(o, std::cout);
   }
+  if (cmd == "validate") return Validate(a, argv[0], against(), bundled);
   if (cmd == "list") {
     Allow(a, 1, "list");
     return t::RunList(against(), a.positional.empty() ? "" : a.positional[0], Flag(a, "--json"), std::cout);

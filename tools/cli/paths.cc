@@ -10,6 +10,11 @@ bool IsDirectory(const std::string& p) {
   return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+bool IsRegularFile(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
 namespace {
 std::string Env(const char* name) {
   const char* v = std::getenv(name);

@@ -13,6 +13,7 @@ inline constexpr const char* kBundledGoldens = "fixtures/verl-0.9.1";
 std::string ResolveUserPath(const std::string& path);
 
 bool IsDirectory(const std::string& path);
+bool IsRegularFile(const std::string& path);  // through links
 
 // The bundled primary golden set, found through the runfiles (bazel run / test) or
 // next to the source tree (a binary run from the repository root).

@@ -1,0 +1,50 @@
+// A baseline: a reviewed file of accepted differences, so that a framework can adopt the
+// check in CI before every difference is fixed, and still fail on any new one.
+//
+// One entry a line:  FUNCTION  FIELD  [CASE-GLOB]  # reason
+//   FUNCTION   NAME or FAMILY/NAME, a registry function
+//   FIELD      a compared field (outputs/advantages, grads/log_prob, metrics/..., vjps/...),
+//              or `error`: a case that failed on its error semantics (raised where verl
+//              did not, or the other way round). Only an entry naming `error` covers those.
+//   CASE-GLOB  which cases (shell glob on the case name); every case when left out
+//   reason     required, after `#`; the placeholder --write-baseline writes is refused
+// Blank lines and lines starting with `#` are comments.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "oracle/judge/judge.h"
+
+namespace verlconf::tools {
+
+inline constexpr const char* kBaselinePlaceholder = "TODO: why this difference is accepted";
+
+struct BaselineEntry {
+  std::string file;
+  int line = 0;
+  std::string family;  // "" for any
+  std::string function, field, case_glob, reason;
+  int covered = 0;  // failing fields it covered in this run
+};
+
+struct Baseline {
+  std::string file;
+  std::vector<BaselineEntry> entries;
+  // Entries that covered nothing although their function was judged in this run.
+  std::vector<const BaselineEntry*> Stale(const std::vector<CaseReport>& reports) const;
+};
+
+// BadInput naming the file and line on anything malformed.
+Baseline LoadBaseline(const std::string& path);
+
+// Every FAILED case whose failing fields (its error semantics as the field `error`) are
+// all covered becomes BASELINED, its detail saying by which entries. Other outcomes are
+// never touched: a baseline does not make a MISTRUSTED, UNSUPPORTED or SKIPPED case pass.
+void ApplyBaseline(Baseline& baseline, std::vector<CaseReport>& reports);
+
+// The failing (function, field) pairs of FAILED and BASELINED cases, one entry each, with
+// the reason of the entry that covers it in `previous` (or the placeholder).
+std::string BaselineText(const std::vector<CaseReport>& reports, const Baseline* previous);
+
+}  // namespace verlconf::tools
