@@ -162,8 +162,9 @@ std::map<std::pair<std::string, std::string>, std::map<std::string, FieldCounts>
         case Outcome::kFailed: ++c.failed; break;
         case Outcome::kMistrusted: ++c.mistrusted; break;
         case Outcome::kUnsupported: ++c.not_provided; break;
-        case Outcome::kSkipped: break;
-        case Outcome::kBaselined: break;  // a case's outcome, never a field's
+        case Outcome::kSkipped:
+        case Outcome::kBaselined:  // a case's outcome, never a field's
+          break;
       }
     }
   }

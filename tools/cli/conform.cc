@@ -384,6 +384,23 @@ void BaselineOptions(const Args& a, t::CheckOptions& o) {
     throw BadInput("--baseline " + Opt(a, "--baseline") + ": no such file");
 }
 
+// What check and validate share: the golden set, the outputs, the selection and the
+// baseline, read the same way for both.
+void JudgingOptions(const Args& a, const std::string& against, const std::string& bundled, t::CheckOptions& o) {
+  o.against = against;
+  o.against_given = !Opt(a, "--against").empty();
+  o.bundled = bundled;
+  o.junit = t::ResolveUserPath(Opt(a, "--junit"));
+  o.report = t::ResolveUserPath(Opt(a, "--report"));
+  o.only = OptAll(a, "--only");
+  o.verbose = Flag(a, "--verbose");
+  o.require_all = Flag(a, "--require-all");
+  o.show_unsupported = Flag(a, "--show-unsupported");
+  o.json = JsonFormat(a);
+  o.jobs = Jobs(a);
+  BaselineOptions(a, o);
+}
+
 // PY as given: a path (relative to where the user typed it), or a name looked up on PATH.
 std::string Interpreter(const std::string& given) {
   std::string path;
@@ -423,18 +440,7 @@ int Validate(const Args& a, const char* argv0, const std::string& against, const
   v.force = Flag(a, "--force");
   if (v.force && v.out.empty()) throw BadInput("--force: replaces the results of an --out directory; give --out");
   v.argv0 = argv0;
-  o.against = against;
-  o.against_given = !Opt(a, "--against").empty();
-  o.bundled = bundled;
-  o.junit = t::ResolveUserPath(Opt(a, "--junit"));
-  o.report = t::ResolveUserPath(Opt(a, "--report"));
-  o.only = OptAll(a, "--only");
-  o.verbose = Flag(a, "--verbose");
-  o.require_all = Flag(a, "--require-all");
-  o.show_unsupported = Flag(a, "--show-unsupported");
-  o.json = JsonFormat(a);
-  o.jobs = Jobs(a);
-  BaselineOptions(a, o);
+  JudgingOptions(a, against, bundled, o);
   return t::RunValidate(v, std::cout);
 }
 
@@ -480,20 +486,9 @@ int Main(int argc, char** argv) {
     ClaimOutputs(a, {against(), t::ResolveUserPath(Opt(a, "--candidate"))});
     Allow(a, 0, "check");
     t::CheckOptions o;
-    o.against = against();
-    o.against_given = !Opt(a, "--against").empty();
-    o.bundled = bundled;
     o.candidate = t::ResolveUserPath(Opt(a, "--candidate"));
     o.impl = Opt(a, "--impl", "oracle");
-    o.junit = t::ResolveUserPath(Opt(a, "--junit"));
-    o.report = t::ResolveUserPath(Opt(a, "--report"));
-    o.only = OptAll(a, "--only");
-    o.verbose = Flag(a, "--verbose");
-    o.require_all = Flag(a, "--require-all");
-    o.show_unsupported = Flag(a, "--show-unsupported");
-    o.json = JsonFormat(a);
-    o.jobs = Jobs(a);
-    BaselineOptions(a, o);
+    JudgingOptions(a, against(), bundled, o);
     return t::RunCheck(o, std::cout);
   }
   if (cmd == "validate") return Validate(a, argv[0], against(), bundled);
