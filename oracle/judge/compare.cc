@@ -70,6 +70,12 @@ void KeepWorst(std::vector<FieldReport::Pair>& worst, const FieldReport::Pair& p
 }
 }  // namespace
 
+std::string ShortNumber(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3g", v);
+  return b;
+}
+
 std::string FormatIndex(int64_t flat, const std::vector<int64_t>& shape) {
   if (shape.empty()) return "()";
   std::vector<int64_t> idx(shape.size());

@@ -83,6 +83,9 @@ struct DecisionView {
 FieldReport CompareField(const std::string& field, const Array* got, const Array& want, const Tolerance& tol,
                          bool discrete, const DecisionView& decisions = {});
 
+// A number in three significant digits, for the judge's messages and reasons.
+std::string ShortNumber(double v);
+
 // Index of a flat position in a shape, as "(i, j)".
 std::string FormatIndex(int64_t flat, const std::vector<int64_t>& shape);
 

@@ -14,12 +14,6 @@ namespace {
 
 std::string ErrorKind(const std::string& e) { return e.substr(0, e.find(':')); }
 
-std::string Num(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.3g", v);
-  return b;
-}
-
 // A case whose every mask input covers nothing exercises no arithmetic.
 bool MasksCoverNothing(const FunctionSpec& spec, const Case& c) {
   bool any_mask = false;
@@ -43,8 +37,8 @@ void RefuseNonFiniteReference(const Case& golden, const ReferenceDecisions& ref)
     if (!oracle || oracle->shape != want.shape) return;
     for (int64_t k = 0; k < want.size(); ++k)
       if (!std::isfinite(want[k]) && std::isfinite((*oracle)[k]))
-        throw BadInput(golden.Where() + ": " + field + ": the reference is " + Num(want[k]) + " at " +
-                       FormatIndex(k, want.shape) + " where verl's semantics give " + Num((*oracle)[k]) +
+        throw BadInput(golden.Where() + ": " + field + ": the reference is " + ShortNumber(want[k]) + " at " +
+                       FormatIndex(k, want.shape) + " where verl's semantics give " + ShortNumber((*oracle)[k]) +
                        " (not a result verl produces for these inputs)");
   };
   auto find = [](const std::map<std::string, Array>& m, const std::string& n) -> const Array* {

@@ -8,15 +8,7 @@
 #include "oracle/core/errors.h"
 
 namespace verlconf {
-namespace {
-
-std::string Num(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.3g", v);
-  return b;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 bool IsDiscrete(const FunctionSpec& spec, const std::string& field) {
   const std::string prefix = "outputs/";
@@ -135,10 +127,12 @@ Tolerance FractionTolerance(const Tolerance& floating, double want, const Case& 
   double arithmetic = floating.atol + floating.rtol * std::fabs(want);
   if (!std::isfinite(arithmetic)) arithmetic = half_count;  // verl's NaN (0/0) is matched as a value
   Tolerance t{0.0, std::min(arithmetic, half_count) + share, ""};
-  t.reason = "a fraction: the count it implies exactly, the division to " +
-             std::string(arithmetic < half_count ? "the dtype's tolerance"
-                                                 : "half a count of " + std::to_string(CountedElements(c))) +
-             (share > 0 ? "; + " + Num(share) + " for valid tokens whose decision differs at a rounding boundary" : "");
+  t.reason =
+      "a fraction: the count it implies exactly, the division to " +
+      std::string(arithmetic < half_count ? "the dtype's tolerance"
+                                          : "half a count of " + std::to_string(CountedElements(c))) +
+      (share > 0 ? "; + " + ShortNumber(share) + " for valid tokens whose decision differs at a rounding boundary"
+                 : "");
   return t;
 }
 
@@ -159,7 +153,7 @@ std::string AsCountRatio(double d, int64_t n) {
 
 std::string FractionNote(const FieldReport& f, const Case& c, const Tolerance& tol, double share) {
   const int64_t n = CountedElements(c);
-  std::string s = "a fraction moved by " + Num(f.worst_abs);
+  std::string s = "a fraction moved by " + ShortNumber(f.worst_abs);
   if (!std::isfinite(f.worst_abs)) return s + " (not a number)";
   if (f.worst_abs > 0.5 / static_cast<double>(n) + share) {
     const std::string ratio = AsCountRatio(f.worst_abs, n);
@@ -167,8 +161,8 @@ std::string FractionNote(const FieldReport& f, const Case& c, const Tolerance& t
   } else {
     s += ": the count agrees, the division is beyond its floating tolerance";
   }
-  s += "; allowed " + Num(tol.atol);
-  if (share > 0) s += ", " + Num(share) + " of it for tokens whose decision differs from the reference's";
+  s += "; allowed " + ShortNumber(tol.atol);
+  if (share > 0) s += ", " + ShortNumber(share) + " of it for tokens whose decision differs from the reference's";
   return s;
 }
 
