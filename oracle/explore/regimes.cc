@@ -158,16 +158,29 @@ void Quantise(const FunctionSpec& spec, oracle::InputGen& g, Case& c, std::vecto
   tags.emplace_back("quantised");
 }
 
+// A value across the key's range as verl's users set it: the same sign and order of
+// magnitude as the generator's (a clip ratio stays a clip ratio, a count stays a positive
+// count), 1 (where verl refuses some keys: clip_ratio_c must exceed 1), and None where
+// verl's default is None. Zero and negative counts are no setting verl is given, and verl
+// neither refuses nor means anything by them; they are not drawn.
 ConfigValue DrawNumber(oracle::InputGen& g, const ConfigKey& k, const ConfigValue& now) {
-  const bool is_int = k.type == "int";
-  double base = 1.0;
-  if (const auto* d = std::get_if<double>(&now)) base = *d;
-  if (const auto* i = std::get_if<int64_t>(&now)) base = static_cast<double>(*i);
-  const double picks[] = {base, base * 0.5, base * 2, 0.0, 1.0, 2.0, 0.1, 10.0, -base, 1e-3};
-  const double v = picks[g.Int(0, 9)];
   if (std::holds_alternative<std::monostate>(k.verl_default) && g.Coin(0.3)) return std::monostate{};
-  if (is_int) return static_cast<int64_t>(std::llround(v));
-  return v;
+  double base = 0.0;
+  bool have = true;
+  if (const auto* d = std::get_if<double>(&now)) base = *d;
+  else if (const auto* i = std::get_if<int64_t>(&now)) base = static_cast<double>(*i);
+  else have = false;
+  if (k.type == "int") {
+    const double v = have && base >= 1 ? base : 1.0;
+    const double picks[] = {v, 2 * v, std::max(1.0, std::floor(v / 2)), 1.0, 2.0, 4.0};
+    return static_cast<int64_t>(picks[g.Int(0, 5)]);
+  }
+  if (!have || base == 0.0) {
+    const double picks[] = {0.0, 0.1, 1.0, 0.5};
+    return picks[g.Int(0, have ? 3 : 2) + (have ? 0 : 1)];
+  }
+  const double picks[] = {base, base * 0.5, base * 2, base * 1.5, std::copysign(1.0, base), base * 0.1};
+  return picks[g.Int(0, 5)];
 }
 
 void DrawConfig(const FunctionSpec& spec, oracle::InputGen& g, Case& c, std::vector<std::string>& tags) {

@@ -1,5 +1,6 @@
 #include "tools/explore/adapter_process.h"
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -58,7 +59,9 @@ std::string Text(const Json& j, const char* key) {
 
 AdapterProcess::AdapterProcess(const AdapterOptions& o) : options_(o) {
   int in[2], out[2];
-  if (pipe(in) != 0 || pipe(out) != 0) throw BadInput(std::string("cannot start the adapter: ") + std::strerror(errno));
+  // Close-on-exec: a second server must not inherit this one's stdin, or this one never
+  // sees the end of its input and the run waits for it forever.
+  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) throw BadInput(std::string("cannot start the adapter: ") + std::strerror(errno));
   pid_ = fork();
   if (pid_ < 0) throw BadInput(std::string("cannot start the adapter: ") + std::strerror(errno));
   if (pid_ == 0) {
