@@ -140,6 +140,8 @@ DpVerdict Classify(const FunctionSpec& spec, const Case& full, const ShardPlan& 
 Result FullBatchReference(const FunctionSpec& spec, const RunFn& impl, const Case& full) {
   Case c = full;
   if (TakesGlobalBatchInfo(spec)) ClearGlobalCounts(c);
+  // Implementations other than the oracle read a resolved config, as the judge hands it.
+  ResolveConfig(spec, c.config);
   return impl(c);
 }
 
@@ -152,6 +154,7 @@ Result ShardedReference(const FunctionSpec& spec, const RunFn& impl, const Case&
   base.config.Set("dp_size", int64_t{1});
   base.config.Set("batch_num_tokens", counts.batch_num_tokens);
   base.config.Set("global_batch_size", counts.global_batch_size);
+  ResolveConfig(spec, base.config);
   if (!DividesByHorizon(spec, full)) return impl(base);
 
   // One run per horizon: the rows of micro-batches that wide keep their mask, the rest

@@ -124,6 +124,8 @@ ShardedCase ShardCase(const FunctionSpec& spec, const Case& full, const ShardPla
         call.input.config.Set("batch_num_tokens", s.counts.batch_num_tokens);
         call.input.config.Set("global_batch_size", s.counts.global_batch_size);
       }
+      // Implementations other than the oracle read a resolved config, as the judge hands it.
+      ResolveConfig(spec, call.input.config);
       s.calls.push_back(std::move(call));
     }
   }
