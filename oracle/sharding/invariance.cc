@@ -65,14 +65,10 @@ bool DividesByHorizon(const FunctionSpec& spec, const Case& full) {
 
 const char* DpKindName(DpKind k) {
   switch (k) {
-    case DpKind::kInvariant:
-      return "invariant";
-    case DpKind::kTrainerCounts:
-      return "trainer-counts";
-    case DpKind::kHorizon:
-      return "horizon";
-    case DpKind::kLocal:
-      return "local";
+    case DpKind::kInvariant: return "invariant";
+    case DpKind::kTrainerCounts: return "trainer-counts";
+    case DpKind::kHorizon: return "horizon";
+    case DpKind::kLocal: return "local";
   }
   return "?";
 }
@@ -130,8 +126,7 @@ DpVerdict Classify(const FunctionSpec& spec, const Case& full, const ShardPlan& 
     return {DpKind::kTrainerCounts,
             "rejection inside the loss masks tokens the trainer's batch_num_tokens and global_batch_size counted"};
   const bool seq_mode = mode.rfind("seq-mean", 0) == 0;
-  if (seq_mode && plan.trainer.sequences == SequenceCount::kAll &&
-      HasDeadRow(full.Input(LossMaskInput(spec)->name)))
+  if (seq_mode && plan.trainer.sequences == SequenceCount::kAll && HasDeadRow(full.Input(LossMaskInput(spec)->name)))
     return {DpKind::kTrainerCounts,
             "global_batch_size counts every sequence; agg_loss alone counts only those with a valid token"};
   return {};

@@ -39,7 +39,8 @@ std::string ShardPlan::Describe() const {
   os << "k=" << ranks.size() << " [";
   for (size_t r = 0; r < ranks.size(); ++r) {
     if (r) os << '|';
-    for (size_t m = 0; m < ranks[r].micro_batches.size(); ++m) os << (m ? "+" : "") << ranks[r].micro_batches[m].rows.size();
+    for (size_t m = 0; m < ranks[r].micro_batches.size(); ++m)
+      os << (m ? "+" : "") << ranks[r].micro_batches[m].rows.size();
   }
   os << ']' << (trainer.horizon == Horizon::kFull ? " full-width" : "")
      << (trainer.sequences == SequenceCount::kLive ? " live-count" : "");
@@ -54,14 +55,16 @@ void ValidatePlan(const ShardPlan& plan, int64_t batch) {
     for (const MicroBatch& mb : r.micro_batches) {
       if (mb.rows.empty()) throw std::invalid_argument("sharding plan: an empty micro-batch");
       for (int64_t i : mb.rows) {
-        if (i < 0 || i >= batch) throw std::invalid_argument("sharding plan: row " + std::to_string(i) + " out of range");
+        if (i < 0 || i >= batch)
+          throw std::invalid_argument("sharding plan: row " + std::to_string(i) + " out of range");
         if (++seen[static_cast<size_t>(i)] > 1)
           throw std::invalid_argument("sharding plan: row " + std::to_string(i) + " given twice");
       }
     }
   }
   for (int64_t i = 0; i < batch; ++i)
-    if (!seen[static_cast<size_t>(i)]) throw std::invalid_argument("sharding plan: row " + std::to_string(i) + " given to no rank");
+    if (!seen[static_cast<size_t>(i)])
+      throw std::invalid_argument("sharding plan: row " + std::to_string(i) + " given to no rank");
 }
 
 ShardPlan RandomPlan(oracle::InputGen& g, int64_t batch, int64_t ranks, int64_t max_micro_batches) {

@@ -87,18 +87,12 @@ Case SliceRows(const FunctionSpec& spec, const Case& full, const std::vector<int
     const Role role = in ? in->role : Role::kScalar;
     switch (role) {
       case Role::kTokens:
-      case Role::kVocabLogits:
-        c.inputs[name] = SliceBatchMajor(array, rows, horizon);
-        break;
+      case Role::kVocabLogits: c.inputs[name] = SliceBatchMajor(array, rows, horizon); break;
       case Role::kSequences:
       case Role::kGroupIndex:
-      case Role::kComponents:
-        c.inputs[name] = SliceBatchMajor(array, rows, std::nullopt);
-        break;
+      case Role::kComponents: c.inputs[name] = SliceBatchMajor(array, rows, std::nullopt); break;
       case Role::kScalar:
-      case Role::kComponentWeights:
-        c.inputs[name] = array;
-        break;
+      case Role::kComponentWeights: c.inputs[name] = array; break;
     }
   }
   return c;

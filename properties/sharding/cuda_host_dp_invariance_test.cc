@@ -82,7 +82,9 @@ INSTANTIATE_TEST_SUITE_P(AggregatingLosses, CudaHostDpInvariance, ::testing::Val
                          [](const auto& info) { return testing::TestName(*info.param); });
 
 // Every aggregating loss has a cuda-host entry except those cuda_coverage excepts.
-TEST(CudaHostDpInvariance, CoversTheAggregatingLosses) { EXPECT_EQ(WithCudaHost().size(), testing::AggregatingLosses().size()); }
+TEST(CudaHostDpInvariance, CoversTheAggregatingLosses) {
+  EXPECT_EQ(WithCudaHost().size(), testing::AggregatingLosses().size());
+}
 
 }  // namespace
 }  // namespace verlconf

@@ -83,8 +83,8 @@ TEST(DpExceptions, SumNormWithoutScaleFactorDividesByEachMicroBatchsHorizon) {
   }
   EXPECT_NEAR(Loss(whole), (rows01 + rows23) / 4.0 / 8.0, 1e-12);
   EXPECT_NEAR(Loss(sharded), (rows01 / 8.0 + rows23 / 3.0) / 4.0, 1e-12);
-  EXPECT_TRUE(CloseResults(spec, sharded, sharding::ShardedReference(spec, spec.oracle, full, plan), kLossTol,
-                           kGradTol, 1.0));
+  EXPECT_TRUE(
+      CloseResults(spec, sharded, sharding::ShardedReference(spec, spec.oracle, full, plan), kLossTol, kGradTol, 1.0));
   EXPECT_FALSE(CloseResults(spec, sharded, whole, kLossTol, kGradTol, 1.0));
 
   // A constant loss_scale_factor (what verl's docstring advises) restores invariance, as
@@ -114,14 +114,13 @@ TEST(DpExceptions, FullyMaskedSequencesCountInGlobalBatchSize) {
     const Result whole = sharding::FullBatchReference(spec, spec.oracle, full);
     const Result sharded = sharding::RunSharded(spec, spec.oracle, full, plan);
     EXPECT_NEAR(Loss(sharded), Loss(whole) * 4.0 / 6.0, 1e-12) << mode;
-    EXPECT_TRUE(CloseResults(spec, sharded, sharding::ShardedReference(spec, spec.oracle, full, plan), kLossTol,
-                             kGradTol, 1.0))
+    EXPECT_TRUE(
+        CloseResults(spec, sharded, sharding::ShardedReference(spec, spec.oracle, full, plan), kLossTol, kGradTol, 1.0))
         << mode;
     ShardPlan live = plan;
     live.trainer.sequences = sharding::SequenceCount::kLive;
     EXPECT_EQ(sharding::Classify(spec, full, live).kind, DpKind::kInvariant) << mode;
-    EXPECT_TRUE(
-        CloseResults(spec, sharding::RunSharded(spec, spec.oracle, full, live), whole, kLossTol, kGradTol, 1.0))
+    EXPECT_TRUE(CloseResults(spec, sharding::RunSharded(spec, spec.oracle, full, live), whole, kLossTol, kGradTol, 1.0))
         << mode;
   }
 }
