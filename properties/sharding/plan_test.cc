@@ -1,5 +1,7 @@
 // The sharding itself: random plans are valid plans, invalid ones are refused, and each
 // call holds its rows, its width and the counts verl's trainer gives it.
+#include "oracle/sharding/plan.h"
+
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -7,7 +9,6 @@
 
 #include "oracle/core/registry.h"
 #include "oracle/sharding/combine.h"
-#include "oracle/sharding/plan.h"
 #include "oracle/sharding/shard.h"
 
 namespace verlconf {
@@ -66,7 +67,8 @@ TEST(ShardCase, CallsHoldTheirRowsWidthsAndTheTrainersCounts) {
     EXPECT_EQ(call.input.Input("log_prob").rows(), static_cast<int64_t>(call.rows.size()));
     for (size_t i = 0; i < call.rows.size(); ++i)
       for (int64_t t = 0; t < widths[c]; ++t)
-        EXPECT_EQ(call.input.Input("log_prob").at(static_cast<int64_t>(i), t), full.Input("log_prob").at(call.rows[i], t));
+        EXPECT_EQ(call.input.Input("log_prob").at(static_cast<int64_t>(i), t),
+                  full.Input("log_prob").at(call.rows[i], t));
     EXPECT_EQ(call.input.config.Int("dp_size"), 2);
     EXPECT_EQ(call.input.config.Int("batch_num_tokens"), 8);
     EXPECT_EQ(call.input.config.Int("global_batch_size"), 4);
