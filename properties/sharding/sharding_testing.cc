@@ -6,6 +6,7 @@
 #include "oracle/core/generate.h"
 #include "oracle/core/registry.h"
 #include "oracle/sharding/combine.h"
+#include "oracle/sharding/invariance.h"
 #include "oracle/sharding/shard.h"
 
 namespace verlconf::testing {
@@ -71,6 +72,14 @@ rc::Gen<ShardedDraw> ArbitrarySharding(const FunctionSpec& spec, DType dtype) {
     }
     return d;
   });
+}
+
+void showValue(const ShardedDraw& d, std::ostream& os) {
+  const FunctionSpec* spec = SpecFor(d.full);
+  const Array& mask = d.full.Input(sharding::LossMaskInput(*spec)->name);
+  os << d.full.family << "/" << d.full.function << " seed " << d.full.seed << " " << mask.rows() << "x" << mask.cols()
+     << " " << DTypeName(d.full.dtype) << " mode '" << sharding::EffectiveAggMode(*spec, d.full) << "' "
+     << d.plan.Describe();
 }
 
 Closeness CloseResults(const FunctionSpec& spec, const Result& got, const Result& want, Tol loss_tol, Tol grad_tol,

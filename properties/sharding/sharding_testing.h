@@ -5,6 +5,7 @@
 
 #include <rapidcheck.h>
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@ struct ShardedDraw {
   Case full;
   sharding::ShardPlan plan;
 };
+// How RapidCheck prints a failing draw: the function, seed, shape, mode and plan.
+void showValue(const ShardedDraw& d, std::ostream& os);
 
 // A case from the spec's generator (B >= k rows) sharded over k in {2, 4, 8} ranks with
 // uneven rows, up to 3 micro-batches per rank, a quarter of the time one rank whose
