@@ -48,6 +48,10 @@ struct ConfigKey {
   // clip_ratio; rollout_is_threshold: None disables IS), an absent key is None and is not
   // filled in from verl_default. `conform spec --json`: "absent_is_none".
   bool absent_is_none = false;
+  // The values verl's users set, inclusive (a discount factor in [0, 1]), where the type
+  // alone says too little: generated cases draw inside it. Outside it verl neither refuses
+  // nor means anything (a gamma of 1.5 makes returns overflow float32).
+  std::optional<std::pair<double, double>> range = std::nullopt;
 };
 
 enum class OutputKind { kTensor, kScalar };

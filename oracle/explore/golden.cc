@@ -1,6 +1,7 @@
 #include "oracle/explore/golden.h"
 
 #include "oracle/core/errors.h"
+#include "oracle/core/generate.h"
 #include "oracle/judge/validate.h"
 
 namespace verlconf::explore {
@@ -20,6 +21,12 @@ std::optional<Case> OracleGolden(const FunctionSpec& spec, const Case& c, std::s
     g.grads = r.grads;
     g.metrics = r.metrics;
     g.vjps = r.vjps;
+    // A float32 case's golden holds float32 values, as verl's tensors do: a value beyond
+    // float32's range is the infinity verl's arithmetic gives there, not a finite double.
+    if (g.dtype == DType::kFloat32)
+      for (auto* fields : {&g.outputs, &g.grads, &g.vjps})
+        for (auto& [name, a] : *fields)
+          if (a.dtype == DType::kFloat32) oracle::RoundToDType(a);
     for (const auto& [name, v] : g.metrics) g.metric_dtypes[name] = DType::kFloat64;
   } catch (const VerlError& e) {
     g.expect_error = e.what();

@@ -180,7 +180,9 @@ ConfigValue DrawNumber(oracle::InputGen& g, const ConfigKey& k, const ConfigValu
     return picks[g.Int(0, have ? 3 : 2) + (have ? 0 : 1)];
   }
   const double picks[] = {base, base * 0.5, base * 2, base * 1.5, std::copysign(1.0, base), base * 0.1};
-  return picks[g.Int(0, 5)];
+  double v = picks[g.Int(0, 5)];
+  if (k.range) v = std::clamp(v, k.range->first, k.range->second);
+  return v;
 }
 
 void DrawConfig(const FunctionSpec& spec, oracle::InputGen& g, Case& c, std::vector<std::string>& tags) {

@@ -41,6 +41,7 @@ class Shrinker {
       progress |= Dimension(c, 0);
       progress |= Dimension(c, 1);
       progress |= DropProjections(c);
+      progress |= DropOptionalInputs(c);
       progress |= Values(c);
       progress |= Groups(c);
       progress |= Defaults(c);
@@ -101,6 +102,18 @@ class Shrinker {
     return any;
   }
 
+  // An optional input left out is verl's None: the simplest value there is.
+  bool DropOptionalInputs(Case& c) {
+    bool any = false;
+    for (const auto& in : spec_.inputs) {
+      if (!in.optional || !c.inputs.count(in.name)) continue;
+      Case t = c;
+      t.inputs.erase(in.name);
+      if (Try(c, t)) any = true;
+    }
+    return any;
+  }
+
   bool DropProjections(Case& c) {
     if (c.projections.empty()) return false;
     Case t = c;
@@ -124,6 +137,9 @@ class Shrinker {
     add(x > 0 ? 1.0 : -1.0);
     add(x > 0 ? -1.0 : 1.0);
     add(std::round(x));
+    // Halving toward zero: repeated passes find the smallest magnitude that still fails
+    // (a log-ratio of -44 becomes -22 where -11 would no longer cross the clamp at -20).
+    if (x == std::round(x) && std::fabs(x) > 1) add(std::trunc(x / 2));
     add(std::round(x * 10) / 10);
     add(std::round(x * 100) / 100);
     return out;
@@ -134,9 +150,9 @@ class Shrinker {
     bool any = false;
     for (const auto& in : spec_.inputs) {
       if (in.role == Role::kGroupIndex) continue;
-      auto it = c.inputs.find(in.name);
-      if (it == c.inputs.end() || it->second.dtype == DType::kInt64) continue;
-      for (int64_t k = 0; k < it->second.size() && !Out(); ++k) {
+      // By name on every step: an accepted step replaces the whole case, inputs included.
+      if (!c.inputs.count(in.name) || c.inputs.at(in.name).dtype == DType::kInt64) continue;
+      for (int64_t k = 0; k < c.inputs.at(in.name).size() && !Out(); ++k) {
         const double x = c.inputs.at(in.name)[k];
         if (!in.is_mask && IsSimple(x) && x == 0.0) continue;
         for (const double v : Simpler(x, in.is_mask)) {

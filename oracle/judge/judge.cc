@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <vector>
 #include <set>
 
 #include "oracle/core/errors.h"
@@ -11,6 +12,12 @@
 
 namespace verlconf {
 namespace {
+
+bool AnyMarked(const Array& boundary) {
+  for (double v : boundary.data)
+    if (v != 0.0) return true;
+  return false;
+}
 
 std::string ErrorKind(const std::string& e) { return e.substr(0, e.find(':')); }
 
@@ -138,7 +145,22 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
         std::find(spec.discrete_metrics.begin(), spec.discrete_metrics.end(), name) != spec.discrete_metrics.end();
     Tolerance tol = CaseTolerance(spec, field, golden, &ref.result.magnitude);
     if (discrete) tol = FractionTolerance(tol, w, golden, share);
-    FieldReport f = CompareField(field, it == got->metrics.end() ? nullptr : &have, want, tol, discrete);
+    // A statistic of decided values (the largest kept IS weight, their mean) takes the
+    // other decision's value when a decision at a boundary goes the other way: that value,
+    // from the same push the tensors' branches come from, is a flip like theirs.
+    Array near;
+    std::vector<Array> others;
+    DecisionView decisions;
+    if (!discrete && AnyMarked(ref.boundary)) {
+      near = Array::Scalar(1.0);
+      for (const auto* set : {&ref.branches, &ref.ties})
+        for (const Result& b : *set)
+          if (auto m = b.metrics.find(name); m != b.metrics.end()) others.push_back(Array::Scalar(m->second));
+      decisions.boundary = &near;
+      for (const Array& o : others) decisions.branch_values.push_back(&o);
+    }
+    FieldReport f =
+        CompareField(field, it == got->metrics.end() ? nullptr : &have, want, tol, discrete, decisions);
     if (discrete && f.outcome == Outcome::kFailed) f.note = FractionNote(f, golden, tol, share);
     r.fields.push_back(std::move(f));
   }

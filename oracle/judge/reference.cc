@@ -48,6 +48,8 @@ Result Extrapolate(const Result& near, const Result& far) {
   };
   lin(near.outputs, far.outputs, out.outputs);
   lin(near.grads, far.grads, out.grads);
+  for (const auto& [name, x] : near.metrics)
+    if (auto it = far.metrics.find(name); it != far.metrics.end()) out.metrics.emplace(name, 2.0 * x - it->second);
   return out;
 }
 

@@ -162,6 +162,7 @@ const std::vector<Command>& Commands() {
         {"--only", "NAME,...", "FUNCTION, FAMILY or FAMILY/FUNCTION, comma-separated or repeated"},
         {"--jobs", "N", "N adapter processes judging cases at a time (default 1); the output is the same"},
         {"--shrink-seconds", "S", "the time one difference may take to shrink (default 25)"},
+        kBaselineOption,
         {"--out", "DIR", "write the minimal cases, the candidate's results and the Python repros to DIR"},
         {"--report", "FILE.md", "also write the table and the differences as Markdown"},
         {"--format", "text|json", "what goes to stdout: the table (text) or one JSON object (schema verlconf.explore)"},
@@ -522,6 +523,9 @@ int Explore(const Args& a, const char* argv0) {
   o.out = t::ResolveUserPath(Opt(a, "--out"));
   o.report = t::ResolveUserPath(Opt(a, "--report"));
   o.only = OptAll(a, "--only");
+  o.baseline = t::ResolveUserPath(Opt(a, "--baseline"));
+  if (!o.baseline.empty() && !t::IsRegularFile(o.baseline))
+    throw BadInput("--baseline " + Opt(a, "--baseline") + ": no such file");
   o.json = JsonFormat(a);
   o.jobs = Jobs(a);
   if (o.jobs > 1 && o.adapter.empty() && o.reference != "verl" && o.impl != "oracle")

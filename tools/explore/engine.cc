@@ -60,7 +60,7 @@ bool AnyNonFinitePair(const FieldReport& f) {
 
 std::vector<Failure> FailuresOf(const CaseReport& r) {
   std::vector<Failure> out;
-  if (r.outcome != Outcome::kFailed && r.outcome != Outcome::kBaselined) return out;
+  if (r.outcome != Outcome::kFailed) return out;
   for (const auto& f : r.fields) {
     if (f.outcome != Outcome::kFailed) continue;
     std::string kind = "value";
@@ -168,6 +168,18 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
   }
   if (error) std::rethrow_exception(error);
   run.explore_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (o.baseline) {
+    std::vector<CaseReport> all;
+    std::vector<size_t> at;
+    for (size_t k = 0; k < results.size(); ++k)
+      if (results[k]) {
+        all.push_back(std::move(results[k]->report));
+        at.push_back(k);
+      }
+    tools::ApplyBaseline(*o.baseline, all);
+    for (const tools::BaselineEntry* e : o.baseline->Stale(all)) run.stale.push_back(*e);
+    for (size_t i = 0; i < at.size(); ++i) results[at[i]]->report = std::move(all[i]);
+  }
 
   std::map<std::pair<const FunctionSpec*, Failure>, size_t> seen;
   for (size_t f = 0; f < todo.size(); ++f) {
@@ -184,8 +196,8 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
       const CaseReport& r = results[k]->report;
       switch (r.outcome) {
         case Outcome::kPassed: ++t.passed; break;
-        case Outcome::kFailed:
-        case Outcome::kBaselined: ++t.failed; break;
+        case Outcome::kFailed: ++t.failed; break;
+        case Outcome::kBaselined: ++t.baselined; break;
         case Outcome::kMistrusted: ++t.mistrusted; break;
         case Outcome::kUnsupported: ++t.unsupported; break;
         case Outcome::kSkipped: ++t.skipped; break;

@@ -17,6 +17,7 @@
 #include "oracle/core/function_spec.h"
 #include "oracle/explore/golden.h"
 #include "oracle/judge/case_report.h"
+#include "tools/cli/baseline.h"
 #include "tools/explore/adapter_process.h"
 
 namespace verlconf::explore {
@@ -29,6 +30,9 @@ struct EngineOptions {
   Impl impl = Impl::kOracle;
   std::optional<AdapterOptions> reference;  // verl's adapter; else the oracle
   double shrink_seconds = 25;
+  // Accepted differences (conform --baseline): a generated case whose every failing field
+  // an entry covers is BASELINED, not a difference to shrink.
+  tools::Baseline* baseline = nullptr;
 };
 
 // One side of a run as a worker holds it: its own adapter processes.
@@ -64,7 +68,8 @@ std::vector<Failure> FailuresOf(const CaseReport& r);
 
 struct FunctionTally {
   const FunctionSpec* spec = nullptr;
-  int64_t cases = 0, passed = 0, failed = 0, mistrusted = 0, unsupported = 0, skipped = 0, refused = 0;
+  int64_t cases = 0, passed = 0, failed = 0, baselined = 0, mistrusted = 0, unsupported = 0, skipped = 0,
+          refused = 0;
   std::string refused_example;  // one reason, for the report
 };
 
@@ -88,7 +93,8 @@ struct ExploreRun {
   std::vector<FunctionTally> functions;
   std::vector<Difference> differences;
   double explore_seconds = 0, shrink_seconds = 0;
-  std::vector<const FunctionSpec*> not_provided;  // selected, but the candidate or reference lacks it
+  std::vector<const FunctionSpec*> not_provided;
+  std::vector<tools::BaselineEntry> stale;  // baseline entries that covered nothing  // selected, but the candidate or reference lacks it
   std::string candidate_name;  // the adapter's name or the implementation's
   std::map<std::string, std::string> candidate_versions, reference_versions;
 };

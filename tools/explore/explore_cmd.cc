@@ -236,16 +236,16 @@ void WriteCases(const ExploreCommand& o, const ExploreRun& run, const std::strin
 
 std::string Row(const FunctionTally& t) {
   char line[256];
-  std::snprintf(line, sizeof line, "%-36s %6lld %7lld %7lld %6lld %6lld %6lld %8lld\n",
+  std::snprintf(line, sizeof line, "%-36s %6lld %7lld %7lld %6lld %6lld %6lld %6lld %8lld\n",
                 (t.spec->family + "/" + t.spec->name).c_str(), static_cast<long long>(t.cases),
-                static_cast<long long>(t.passed), static_cast<long long>(t.failed),
+                static_cast<long long>(t.passed), static_cast<long long>(t.failed), static_cast<long long>(t.baselined),
                 static_cast<long long>(t.mistrusted), static_cast<long long>(t.unsupported),
                 static_cast<long long>(t.skipped), static_cast<long long>(t.refused));
   return line;
 }
 
 struct Totals {
-  int64_t cases = 0, passed = 0, failed = 0, mistrusted = 0, unsupported = 0, skipped = 0, refused = 0;
+  int64_t cases = 0, passed = 0, failed = 0, baselined = 0, mistrusted = 0, unsupported = 0, skipped = 0, refused = 0;
 };
 
 Totals Sum(const ExploreRun& run) {
@@ -254,6 +254,7 @@ Totals Sum(const ExploreRun& run) {
     s.cases += t.cases;
     s.passed += t.passed;
     s.failed += t.failed;
+    s.baselined += t.baselined;
     s.mistrusted += t.mistrusted;
     s.unsupported += t.unsupported;
     s.skipped += t.skipped;
@@ -272,22 +273,26 @@ std::string Header(const ExploreCommand& o, const ExploreRun& run) {
 
 void Text(const ExploreCommand& o, const ExploreRun& run, const std::string& out_dir, std::ostream& out) {
   out << Header(o, run) << "\n";
-  out << "function                              cases  passed  failed  mistr  unsup   skip  refused\n";
+  out << "function                              cases  passed  failed  basel  mistr  unsup   skip  refused\n";
   for (const auto& t : run.functions) out << Row(t);
   const Totals s = Sum(run);
   char line[512];
   const double rate = run.explore_seconds > 0 ? static_cast<double>(s.cases) / run.explore_seconds : 0;
   std::snprintf(line, sizeof line,
                 "explored %zu functions, %lld cases in %.1f s (%.0f cases/s): %lld passed, %lld failed, %lld "
-                "mistrusted, %lld unsupported, %lld skipped, %lld refused by the reference\n",
+                "baselined, %lld mistrusted, %lld unsupported, %lld skipped, %lld refused by the reference\n",
                 run.functions.size(), static_cast<long long>(s.cases), run.explore_seconds, rate,
-                static_cast<long long>(s.passed), static_cast<long long>(s.failed), static_cast<long long>(s.mistrusted),
+                static_cast<long long>(s.passed), static_cast<long long>(s.failed), static_cast<long long>(s.baselined),
+                static_cast<long long>(s.mistrusted),
                 static_cast<long long>(s.unsupported), static_cast<long long>(s.skipped),
                 static_cast<long long>(s.refused));
   out << line;
   if (!run.not_provided.empty())
     out << "not explored: " << run.not_provided.size() << " selected functions the "
         << (o.reference == "verl" ? "candidate or verl's adapter" : "candidate") << " does not provide\n";
+  for (const auto& b : run.stale)
+    out << "stale baseline entry " << b.file << ":" << b.line << ": " << b.function << " " << b.field
+        << " covered no difference\n";
   for (const auto& t : run.functions)
     if (t.refused)
       out << "  " << t.spec->family << "/" << t.spec->name << ": " << t.refused << " case(s) refused, e.g. "
@@ -344,7 +349,7 @@ std::string Json(const ExploreCommand& o, const ExploreRun& run, const std::stri
   w.Key("reference").String(o.reference).Key("seed").Int(static_cast<int64_t>(o.seed)).Key("cases_per_function").Int(o.cases);
   const Totals s = Sum(run);
   w.Key("totals").BeginObject();
-  w.Key("cases").Int(s.cases).Key("passed").Int(s.passed).Key("failed").Int(s.failed);
+  w.Key("cases").Int(s.cases).Key("passed").Int(s.passed).Key("failed").Int(s.failed).Key("baselined").Int(s.baselined);
   w.Key("mistrusted").Int(s.mistrusted).Key("unsupported").Int(s.unsupported).Key("skipped").Int(s.skipped);
   w.Key("refused").Int(s.refused).Key("differences").Int(static_cast<int64_t>(run.differences.size()));
   w.Key("explore_seconds").Number(run.explore_seconds).Key("shrink_seconds").Number(run.shrink_seconds);
@@ -352,10 +357,13 @@ std::string Json(const ExploreCommand& o, const ExploreRun& run, const std::stri
   w.Key("functions").BeginArray();
   for (const auto& t : run.functions) {
     w.BeginObject().Key("function").String(t.spec->family + "/" + t.spec->name);
-    w.Key("cases").Int(t.cases).Key("passed").Int(t.passed).Key("failed").Int(t.failed);
+    w.Key("cases").Int(t.cases).Key("passed").Int(t.passed).Key("failed").Int(t.failed).Key("baselined").Int(t.baselined);
     w.Key("mistrusted").Int(t.mistrusted).Key("unsupported").Int(t.unsupported).Key("skipped").Int(t.skipped);
     w.Key("refused").Int(t.refused).EndObject();
   }
+  w.EndArray();
+  w.Key("stale_baseline").BeginArray();
+  for (const auto& b : run.stale) w.String(b.file + ":" + std::to_string(b.line));
   w.EndArray();
   w.Key("not_provided").BeginArray();
   for (const auto* spec : run.not_provided) w.String(spec->family + "/" + spec->name);
@@ -406,10 +414,11 @@ std::string Json(const ExploreCommand& o, const ExploreRun& run, const std::stri
 std::string Markdown(const ExploreCommand& o, const ExploreRun& run, const std::string& out_dir) {
   std::ostringstream m;
   m << "# conform explore\n\n" << Header(o, run) << " (conform " << t::Revision() << ").\n\n";
-  m << "| function | cases | passed | failed | mistrusted | unsupported | skipped | refused |\n|---|---|---|---|---|---|---|---|\n";
+  m << "| function | cases | passed | failed | baselined | mistrusted | unsupported | skipped | refused "
+       "|\n|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& t : run.functions)
     m << "| " << t.spec->family << "/" << t.spec->name << " | " << t.cases << " | " << t.passed << " | " << t.failed
-      << " | " << t.mistrusted << " | " << t.unsupported << " | " << t.skipped << " | " << t.refused << " |\n";
+      << " | " << t.baselined << " | " << t.mistrusted << " | " << t.unsupported << " | " << t.skipped << " | " << t.refused << " |\n";
   if (run.differences.empty()) m << "\nNo difference.\n";
   int n = 0;
   for (const Difference& d : run.differences) {
@@ -499,6 +508,11 @@ int RunExploreCommand(const ExploreCommand& o, std::ostream& out) {
     }
   }
 
+  std::optional<t::Baseline> baseline;
+  if (!o.baseline.empty()) {
+    baseline = t::LoadBaseline(o.baseline);
+    e.baseline = &*baseline;
+  }
   const ExploreRun run = RunExplore(specs, e, [](const std::string& line) { std::cerr << "conform: " << line << "\n"; });
 
   if (!o.out.empty()) {

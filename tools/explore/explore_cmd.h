@@ -16,6 +16,7 @@ struct ExploreCommand {
   std::string out;           // resolved; "" to keep no files
   std::string report;        // Markdown file, or ""
   std::string only;
+  std::string baseline;  // accepted differences (tools/cli/baseline.h), or ""
   bool json = false;
   int jobs = 1;
   uint64_t seed = 0;
