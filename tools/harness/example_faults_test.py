@@ -102,6 +102,14 @@ MINIMAL = {
         ("k3", {"logprob": a([[0]]), "ref_logprob": a([[3]])}, {}, ["outputs/kl", "grads/logprob", "vjps/kl/logprob"])
     ],
     "grad_through_clamp": [("vanilla", vanilla_case([[0]], [[-21]], [[1]], [[1]]), VANILLA_CFG, ["grads/log_prob"])],
+    "gae_resets_at_observation": [
+        (
+            "gae",
+            {"token_level_rewards": a([[0, 0, 1]]), "values": a([[0, 0, 0]]), "response_mask": a([[1, 0, 1]])},
+            {"gamma": 1.0, "lam": 1.0},
+            ["outputs/advantages", "outputs/returns"],
+        )
+    ],
 }
 
 

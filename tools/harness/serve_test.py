@@ -26,7 +26,7 @@ SERVER = os.path.join(HERE, "serve_adapter.py")
 ADAPTERS = os.path.join(os.path.dirname(os.path.dirname(HERE)), "fixtures", "adapters")
 
 EXAMPLE = sorted(
-    ["advantage/grpo", "policy_loss/vanilla", "kl/k1", "kl/kl", "kl/k3", "kl/low_var_kl"]
+    ["advantage/grpo", "advantage/gae", "policy_loss/vanilla", "kl/k1", "kl/kl", "kl/k3", "kl/low_var_kl"]
     + [
         "aggregation/" + m
         for m in ("token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm")
@@ -197,10 +197,10 @@ class Example(unittest.TestCase):
         t = enc(np.zeros((2, 3)))
         r = self.s.request(
             id=9,
-            function="advantage/gae",
+            function="advantage/rloo",
             case="x",
             dtype="float64",
-            inputs={"token_level_rewards": t, "values": t, "response_mask": t},
+            inputs={"token_level_rewards": t, "response_mask": t, "index": enc(np.zeros(2, dtype=np.int64))},
             config={},
         )
         self.assertEqual((r["id"], r["kind"], r["declined"]), (9, "declined", "not provided by the adapter"), r)
