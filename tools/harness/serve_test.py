@@ -62,9 +62,9 @@ def tmpdir():
 class Session:
     """One server process; request() sends a line and reads the answer."""
 
-    def __init__(self, adapter, spec, env=None):
+    def __init__(self, adapter, spec, env=None, args=None):
         self.p = subprocess.Popen(
-            [sys.executable, SERVER, "--adapter", adapter, "--spec", spec],
+            [sys.executable, SERVER] + (args if args is not None else ["--adapter", adapter, "--spec", spec]),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -435,6 +435,20 @@ class Scratch(unittest.TestCase):
             self.assertFalse(s.hello["ok"], s.hello)
             self.assertTrue(any(needle in p for p in s.hello["problems"]), (needle, s.hello))
             self.assertEqual(s.close()[0], 2)
+        for args, needle in (
+            ([], "--adapter is required"),
+            (["--adapter", "numpy_example", "--spec", self.spec, "--conform", CONFORM], "give one of them"),
+            (["--adapter", "numpy_example", "--jobs", "2"], "unknown argument '--jobs'"),
+            (["--adapter", "numpy_example", "--conform", os.path.join(d, "nothing")], "no conform binary"),
+        ):
+            s = Session(None, None, args=args)
+            self.assertFalse(s.hello["ok"], s.hello)
+            self.assertTrue(any(needle in p for p in s.hello["problems"]), (needle, s.hello))
+            self.assertEqual(s.close()[0], 2)
+        s = Session(None, None, args=["--adapter", "numpy_example", "--conform", CONFORM])
+        self.assertTrue(s.hello["ok"], s.hello)
+        self.assertEqual(s.hello["functions"], EXAMPLE)
+        self.assertEqual(s.close()[0], 0)
         s = Session("numpy_example", os.path.join(d, "no_such_spec.json"))
         self.assertFalse(s.hello["ok"], s.hello)
         self.assertIn("cannot read the registry spec", s.hello["problems"][0])
