@@ -17,11 +17,13 @@
 #include "tools/cli/paths.h"
 #include "tools/cli/report_file.h"
 #include "tools/cli/version.h"
+#include "tools/explore/explore_cmd.h"
 
 namespace {
 
 using verlconf::BadInput;
 namespace t = verlconf::tools;
+namespace ve = verlconf::explore;
 
 // One option of a command: what `conform CMD --help` lists, and what the parser accepts
 // (a command takes exactly the options its table names, so the help cannot miss one).
@@ -134,6 +136,38 @@ const std::vector<Command>& Commands() {
        "baseline entry under --strict-baseline), 2 bad input or usage (a missing adapter, a --python\n"
        "that is not an executable or cannot import numpy, h5py or the adapter's framework, a harness\n"
        "that failed, a malformed baseline), 3 an internal error of conform, 4 nothing compared"},
+      {"explore",
+       "(--adapter ADAPTER [--python PY] | --impl IMPL) [OPTIONS]",
+       "judge generated cases against the live oracle and shrink every difference",
+       "Generates cases for every function the candidate provides with the registry's generators,\n"
+       "in the regimes verl's users hit (1x1 to long rows, both dtypes, masked rows and batches,\n"
+       "singleton and constant groups, log-ratios beyond the clamps, ratios on the thresholds, tied\n"
+       "values, config keys drawn across their range and into values verl refuses), computes the\n"
+       "reference with the oracle (or with verl itself: --reference verl), and judges the candidate\n"
+       "with check's judge. Each distinct difference (function, field, how it fails) is shrunk to a\n"
+       "minimal case: fewest rows, then tokens, then the simplest values, then config keys back at\n"
+       "verl's defaults. --out DIR keeps each as a replayable fixture (DIR/cases, the reference, and\n"
+       "DIR/candidate, the candidate's result) and a standalone Python repro (DIR/repro). The\n"
+       "adapter runs in one persistent process per job (tools/harness/serve_adapter.py), loaded and\n"
+       "called as the candidate harness does (docs/adapter-contract.md).",
+       {{"--adapter", "ADAPTER", "a module path (my_adapter.py) or a bundled adapter name (numpy_example)"},
+        {"--python", "PY", "the interpreter that has the framework (default: python3 on PATH)"},
+        {"--impl", "oracle|cuda|cuda-host",
+         "explore one of conform's implementations instead of an adapter (cuda: float32 on a GPU)"},
+        {"--reference", "oracle|verl",
+         "the reference: the oracle (default) or verl through fixtures/adapters/verl_adapter.py in --python (a "
+         "differential test of the oracle; the candidate is then --impl, default oracle)"},
+        {"--cases", "N", "generated cases per function (default 100)"},
+        {"--seed", "N", "the generation seed (default 0); the same seed gives the same cases"},
+        {"--only", "NAME,...", "FUNCTION, FAMILY or FAMILY/FUNCTION, comma-separated or repeated"},
+        {"--jobs", "N", "N adapter processes judging cases at a time (default 1); the output is the same"},
+        {"--shrink-seconds", "S", "the time one difference may take to shrink (default 25)"},
+        {"--out", "DIR", "write the minimal cases, the candidate's results and the Python repros to DIR"},
+        {"--report", "FILE.md", "also write the table and the differences as Markdown"},
+        {"--format", "text|json", "what goes to stdout: the table (text) or one JSON object (schema verlconf.explore)"},
+        {"--help", nullptr, "this help"}},
+       "exit codes: 0 no difference, 1 a difference, 2 bad input or usage (an adapter that cannot be\n"
+       "loaded or breaks the contract), 3 an internal error of conform, 4 nothing compared"},
       {"list",
        "[FUNCTION | FAMILY/FUNCTION] [OPTIONS]",
        "functions, oracle/CUDA coverage, golden case counts, verl names not covered",
@@ -444,6 +478,62 @@ int Validate(const Args& a, const char* argv0, const std::string& against, const
   return t::RunValidate(v, std::cout);
 }
 
+// A whole number in [lo, hi] given as option `name`.
+int64_t Count(const Args& a, const std::string& name, int64_t fallback, int64_t lo, int64_t hi) {
+  const std::string v = Opt(a, name, std::to_string(fallback));
+  if (v.empty() || v.size() > 12 || v.find_first_not_of("0123456789") != std::string::npos || std::stoll(v) < lo ||
+      std::stoll(v) > hi)
+    throw BadInput(name + ": expected a whole number from " + std::to_string(lo) + " to " + std::to_string(hi) +
+                   ", got '" + v + "'");
+  return std::stoll(v);
+}
+
+// How the user runs conform, for the lines that tell them what to run next.
+std::string Display(const char* argv0) {
+  const char* ws = std::getenv("BUILD_WORKSPACE_DIRECTORY");
+  return ws && *ws ? "bazel run //tools:conform --" : argv0;
+}
+
+int Explore(const Args& a, const char* argv0) {
+  ClaimOutputs(a, {});
+  Allow(a, 0, "explore");
+  ve::ExploreCommand o;
+  o.adapter = Opt(a, "--adapter");
+  o.impl = Opt(a, "--impl");
+  o.reference = Opt(a, "--reference", "oracle");
+  if (o.reference != "oracle" && o.reference != "verl")
+    throw BadInput("--reference " + o.reference + ": not one of oracle, verl");
+  if (!o.adapter.empty() && !o.impl.empty()) throw BadInput("explore: give --adapter or --impl, not both");
+  if (o.reference == "verl" && !o.adapter.empty())
+    throw BadInput("explore --reference verl: the candidate is one of conform's implementations (--impl, default "
+                   "oracle), not an adapter");
+  if (o.reference == "verl" && o.impl.empty()) o.impl = "oracle";
+  if (o.adapter.empty() && o.impl.empty())
+    throw BadInput("explore: --adapter or --impl is required (try: conform explore --help)");
+  if (o.reference == "oracle" && o.impl == "oracle")
+    throw BadInput("explore --impl oracle: the oracle is the reference; compare it with verl (--reference verl)");
+  const bool file = o.adapter.size() > 3 && o.adapter.compare(o.adapter.size() - 3, 3, ".py") == 0;
+  if ((file || o.adapter.find('/') != std::string::npos) && !t::IsRegularFile(t::ResolveUserPath(o.adapter)))
+    throw BadInput("--adapter " + o.adapter + ": no such file");
+  const std::string py = Opt(a, "--python");
+  if (!py.empty() && o.adapter.empty() && o.reference != "verl")
+    throw BadInput("--python: runs an adapter; --impl " + o.impl + " runs in conform");
+  if (!o.adapter.empty() || o.reference == "verl") o.python = Interpreter(py.empty() ? "python3" : py);
+  o.out = t::ResolveUserPath(Opt(a, "--out"));
+  o.report = t::ResolveUserPath(Opt(a, "--report"));
+  o.only = OptAll(a, "--only");
+  o.json = JsonFormat(a);
+  o.jobs = Jobs(a);
+  if (o.jobs > 1 && o.adapter.empty() && o.reference != "verl" && o.impl != "oracle")
+    throw BadInput("--jobs: the " + o.impl + " implementation runs one case at a time");
+  o.seed = static_cast<uint64_t>(Count(a, "--seed", 0, 0, 999999999999));
+  o.cases = Count(a, "--cases", 100, 1, 10000000);
+  o.shrink_seconds = static_cast<double>(Count(a, "--shrink-seconds", 25, 0, 3600));
+  o.argv0 = argv0;
+  o.display = Display(argv0);
+  return ve::RunExploreCommand(o, std::cout);
+}
+
 int Main(int argc, char** argv) {
   t::InitRevision(argc > 0 ? argv[0] : nullptr);
   std::string cmd = argc > 1 ? argv[1] : "check";
@@ -492,6 +582,7 @@ int Main(int argc, char** argv) {
     return t::RunCheck(o, std::cout);
   }
   if (cmd == "validate") return Validate(a, argv[0], against(), bundled);
+  if (cmd == "explore") return Explore(a, argv[0]);
   if (cmd == "list") {
     Allow(a, 1, "list");
     return t::RunList(against(), a.positional.empty() ? "" : a.positional[0], Flag(a, "--json"), std::cout);

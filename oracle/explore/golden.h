@@ -1,0 +1,29 @@
+// The live reference: an explored case's golden computed by the oracle, as the judge reads
+// a captured one.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "oracle/core/case.h"
+#include "oracle/core/function_spec.h"
+
+namespace verlconf::explore {
+
+// `c` with the oracle's result (float64 metrics, VJPs for its projections), or with
+// expect_error where the oracle raises verl's error. nullopt, with the reason in `refused`,
+// where the oracle refuses the inputs (BadInput: nothing verl could be handed) or has no
+// semantics for them (Unsupported): such a case is not explored.
+std::optional<Case> OracleGolden(const FunctionSpec& spec, const Case& c, std::string* refused);
+
+// The failure a shrink keeps: one field and how it fails.
+struct Failure {
+  std::string field;  // "outputs/loss", ..., or "error" for the error semantics
+  // "exception vs result" (one side raised, or they raised differently), "non-finite" (a
+  // NaN or Inf on one side only), "shape" (shape or dtype), or "value".
+  std::string kind;
+  bool operator<(const Failure& o) const { return field != o.field ? field < o.field : kind < o.kind; }
+  bool operator==(const Failure& o) const { return field == o.field && kind == o.kind; }
+};
+
+}  // namespace verlconf::explore

@@ -1,0 +1,258 @@
+#include "oracle/explore/regimes.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "oracle/core/generate.h"
+
+namespace verlconf::explore {
+namespace {
+
+uint64_t Mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+bool IsFloatInput(const InputSpec& in, const Array& a) {
+  return a.dtype != DType::kInt64 && !in.is_mask && in.role != Role::kScalar;
+}
+
+// Row-shaped roles: the first dimension is the batch.
+bool Batched(Role r) {
+  return r == Role::kTokens || r == Role::kSequences || r == Role::kGroupIndex || r == Role::kComponents ||
+         r == Role::kVocabLogits;
+}
+
+struct Shape {
+  int64_t b, t;
+  const char* label;
+};
+
+Shape PickShape(oracle::InputGen& g, bool vocab) {
+  const double r = g.UniformScalar(0.0, 1.0);
+  if (r < 0.05) return {1, 1, "1x1"};
+  if (r < 0.12) return {1, g.Int(2, 32), "one row"};
+  if (r < 0.20) return {g.Int(2, 8), 1, "one token"};
+  if (r < 0.80) return {g.Int(2, 8), g.Int(2, 24), "small"};
+  if (r < 0.95) return {g.Int(8, 32), g.Int(16, 64), "medium"};
+  return {g.Int(1, 3), vocab ? g.Int(100, 256) : g.Int(1000, 4000), "long rows"};
+}
+
+const InputSpec* GroupInput(const FunctionSpec& spec, const Case& c) {
+  for (const auto& in : spec.inputs)
+    if (in.role == Role::kGroupIndex && c.inputs.count(in.name)) return &in;
+  return nullptr;
+}
+
+void MutateMasks(const FunctionSpec& spec, oracle::InputGen& g, Case& c, std::vector<std::string>& tags) {
+  const double r = g.UniformScalar(0.0, 1.0);
+  const char* what = r < 0.07 ? "all-masked" : r < 0.15 ? "unmasked" : r < 0.25 ? "right-padded" : r < 0.3 ? "one-token rows" : nullptr;
+  if (!what) return;
+  for (const auto& in : spec.inputs) {
+    auto it = c.inputs.find(in.name);
+    if (!in.is_mask || in.role != Role::kTokens || it == c.inputs.end() || it->second.rank() != 2) continue;
+    Array& m = it->second;
+    for (int64_t i = 0; i < m.rows(); ++i) {
+      int64_t last = -1;
+      for (int64_t j = 0; j < m.cols(); ++j)
+        if (m.at(i, j) != 0) last = j;
+      for (int64_t j = 0; j < m.cols(); ++j) {
+        double v = m.at(i, j);
+        if (r < 0.07) v = 0;
+        else if (r < 0.15) v = 1;
+        else if (r < 0.25) v = j <= last ? 1 : 0;
+        else v = j == 0 ? 1 : 0;
+        m.at(i, j) = v;
+      }
+    }
+  }
+  tags.emplace_back(what);
+}
+
+void MutateGroups(const FunctionSpec& spec, oracle::InputGen& g, Case& c, std::vector<std::string>& tags) {
+  const InputSpec* gi = GroupInput(spec, c);
+  if (!gi) return;
+  Array& idx = c.inputs.at(gi->name);
+  const double r = g.UniformScalar(0.0, 1.0);
+  if (r < 0.1) {
+    for (int64_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<double>(i);
+    tags.emplace_back("singleton groups");
+  } else if (r < 0.2) {
+    for (double& v : idx.data) v = 0;
+    tags.emplace_back("one group");
+  } else if (r < 0.3) {
+    // Every member of a group gets the first member's rows: constant groups (a zero std).
+    std::map<double, int64_t> first;
+    for (int64_t i = 0; i < idx.size(); ++i) first.emplace(idx[i], i);
+    for (const auto& in : spec.inputs) {
+      auto it = c.inputs.find(in.name);
+      if (in.role == Role::kGroupIndex || !Batched(in.role) || it == c.inputs.end()) continue;
+      Array& a = it->second;
+      if (a.rank() == 0 || a.shape[0] != idx.size()) continue;
+      const int64_t row = a.size() / a.shape[0];
+      for (int64_t i = 0; i < idx.size(); ++i) {
+        const int64_t src = first.at(idx[i]);
+        std::copy_n(a.data.begin() + src * row, row, a.data.begin() + i * row);
+      }
+    }
+    tags.emplace_back("constant groups");
+  }
+}
+
+const InputSpec* Decides(const FunctionSpec& spec, const Case& c) {
+  for (const auto& in : spec.inputs)
+    if (in.decides && c.inputs.count(in.name)) return &in;
+  return nullptr;
+}
+
+// The log-probability the deciding input is a ratio against (old_log_prob for log_prob,
+// ref_logprob for logprob, ...): another token input named as a log-probability.
+const Array* Partner(const FunctionSpec& spec, const Case& c, const InputSpec& d) {
+  for (const auto& in : spec.inputs) {
+    if (in.name == d.name || in.role != Role::kTokens) continue;
+    if (in.name.find("log_prob") == std::string::npos && in.name.find("logprob") == std::string::npos) continue;
+    if (auto it = c.inputs.find(in.name); it != c.inputs.end() && it->second.shape == c.inputs.at(d.name).shape)
+      return &it->second;
+  }
+  return nullptr;
+}
+
+void MutateDecisions(const FunctionSpec& spec, oracle::InputGen& g, Case& c, std::vector<std::string>& tags) {
+  const InputSpec* d = Decides(spec, c);
+  if (!d) return;
+  Array& x = c.inputs.at(d->name);
+  const double r = g.UniformScalar(0.0, 1.0);
+  if (r < 0.1) {
+    for (double& v : x.data)
+      if (g.Coin(0.25)) v += (g.Coin(0.5) ? 1 : -1) * g.UniformScalar(20.0, 60.0);
+    tags.emplace_back("beyond clamps");
+  } else if (r < 0.22) {
+    // Ratios exactly on the config's thresholds: exp(log r) rounds back to r, or to its
+    // neighbour; either way the decision sits at its boundary.
+    std::vector<double> logs = {0.0};
+    for (const auto& [k, v] : c.config.values())
+      if (const double* f = std::get_if<double>(&v); f && *f > 0 && std::isfinite(*f)) {
+        logs.push_back(std::log(*f));
+        logs.push_back(std::log1p(*f));
+        if (*f < 1) logs.push_back(std::log1p(-*f));
+      }
+    const Array* p = Partner(spec, c, *d);
+    for (int64_t k = 0; k < x.size(); ++k)
+      if (g.Coin(0.3)) x[k] = (p ? (*p)[k] : 0.0) + logs[static_cast<size_t>(g.Int(0, static_cast<int64_t>(logs.size()) - 1))];
+    tags.emplace_back("on thresholds");
+  }
+}
+
+void Quantise(const FunctionSpec& spec, oracle::InputGen& g, Case& c, std::vector<std::string>& tags) {
+  if (!g.Coin(0.15)) return;
+  for (const auto& in : spec.inputs) {
+    auto it = c.inputs.find(in.name);
+    if (it == c.inputs.end() || !IsFloatInput(in, it->second)) continue;
+    for (double& v : it->second.data) v = std::round(v * 2) / 2;
+  }
+  tags.emplace_back("quantised");
+}
+
+// A value across the key's range as verl's users set it: the same sign and order of
+// magnitude as the generator's (a clip ratio stays a clip ratio, a count stays a positive
+// count), 1 (where verl refuses some keys: clip_ratio_c must exceed 1), and None where
+// verl's default is None. Zero and negative counts are no setting verl is given, and verl
+// neither refuses nor means anything by them; they are not drawn.
+ConfigValue DrawNumber(oracle::InputGen& g, const ConfigKey& k, const ConfigValue& now) {
+  if (std::holds_alternative<std::monostate>(k.verl_default) && g.Coin(0.3)) return std::monostate{};
+  double base = 0.0;
+  bool have = true;
+  if (const auto* d = std::get_if<double>(&now)) base = *d;
+  else if (const auto* i = std::get_if<int64_t>(&now)) base = static_cast<double>(*i);
+  else have = false;
+  if (k.type == "int") {
+    const double v = have && base >= 1 ? base : 1.0;
+    const double picks[] = {v, 2 * v, std::max(1.0, std::floor(v / 2)), 1.0, 2.0, 4.0};
+    return static_cast<int64_t>(picks[g.Int(0, 5)]);
+  }
+  if (!have || base == 0.0) {
+    const double picks[] = {0.0, 0.1, 1.0, 0.5};
+    return picks[g.Int(0, have ? 3 : 2) + (have ? 0 : 1)];
+  }
+  const double picks[] = {base, base * 0.5, base * 2, base * 1.5, std::copysign(1.0, base), base * 0.1};
+  return picks[g.Int(0, 5)];
+}
+
+void DrawConfig(const FunctionSpec& spec, oracle::InputGen& g, Case& c, std::vector<std::string>& tags) {
+  if (!g.Coin(0.3)) return;
+  for (const auto& k : spec.config) {
+    if (spec.FixedConfig(k.name) || !g.Coin(0.5)) continue;
+    const auto& stored = c.config.values();
+    const auto found = stored.find(k.name);
+    const ConfigValue now = found != stored.end() ? found->second : k.verl_default;
+    if (!k.choices.empty()) {
+      c.config.Set(k.name, k.choices[static_cast<size_t>(g.Int(0, static_cast<int64_t>(k.choices.size()) - 1))]);
+    } else if (k.type == "bool") {
+      c.config.Set(k.name, static_cast<int64_t>(g.Coin(0.5)));
+    } else if (k.type == "float" || k.type == "int") {
+      c.config.Set(k.name, DrawNumber(g, k, now));
+    }
+  }
+  tags.emplace_back("config drawn");
+}
+
+}  // namespace
+
+uint64_t CaseSeed(uint64_t seed, const std::string& text, int64_t index, int attempt) {
+  uint64_t h = 1469598103934665603ULL;
+  for (const char ch : text) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ULL;
+  return Mix(Mix(Mix(seed) ^ h) ^ static_cast<uint64_t>(index)) ^ static_cast<uint64_t>(attempt) * 0x632BE59BD9B4E019ULL;
+}
+
+Explored GenerateExplored(const FunctionSpec& spec, uint64_t seed, int64_t index, std::optional<DType> dtype,
+                          int attempt) {
+  const uint64_t s = CaseSeed(seed, spec.family + "/" + spec.name, index, attempt);
+  oracle::InputGen g(s);
+  bool vocab = false;
+  for (const auto& in : spec.inputs) vocab |= in.role == Role::kVocabLogits;
+  const Shape shape = PickShape(g, vocab);
+  GenParams p;
+  p.seed = s;
+  p.batch = shape.b;
+  p.tokens = shape.t;
+  p.dtype = dtype ? *dtype : (g.Coin(0.5) ? DType::kFloat32 : DType::kFloat64);
+  Explored e;
+  e.c = spec.generate(p);
+  e.c.family = spec.family;
+  e.c.function = spec.name;
+  e.c.name = "explore_" + std::to_string(index) + (attempt ? "_" + std::to_string(attempt) : "");
+  e.c.seed = static_cast<int64_t>(s >> 1);
+  std::vector<std::string> tags = {std::to_string(p.batch) + "x" + std::to_string(p.tokens), DTypeName(p.dtype)};
+  MutateMasks(spec, g, e.c, tags);
+  MutateGroups(spec, g, e.c, tags);
+  DrawConfig(spec, g, e.c, tags);
+  Quantise(spec, g, e.c, tags);
+  MutateDecisions(spec, g, e.c, tags);
+  for (auto& [name, a] : e.c.inputs) oracle::RoundToDType(a);
+  ResolveConfig(spec, e.c.config);
+  for (const auto& t : tags) e.regime += (e.regime.empty() ? "" : " ") + t;
+  e.c.why = "generated by conform explore: " + e.regime;
+  return e;
+}
+
+void AddProjections(const FunctionSpec& spec, const Result& result, uint64_t seed, Case& c) {
+  if (spec.vjp_inputs.empty()) return;
+  std::mt19937_64 rng(seed ^ 0x5bd1e995ULL);
+  std::normal_distribution<double> n(0.0, 1.0);
+  for (const auto& o : spec.outputs) {
+    if (o.kind != OutputKind::kTensor) continue;
+    auto it = result.outputs.find(o.name);
+    if (it == result.outputs.end()) continue;
+    Array p(it->second.shape, c.dtype);
+    for (double& v : p.data) v = n(rng);
+    oracle::RoundToDType(p);
+    c.projections[o.name] = p;
+  }
+}
+
+}  // namespace verlconf::explore

@@ -1,0 +1,265 @@
+#include "tools/explore/engine.h"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "oracle/core/errors.h"
+#include "oracle/explore/regimes.h"
+#include "oracle/explore/shrink.h"
+#include "oracle/judge/candidate.h"
+#include "oracle/judge/judge.h"
+
+namespace verlconf::explore {
+namespace {
+
+constexpr int kAttempts = 6;  // generations tried before a case index counts as refused
+
+Case InputsOnly(const Case& c) {
+  Case in = c;
+  in.outputs.clear();
+  in.grads.clear();
+  in.metrics.clear();
+  in.metric_dtypes.clear();
+  in.vjps.clear();
+  in.expect_error.reset();
+  in.declined.reset();
+  return in;
+}
+
+// The candidate case an in-process implementation's result makes: what the display of a
+// difference shows as "got".
+Case FromImplementation(const FunctionSpec& spec, const RunFn& run, const Case& golden) {
+  Case got = InputsOnly(golden);
+  try {
+    const Result r = run(got);
+    got.outputs = r.outputs;
+    got.grads = r.grads;
+    got.metrics = r.metrics;
+    got.vjps = r.vjps;
+    for (const auto& [n, v] : got.metrics) got.metric_dtypes[n] = DType::kFloat64;
+  } catch (const VerlError& e) {
+    got.expect_error = e.what();
+  } catch (const Unsupported& e) {
+    got.declined = e.what();
+  }
+  (void)spec;
+  return got;
+}
+
+bool AnyNonFinitePair(const FieldReport& f) {
+  for (const auto& p : f.worst_mismatches)
+    if (std::isfinite(p.got) != std::isfinite(p.want)) return true;
+  return false;
+}
+
+}  // namespace
+
+std::vector<Failure> FailuresOf(const CaseReport& r) {
+  std::vector<Failure> out;
+  if (r.outcome != Outcome::kFailed && r.outcome != Outcome::kBaselined) return out;
+  for (const auto& f : r.fields) {
+    if (f.outcome != Outcome::kFailed) continue;
+    std::string kind = "value";
+    if (f.mismatched == 0 && std::isinf(f.err_tol)) kind = "shape";
+    else if (AnyNonFinitePair(f)) kind = "non-finite";
+    out.push_back({f.field, kind});
+  }
+  if (out.empty()) out.push_back({"error", "exception vs result"});
+  return out;
+}
+
+Worker::Worker(const EngineOptions& o) : o_(o) {
+  if (o.candidate) candidate_ = std::make_unique<AdapterProcess>(*o.candidate);
+  if (o.reference) reference_ = std::make_unique<AdapterProcess>(*o.reference);
+}
+
+std::optional<Case> Worker::Golden(const FunctionSpec& spec, const Case& c, std::string* refused) {
+  std::optional<Case> og = OracleGolden(spec, c, refused);
+  if (!og || !reference_) return og;
+  Case g = reference_->Call(InputsOnly(c));
+  if (g.declined) {
+    if (refused) *refused = "the reference adapter declined: " + *g.declined;
+    return std::nullopt;
+  }
+  return g;
+}
+
+CaseReport Worker::Judge(const FunctionSpec& spec, const Case& golden, Case* got) {
+  if (candidate_) {
+    Case cand = candidate_->Call(InputsOnly(golden));
+    CaseReport r = CheckCandidate(spec, golden, cand);
+    if (got) *got = std::move(cand);
+    return r;
+  }
+  const RunFn* run = spec.Implementation(o_.impl);
+  if (!run || !*run) throw std::logic_error(spec.family + "/" + spec.name + ": no " + ImplName(o_.impl));
+  CaseReport r = CheckImplementation(spec, golden, *run);
+  if (got) *got = FromImplementation(spec, *run, golden);
+  return r;
+}
+
+std::optional<Worker::Judged> Worker::Explore(const FunctionSpec& spec, int64_t index, std::string* refused) {
+  const std::optional<DType> dtype = ImplDType(o_.impl);
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    Explored e = GenerateExplored(spec, o_.seed, index, candidate_ ? std::nullopt : dtype, attempt);
+    std::optional<Case> og = OracleGolden(spec, e.c, refused);
+    if (!og) continue;
+    if (!spec.vjp_inputs.empty() && !og->expect_error) {
+      Result shapes;
+      shapes.outputs = og->outputs;
+      AddProjections(spec, shapes, CaseSeed(o_.seed, spec.name, index, attempt), e.c);
+    }
+    std::optional<Case> golden = Golden(spec, e.c, refused);
+    if (!golden) continue;
+    Judged j{*golden, Judge(spec, *golden), e.regime};
+    return j;
+  }
+  return std::nullopt;
+}
+
+ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const EngineOptions& o,
+                      const std::function<void(const std::string&)>& progress) {
+  const int jobs = std::max(1, o.jobs);
+  std::vector<std::unique_ptr<Worker>> workers;
+  workers.push_back(std::make_unique<Worker>(o));
+  ExploreRun run;
+  const Worker& first = *workers[0];
+  run.candidate_name = first.candidate() ? first.candidate()->name() : ImplName(o.impl);
+  if (first.candidate()) run.candidate_versions = first.candidate()->versions();
+  if (first.reference()) run.reference_versions = first.reference()->versions();
+  std::vector<const FunctionSpec*> todo;
+  for (const FunctionSpec* s : specs) {
+    const std::string key = s->family + "/" + s->name;
+    bool ok = first.candidate() ? first.candidate()->functions().count(key) > 0 : s->Implementation(o.impl) != nullptr;
+    if (first.reference()) ok = ok && first.reference()->functions().count(key) > 0;
+    if (!s->generate || !s->oracle) ok = false;
+    (ok ? todo : run.not_provided).push_back(s);
+  }
+  for (int k = 1; k < jobs; ++k) workers.push_back(std::make_unique<Worker>(o));
+
+  // Every (function, index), judged by whichever worker takes it; results by position.
+  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t per = o.cases;
+  std::vector<std::optional<Worker::Judged>> results(todo.size() * static_cast<size_t>(per));
+  std::vector<std::string> refusals(results.size());
+  std::atomic<size_t> next{0};
+  std::mutex error_mu;
+  std::exception_ptr error;
+  auto work = [&](Worker& w) {
+    for (size_t k; (k = next++) < results.size();) {
+      try {
+        const FunctionSpec& spec = *todo[k / static_cast<size_t>(per)];
+        results[k] = w.Explore(spec, static_cast<int64_t>(k % static_cast<size_t>(per)), &refusals[k]);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mu);
+        if (!error) error = std::current_exception();
+        next = results.size();
+      }
+    }
+  };
+  {
+    std::vector<std::thread> threads;
+    for (auto& w : workers) threads.emplace_back(work, std::ref(*w));
+    for (auto& t : threads) t.join();
+  }
+  if (error) std::rethrow_exception(error);
+  run.explore_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  std::map<std::pair<const FunctionSpec*, Failure>, size_t> seen;
+  for (size_t f = 0; f < todo.size(); ++f) {
+    FunctionTally t;
+    t.spec = todo[f];
+    for (int64_t i = 0; i < per; ++i) {
+      const size_t k = f * static_cast<size_t>(per) + static_cast<size_t>(i);
+      ++t.cases;
+      if (!results[k]) {
+        ++t.refused;
+        if (t.refused_example.empty()) t.refused_example = refusals[k];
+        continue;
+      }
+      const CaseReport& r = results[k]->report;
+      switch (r.outcome) {
+        case Outcome::kPassed: ++t.passed; break;
+        case Outcome::kFailed:
+        case Outcome::kBaselined: ++t.failed; break;
+        case Outcome::kMistrusted: ++t.mistrusted; break;
+        case Outcome::kUnsupported: ++t.unsupported; break;
+        case Outcome::kSkipped: ++t.skipped; break;
+      }
+      for (const Failure& fail : FailuresOf(r)) {
+        const auto key = std::make_pair(todo[f], fail);
+        auto it = seen.find(key);
+        if (it == seen.end()) {
+          Difference d;
+          d.spec = todo[f];
+          d.failure = fail;
+          d.first_index = i;
+          d.first_regime = results[k]->regime;
+          d.start = InputsOnly(results[k]->golden);
+          it = seen.emplace(key, run.differences.size()).first;
+          run.differences.push_back(std::move(d));
+        }
+        ++run.differences[it->second].cases;
+      }
+    }
+    if (progress) {
+      char line[256];
+      std::snprintf(line, sizeof line, "explored %s/%s: %lld cases, %lld failed", t.spec->family.c_str(),
+                    t.spec->name.c_str(), static_cast<long long>(t.cases), static_cast<long long>(t.failed));
+      progress(line);
+    }
+    run.functions.push_back(t);
+  }
+
+  // Shrinking, one difference per worker at a time.
+  const auto t1 = std::chrono::steady_clock::now();
+  next = 0;
+  auto shrink = [&](Worker& w) {
+    for (size_t k; (k = next++) < run.differences.size();) {
+      try {
+        Difference& d = run.differences[k];
+        const FunctionSpec& spec = *d.spec;
+        const auto fails = [&](const Case& c) {
+          std::string why;
+          std::optional<Case> g = w.Golden(spec, c, &why);
+          if (!g) return false;
+          for (const Failure& f : FailuresOf(w.Judge(spec, *g)))
+            if (f == d.failure) return true;
+          return false;
+        };
+        ShrinkBudget budget;
+        budget.max_time = std::chrono::milliseconds(static_cast<int64_t>(o.shrink_seconds * 1000));
+        const auto s0 = std::chrono::steady_clock::now();
+        Shrunk s = Shrink(spec, d.start, fails, budget);
+        d.shrink_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
+        d.trials = s.trials;
+        d.exhausted = s.exhausted;
+        d.minimal = s.c;
+        d.minimal.name = "min_" + std::to_string(k);
+        std::string why;
+        std::optional<Case> g = w.Golden(spec, d.minimal, &why);
+        if (!g) throw std::logic_error(spec.name + ": the minimal case is refused by the reference: " + why);
+        d.golden = *g;
+        d.report = w.Judge(spec, d.golden, &d.got);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mu);
+        if (!error) error = std::current_exception();
+        next = run.differences.size();
+      }
+    }
+  };
+  {
+    std::vector<std::thread> threads;
+    for (auto& w : workers) threads.emplace_back(shrink, std::ref(*w));
+    for (auto& t : threads) t.join();
+  }
+  if (error) std::rethrow_exception(error);
+  run.shrink_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  return run;
+}
+
+}  // namespace verlconf::explore

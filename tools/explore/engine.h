@@ -1,0 +1,101 @@
+// Exploration: generated cases judged against a live reference, and every distinct
+// difference shrunk to a minimal case. The reference is the oracle, or verl itself through
+// its adapter (a differential test of the oracle); the candidate is an adapter in its own
+// interpreter, or one of conform's implementations in process. Judging is the judge's, as
+// for `conform check`: the same tolerances, boundary rules and outcomes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "oracle/core/case.h"
+#include "oracle/core/function_spec.h"
+#include "oracle/explore/golden.h"
+#include "oracle/judge/case_report.h"
+#include "tools/explore/adapter_process.h"
+
+namespace verlconf::explore {
+
+struct EngineOptions {
+  uint64_t seed = 0;
+  int64_t cases = 100;  // per function
+  int jobs = 1;
+  std::optional<AdapterOptions> candidate;  // an adapter; else `impl`
+  Impl impl = Impl::kOracle;
+  std::optional<AdapterOptions> reference;  // verl's adapter; else the oracle
+  double shrink_seconds = 25;
+};
+
+// One side of a run as a worker holds it: its own adapter processes.
+class Worker {
+ public:
+  explicit Worker(const EngineOptions& o);
+
+  // The golden for `c` (inputs, config, projections): the reference's result, or nullopt
+  // with the reason where the reference refuses or declines the inputs.
+  std::optional<Case> Golden(const FunctionSpec& spec, const Case& c, std::string* refused);
+  // The candidate judged on `golden`; `got` receives what the candidate returned.
+  CaseReport Judge(const FunctionSpec& spec, const Case& golden, Case* got = nullptr);
+  // Case `index` of `spec`: generated (retried while the oracle refuses it), projected,
+  // golden and judged. nullopt when every attempt was refused.
+  struct Judged {
+    Case golden;
+    CaseReport report;
+    std::string regime;
+  };
+  std::optional<Judged> Explore(const FunctionSpec& spec, int64_t index, std::string* refused);
+
+  const AdapterProcess* candidate() const { return candidate_.get(); }
+  const AdapterProcess* reference() const { return reference_.get(); }
+
+ private:
+  const EngineOptions& o_;
+  std::unique_ptr<AdapterProcess> candidate_, reference_;
+};
+
+// The distinct failures a report shows, one per failing field (and "error" for the error
+// semantics), each with how it fails.
+std::vector<Failure> FailuresOf(const CaseReport& r);
+
+struct FunctionTally {
+  const FunctionSpec* spec = nullptr;
+  int64_t cases = 0, passed = 0, failed = 0, mistrusted = 0, unsupported = 0, skipped = 0, refused = 0;
+  std::string refused_example;  // one reason, for the report
+};
+
+struct Difference {
+  const FunctionSpec* spec = nullptr;
+  Failure failure;
+  int64_t cases = 0;           // explored cases that fail this way
+  int64_t first_index = 0;     // the first of them
+  std::string first_regime;
+  Case start;                  // its inputs
+  // After shrinking:
+  Case minimal;                // inputs, config, projections
+  Case golden, got;            // the reference's and the candidate's results on it
+  CaseReport report;           // the judge on it
+  int64_t trials = 0;
+  double shrink_seconds = 0;
+  bool exhausted = false;
+};
+
+struct ExploreRun {
+  std::vector<FunctionTally> functions;
+  std::vector<Difference> differences;
+  double explore_seconds = 0, shrink_seconds = 0;
+  std::vector<const FunctionSpec*> not_provided;  // selected, but the candidate or reference lacks it
+  std::string candidate_name;  // the adapter's name or the implementation's
+  std::map<std::string, std::string> candidate_versions, reference_versions;
+};
+
+// Explores every function of `specs` (the caller's selection) that the candidate and the
+// reference provide, then shrinks each difference. `progress` gets one line per function.
+ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const EngineOptions& o,
+                      const std::function<void(const std::string&)>& progress);
+
+}  // namespace verlconf::explore

@@ -1,0 +1,534 @@
+#include "tools/explore/explore_cmd.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <climits>
+#include <cstring>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "fixtures/h5/h5io.h"
+#include "oracle/core/errors.h"
+#include "oracle/core/json.h"
+#include "oracle/core/registry.h"
+#include "oracle/explore/elements.h"
+#include "oracle/explore/shrink.h"
+#include "oracle/judge/compare.h"
+#include "oracle/judge/validate.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/paths.h"
+#include "tools/cli/selection.h"
+#include "tools/cli/version.h"
+#include "tools/explore/engine.h"
+
+namespace verlconf::explore {
+namespace {
+
+namespace t = verlconf::tools;
+
+std::string Shortest(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+std::string PyNumber(double v) {
+  if (std::isnan(v)) return "float('nan')";
+  if (std::isinf(v)) return v > 0 ? "float('inf')" : "float('-inf')";
+  return Shortest(v);
+}
+
+// A nested Python list literal of an array.
+std::string PyList(const Array& a, size_t dim = 0, int64_t offset = 0) {
+  if (a.rank() == 0) return PyNumber(a.data.at(0));
+  int64_t stride = 1;
+  for (size_t k = dim + 1; k < a.shape.size(); ++k) stride *= a.shape[k];
+  std::string s = "[";
+  for (int64_t i = 0; i < a.shape[dim]; ++i) {
+    if (i) s += ", ";
+    s += dim + 1 == a.shape.size() ? PyNumber(a[offset + i]) : PyList(a, dim + 1, offset + i * stride);
+  }
+  return s + "]";
+}
+
+std::string NpDType(DType d) { return d == DType::kFloat32 ? "np.float32" : d == DType::kInt64 ? "np.int64" : "np.float64"; }
+
+std::string ConfigText(const ConfigValue& v) {
+  if (std::holds_alternative<std::monostate>(v)) return "None";
+  if (const auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+  if (const auto* d = std::get_if<double>(&v)) return PyNumber(*d);
+  return JsonEscape(std::get<std::string>(v));
+}
+
+std::string Sanitise(const std::string& s) {
+  std::string o;
+  for (const char c : s) o += std::isalnum(static_cast<unsigned char>(c)) || c == '-' ? c : '_';
+  return o;
+}
+
+std::string DiffName(const Difference& d) {
+  return d.spec->family + "__" + Sanitise(d.spec->name) + "__" + Sanitise(d.failure.field);
+}
+
+// The config keys of the minimal case that are not verl's defaults.
+std::vector<std::pair<std::string, ConfigValue>> NonDefaults(const FunctionSpec& spec, const Case& c) {
+  std::vector<std::pair<std::string, ConfigValue>> out;
+  for (const auto& k : spec.config) {
+    const auto& values = c.config.values();
+    const auto it = values.find(k.name);
+    const ConfigValue v = it == values.end() ? ConfigValue{} : it->second;
+    if (!(v == k.verl_default)) out.emplace_back(k.name, v);
+  }
+  return out;
+}
+
+std::string ShapeText(const FunctionSpec& spec, const Case& c) {
+  const int64_t b = BatchRows(spec, c), tk = TokenColumns(spec, c);
+  std::string s = std::to_string(b) + (b == 1 ? " row" : " rows");
+  if (tk) s += " x " + std::to_string(tk) + (tk == 1 ? " token" : " tokens");
+  return s + ", " + DTypeName(c.dtype);
+}
+
+const FieldReport* FailedField(const Difference& d) {
+  for (const auto& f : d.report.fields)
+    if (f.field == d.failure.field) return &f;
+  return nullptr;
+}
+
+struct DiffView {
+  std::vector<ElementDiff> elements;
+  std::string got_error, want_error;  // error semantics
+};
+
+DiffView View(const Difference& d) {
+  DiffView v;
+  if (d.failure.field == "error") {
+    v.got_error = d.got.expect_error ? *d.got.expect_error : "returned a result";
+    v.want_error = d.golden.expect_error ? *d.golden.expect_error : "returned a result";
+    return v;
+  }
+  const FieldReport* f = FailedField(d);
+  if (f) v.elements = DifferingElements(*d.spec, d.golden, d.got, d.failure.field, f->tol);
+  return v;
+}
+
+std::string Replay(const ExploreCommand& o, const Difference& d, const std::string& out_dir) {
+  std::string s = o.display + " check --against " + out_dir + "/cases ";
+  s += o.impl.empty() || o.reference == "verl" ? "--candidate " + out_dir + "/candidate" : "--impl " + o.impl;
+  return s + " --only " + d.spec->family + "/" + d.spec->name + "/" + d.minimal.name;
+}
+
+// ---------------------------------------------------------------- Python repro
+
+std::string Repro(const Difference& d, const std::string& adapter_path,
+                  const std::string& package_dir, bool adapter_is_reference) {
+  const FunctionSpec& s = *d.spec;
+  const Case& c = d.minimal;
+  std::ostringstream p;
+  p << "#!/usr/bin/env python3\n"
+    << "\"\"\"A minimal reproduction found by `conform explore` (verlconf " << t::Revision() << ").\n\n"
+    << s.family << "/" << s.name << ", " << d.failure.field << " (" << d.failure.kind << "): " << ShapeText(s, c)
+    << ".\nRun it with the interpreter that has the framework; it calls the adapter's function on\n"
+    << "these literal arrays and prints its result beside the "
+    << (adapter_is_reference ? "oracle's (the candidate)" : "reference's") << ".\n\"\"\"\n\n"
+    << "import importlib.util\nimport os\nimport sys\n\nimport numpy as np\n\n"
+    << "ADAPTER = " << JsonEscape(adapter_path) << "\n"
+    << "sys.path[:0] = [os.path.dirname(ADAPTER), " << JsonEscape(package_dir) << "]\n"
+    << "_spec = importlib.util.spec_from_file_location(\"adapter_under_test\", ADAPTER)\n"
+    << "adapter = importlib.util.module_from_spec(_spec)\n_spec.loader.exec_module(adapter)\n"
+    << "fn = adapter.FUNCTIONS.get(" << JsonEscape(s.family + "/" + s.name) << ") or adapter.FUNCTIONS["
+    << JsonEscape(s.name) << "]\n\n";
+  p << "inputs = {\n";
+  for (const auto& [name, a] : c.inputs)
+    p << "    " << JsonEscape(name) << ": np.array(" << PyList(a) << ", dtype=" << NpDType(a.dtype) << "),\n";
+  p << "}\ncfg = {\n";
+  for (const auto& k : s.config) {
+    const auto& values = c.config.values();
+    const auto it = values.find(k.name);
+    p << "    " << JsonEscape(k.name) << ": " << ConfigText(it == values.end() ? ConfigValue{} : it->second) << ",\n";
+  }
+  p << "}\n";
+  const bool vjp = d.failure.field.rfind("vjps/", 0) == 0;
+  if (vjp) {
+    p << "projections = {\n";
+    for (const auto& [name, a] : c.projections)
+      p << "    " << JsonEscape(name) << ": np.array(" << PyList(a) << ", dtype=" << NpDType(a.dtype) << "),\n";
+    p << "}\n";
+  }
+  const Case& other = adapter_is_reference ? d.got : d.golden;
+  const std::string label = adapter_is_reference ? "oracle" : "reference";
+  p << "\ntry:\n    result = fn(inputs, cfg, " << JsonEscape(DTypeName(c.dtype)) << (vjp ? ", projections=projections" : "")
+    << ")\nexcept Exception as ex:  # noqa: BLE001 - an error is a result here\n"
+    << "    result = None\n    print(\"adapter raised   \", type(ex).__name__ + \": \" + str(ex))\n";
+  if (d.failure.field == "error") {
+    p << "print(\"" << label << (label == "oracle" ? "   " : "") << "        \", "
+      << JsonEscape(other.expect_error ? *other.expect_error : "returns a result") << ")\n"
+      << "if result is not None:\n    print(\"adapter returned \", result)\n";
+    return p.str();
+  }
+  const size_t slash = d.failure.field.find('/');
+  const std::string group = d.failure.field.substr(0, slash), name = d.failure.field.substr(slash + 1);
+  Array storage;
+  const Array* want = FieldArray(other, d.failure.field, storage);
+  p << "np.set_printoptions(precision=17, floatmode=\"unique\")\n"
+    << "if result is not None:\n"
+    << "    got = (result.get(" << JsonEscape(group) << ") or {}).get(" << JsonEscape(name) << ")\n"
+    << "    print(\"adapter   " << d.failure.field << ":\", None if got is None else np.asarray(got))\n";
+  if (want)
+    p << "print(\"" << label << (label == "oracle" ? "   " : "") << " " << d.failure.field << ":\", np.array(" << PyList(*want)
+      << ", dtype=" << NpDType(want->dtype) << "))\n";
+  else
+    p << "print(\"" << label << " " << d.failure.field << ": not produced\")\n";
+  return p.str();
+}
+
+// ---------------------------------------------------------------- files
+
+void MakeDir(const std::string& dir) {
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) throw BadInput("cannot create " + dir + ": " + std::strerror(errno));
+}
+
+void WriteText(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << text;
+    if (!f) throw BadInput("cannot write " + path);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw BadInput("cannot write " + path + ": " + std::strerror(errno));
+}
+
+void WriteCases(const ExploreCommand& o, const ExploreRun& run, const std::string& dir, bool golden_side) {
+  std::map<std::string, fixtures::FixtureFile> files;
+  for (const Difference& d : run.differences) {
+    fixtures::FixtureFile& f = files[d.spec->family];
+    f.family = d.spec->family;
+    f.provenance["verl_version"] = kOracleVerlVersion;
+    f.provenance["producer"] = golden_side ? "conform explore (reference: " + o.reference + ")" : run.candidate_name;
+    f.provenance["reference"] = o.reference == "verl" ? "verl, through its adapter" : "the verlconf oracle (not captured from verl)";
+    f.provenance["explore_seed"] = std::to_string(o.seed);
+    f.provenance["conform_revision"] = t::Revision();
+    Case c = golden_side ? d.golden : d.got;
+    c.name = d.minimal.name;
+    c.why = "minimal case of " + d.failure.field + " (" + d.failure.kind + ") from conform explore --seed " +
+            std::to_string(o.seed) + ", case " + std::to_string(d.first_index) + " (" + d.first_regime + ")";
+    if (!golden_side) c.projections = d.minimal.projections;
+    f.cases.push_back(c);
+  }
+  MakeDir(dir);
+  for (auto& [family, f] : files) {
+    f.path = dir + "/" + family + ".h5";
+    fixtures::WriteFixtureFile(f.path, f);
+  }
+}
+
+// ---------------------------------------------------------------- reports
+
+std::string Row(const FunctionTally& t) {
+  char line[256];
+  std::snprintf(line, sizeof line, "%-36s %6lld %7lld %7lld %6lld %6lld %6lld %8lld\n",
+                (t.spec->family + "/" + t.spec->name).c_str(), static_cast<long long>(t.cases),
+                static_cast<long long>(t.passed), static_cast<long long>(t.failed),
+                static_cast<long long>(t.mistrusted), static_cast<long long>(t.unsupported),
+                static_cast<long long>(t.skipped), static_cast<long long>(t.refused));
+  return line;
+}
+
+struct Totals {
+  int64_t cases = 0, passed = 0, failed = 0, mistrusted = 0, unsupported = 0, skipped = 0, refused = 0;
+};
+
+Totals Sum(const ExploreRun& run) {
+  Totals s;
+  for (const auto& t : run.functions) {
+    s.cases += t.cases;
+    s.passed += t.passed;
+    s.failed += t.failed;
+    s.mistrusted += t.mistrusted;
+    s.unsupported += t.unsupported;
+    s.skipped += t.skipped;
+    s.refused += t.refused;
+  }
+  return s;
+}
+
+std::string Header(const ExploreCommand& o, const ExploreRun& run) {
+  std::string s = "conform explore: candidate " + run.candidate_name +
+                  (o.adapter.empty() ? " (implementation)" : " (adapter " + o.adapter + ")") + ", reference " +
+                  (o.reference == "verl" ? "verl through its adapter" : std::string("the oracle (verl ") + kOracleVerlVersion + " semantics)") +
+                  ", seed " + std::to_string(o.seed) + ", " + std::to_string(o.cases) + " cases per function";
+  return s;
+}
+
+void Text(const ExploreCommand& o, const ExploreRun& run, const std::string& out_dir, std::ostream& out) {
+  out << Header(o, run) << "\n";
+  out << "function                              cases  passed  failed  mistr  unsup   skip  refused\n";
+  for (const auto& t : run.functions) out << Row(t);
+  const Totals s = Sum(run);
+  char line[512];
+  const double rate = run.explore_seconds > 0 ? static_cast<double>(s.cases) / run.explore_seconds : 0;
+  std::snprintf(line, sizeof line,
+                "explored %zu functions, %lld cases in %.1f s (%.0f cases/s): %lld passed, %lld failed, %lld "
+                "mistrusted, %lld unsupported, %lld skipped, %lld refused by the reference\n",
+                run.functions.size(), static_cast<long long>(s.cases), run.explore_seconds, rate,
+                static_cast<long long>(s.passed), static_cast<long long>(s.failed), static_cast<long long>(s.mistrusted),
+                static_cast<long long>(s.unsupported), static_cast<long long>(s.skipped),
+                static_cast<long long>(s.refused));
+  out << line;
+  if (!run.not_provided.empty())
+    out << "not explored: " << run.not_provided.size() << " selected functions the "
+        << (o.reference == "verl" ? "candidate or verl's adapter" : "candidate") << " does not provide\n";
+  for (const auto& t : run.functions)
+    if (t.refused)
+      out << "  " << t.spec->family << "/" << t.spec->name << ": " << t.refused << " case(s) refused, e.g. "
+          << t.refused_example << "\n";
+  if (run.differences.empty()) {
+    out << "no difference\n";
+    return;
+  }
+  out << run.differences.size() << " difference(s), each shrunk to a minimal case (" << ShortNumber(run.shrink_seconds)
+      << " s):\n";
+  int n = 0;
+  for (const Difference& d : run.differences) {
+    const FunctionSpec& spec = *d.spec;
+    out << "\ndifference " << ++n << ": " << spec.family << "/" << spec.name << " " << d.failure.field << " ("
+        << d.failure.kind << ") in " << d.cases << " of " << o.cases << " cases; first at case " << d.first_index
+        << " (" << d.first_regime << ")\n";
+    out << "  minimal case (" << d.trials << " trials, " << ShortNumber(d.shrink_seconds) << " s"
+        << (d.exhausted ? ", the budget ran out" : "") << "): " << ShapeText(spec, d.minimal) << "\n";
+    for (const auto& [name, a] : d.minimal.inputs) out << "    " << name << " = " << PyList(a) << "\n";
+    const auto nd = NonDefaults(spec, d.minimal);
+    if (nd.empty()) {
+      out << "    config: verl's defaults\n";
+    } else {
+      out << "    config (not verl's defaults):";
+      for (const auto& [k, v] : nd) out << " " << k << "=" << ConfigText(v);
+      out << "\n";
+    }
+    const DiffView v = View(d);
+    if (d.failure.field == "error") {
+      out << "  got:  " << v.got_error << "\n  want: " << v.want_error << "\n";
+    } else if (v.elements.empty()) {
+      const FieldReport* f = FailedField(d);
+      out << "  " << (f ? f->note : std::string("the field differs")) << "\n";
+    } else {
+      out << "  differing elements (" << v.elements.size() << "):\n";
+      for (const auto& e : v.elements)
+        out << "    " << e.at << (e.status.empty() ? "" : " " + e.status) << ": got " << Shortest(e.got) << ", want "
+            << Shortest(e.want) << " (diff " << ShortNumber(e.got - e.want) << ", err/tol " << ShortNumber(e.err_tol)
+            << ")\n";
+    }
+    if (!out_dir.empty()) {
+      out << "  replay: " << Replay(o, d, out_dir) << "\n";
+      if (!o.adapter.empty() || o.reference == "verl") out << "  python: " << out_dir << "/repro/" << DiffName(d) << ".py\n";
+    }
+  }
+}
+
+std::string Json(const ExploreCommand& o, const ExploreRun& run, const std::string& out_dir) {
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("schema").String("verlconf.explore").Key("schema_version").Int(1);
+  w.Key("conform_revision").String(t::Revision());
+  w.Key("candidate").String(run.candidate_name).Key("adapter").String(o.adapter).Key("impl").String(o.impl);
+  w.Key("reference").String(o.reference).Key("seed").Int(static_cast<int64_t>(o.seed)).Key("cases_per_function").Int(o.cases);
+  const Totals s = Sum(run);
+  w.Key("totals").BeginObject();
+  w.Key("cases").Int(s.cases).Key("passed").Int(s.passed).Key("failed").Int(s.failed);
+  w.Key("mistrusted").Int(s.mistrusted).Key("unsupported").Int(s.unsupported).Key("skipped").Int(s.skipped);
+  w.Key("refused").Int(s.refused).Key("differences").Int(static_cast<int64_t>(run.differences.size()));
+  w.Key("explore_seconds").Number(run.explore_seconds).Key("shrink_seconds").Number(run.shrink_seconds);
+  w.EndObject();
+  w.Key("functions").BeginArray();
+  for (const auto& t : run.functions) {
+    w.BeginObject().Key("function").String(t.spec->family + "/" + t.spec->name);
+    w.Key("cases").Int(t.cases).Key("passed").Int(t.passed).Key("failed").Int(t.failed);
+    w.Key("mistrusted").Int(t.mistrusted).Key("unsupported").Int(t.unsupported).Key("skipped").Int(t.skipped);
+    w.Key("refused").Int(t.refused).EndObject();
+  }
+  w.EndArray();
+  w.Key("not_provided").BeginArray();
+  for (const auto* spec : run.not_provided) w.String(spec->family + "/" + spec->name);
+  w.EndArray();
+  w.Key("differences").BeginArray();
+  for (const Difference& d : run.differences) {
+    w.BeginObject().Key("function").String(d.spec->family + "/" + d.spec->name);
+    w.Key("field").String(d.failure.field).Key("kind").String(d.failure.kind);
+    w.Key("cases").Int(d.cases).Key("first_case").Int(d.first_index).Key("first_regime").String(d.first_regime);
+    w.Key("minimal").BeginObject();
+    w.Key("name").String(d.minimal.name).Key("dtype").String(DTypeName(d.minimal.dtype));
+    w.Key("rows").Int(BatchRows(*d.spec, d.minimal)).Key("tokens").Int(TokenColumns(*d.spec, d.minimal));
+    w.Key("inputs").BeginObject();
+    for (const auto& [name, a] : d.minimal.inputs) {
+      w.Key(name).BeginObject().Key("shape").BeginArray();
+      for (int64_t x : a.shape) w.Int(x);
+      w.EndArray().Key("values").BeginArray();
+      for (double x : a.data) w.Number(x);
+      w.EndArray().EndObject();
+    }
+    w.EndObject();
+    w.Key("config_not_default").BeginObject();
+    for (const auto& [k, v] : NonDefaults(*d.spec, d.minimal)) w.Key(k).String(ConfigText(v));
+    w.EndObject();
+    w.Key("trials").Int(d.trials).Key("shrink_seconds").Number(d.shrink_seconds).Key("budget_ran_out").Bool(d.exhausted);
+    w.EndObject();
+    const DiffView v = View(d);
+    if (d.failure.field == "error") {
+      w.Key("got_error").String(v.got_error).Key("want_error").String(v.want_error);
+    }
+    w.Key("elements").BeginArray();
+    for (const auto& e : v.elements) {
+      w.BeginObject().Key("index").String(e.at).Key("got").Number(e.got).Key("want").Number(e.want);
+      w.Key("err_tol").Number(e.err_tol).Key("status").String(e.status).EndObject();
+    }
+    w.EndArray();
+    if (!out_dir.empty()) {
+      w.Key("replay").String(Replay(o, d, out_dir));
+      if (!o.adapter.empty() || o.reference == "verl") w.Key("repro").String(out_dir + "/repro/" + DiffName(d) + ".py");
+    }
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  return w.str();
+}
+
+std::string Markdown(const ExploreCommand& o, const ExploreRun& run, const std::string& out_dir) {
+  std::ostringstream m;
+  m << "# conform explore\n\n" << Header(o, run) << " (conform " << t::Revision() << ").\n\n";
+  m << "| function | cases | passed | failed | mistrusted | unsupported | skipped | refused |\n|---|---|---|---|---|---|---|---|\n";
+  for (const auto& t : run.functions)
+    m << "| " << t.spec->family << "/" << t.spec->name << " | " << t.cases << " | " << t.passed << " | " << t.failed
+      << " | " << t.mistrusted << " | " << t.unsupported << " | " << t.skipped << " | " << t.refused << " |\n";
+  if (run.differences.empty()) m << "\nNo difference.\n";
+  int n = 0;
+  for (const Difference& d : run.differences) {
+    m << "\n## " << ++n << ". " << d.spec->family << "/" << d.spec->name << " `" << d.failure.field << "` ("
+      << d.failure.kind << ")\n\n"
+      << d.cases << " of " << o.cases << " cases; minimal case: " << ShapeText(*d.spec, d.minimal) << ".\n\n";
+    m << "| input | value |\n|---|---|\n";
+    for (const auto& [name, a] : d.minimal.inputs) m << "| " << name << " | `" << PyList(a) << "` |\n";
+    const DiffView v = View(d);
+    if (d.failure.field == "error") {
+      m << "\ngot: `" << v.got_error << "`; want: `" << v.want_error << "`\n";
+    } else if (!v.elements.empty()) {
+      m << "\n| element | status | got | want |\n|---|---|---|---|\n";
+      for (const auto& e : v.elements)
+        m << "| " << e.at << " | " << e.status << " | " << Shortest(e.got) << " | " << Shortest(e.want) << " |\n";
+    }
+    if (!out_dir.empty()) m << "\nReplay: `" << Replay(o, d, out_dir) << "`\n";
+  }
+  return m.str();
+}
+
+std::string BundledAdapterPath(const ExploreCommand& o, const std::string& adapter) {
+  if (adapter.size() > 3 && adapter.compare(adapter.size() - 3, 3, ".py") == 0) return t::ResolveUserPath(adapter);
+  const std::string p = t::RunfilePath(o.argv0.c_str(), "fixtures/adapters/" + adapter + "_adapter.py");
+  char buf[PATH_MAX];
+  return !p.empty() && realpath(p.c_str(), buf) ? buf : p;
+}
+
+std::string AbsoluteRunfile(const ExploreCommand& o, const std::string& rel) {
+  const std::string p = t::RunfilePath(o.argv0.c_str(), rel);
+  char buf[PATH_MAX];
+  return !p.empty() && realpath(p.c_str(), buf) ? buf : p;
+}
+
+std::string SelfExe() {
+  char self[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) throw BadInput("cannot find this conform binary (/proc/self/exe) for the adapter server's registry");
+  return std::string(self, static_cast<size_t>(n));
+}
+
+}  // namespace
+
+int RunExploreCommand(const ExploreCommand& o, std::ostream& out) {
+  EngineOptions e;
+  e.seed = o.seed;
+  e.cases = o.cases;
+  e.jobs = o.jobs;
+  e.shrink_seconds = o.shrink_seconds;
+  const std::string script = AbsoluteRunfile(o, "tools/harness/serve_adapter.py");
+  if (script.empty() && (!o.adapter.empty() || o.reference == "verl"))
+    throw BadInput("cannot find the adapter server tools/harness/serve_adapter.py (run conform through `bazel run "
+                   "//tools:conform`, as bazel-bin/tools/conform, or from the repository root)");
+  if (!o.adapter.empty()) {
+    e.candidate = AdapterOptions{o.python, script, o.adapter.size() > 3 && o.adapter.rfind(".py") == o.adapter.size() - 3 ? t::ResolveUserPath(o.adapter) : o.adapter, SelfExe()};
+  } else {
+    const std::optional<Impl> impl = ParseImpl(o.impl);
+    if (!impl) throw BadInput("--impl " + o.impl + ": not one of oracle, cuda, cuda-host");
+    e.impl = *impl;
+  }
+  if (o.reference == "verl") e.reference = AdapterOptions{o.python, script, "verl", SelfExe()};
+
+  // The selection, over the registry's functions.
+  t::Selection sel(o.only);
+  std::vector<Case> probes;
+  for (const auto& s : Registry()) {
+    Case c;
+    c.family = s.family;
+    c.function = s.name;
+    probes.push_back(c);
+  }
+  std::vector<const Case*> universe;
+  for (const auto& c : probes) universe.push_back(&c);
+  sel.RequireResolved(universe, "the registry");
+  std::vector<const FunctionSpec*> specs;
+  for (size_t k = 0; k < probes.size(); ++k)
+    if (sel.Selects(probes[k])) specs.push_back(&Registry()[k]);
+
+  if (!o.out.empty()) {
+    struct stat st;
+    if (stat(o.out.c_str(), &st) == 0) {
+      if (!S_ISDIR(st.st_mode)) throw BadInput("--out " + o.out + ": not a directory");
+      for (const char* sub : {"/cases", "/candidate", "/repro"})
+        if (stat((o.out + sub).c_str(), &st) == 0)
+          throw BadInput("--out " + o.out + ": holds the results of an earlier run (" + std::string(sub + 1) +
+                         "/); give a new directory");
+    }
+  }
+
+  const ExploreRun run = RunExplore(specs, e, [](const std::string& line) { std::cerr << "conform: " << line << "\n"; });
+
+  if (!o.out.empty()) {
+    MakeDir(o.out);
+    if (!run.differences.empty()) {
+      WriteCases(o, run, o.out + "/cases", true);
+      WriteCases(o, run, o.out + "/candidate", false);
+      if (!o.adapter.empty() || o.reference == "verl") {
+        MakeDir(o.out + "/repro");
+        const std::string adapter_path = BundledAdapterPath(o, o.adapter.empty() ? "verl" : o.adapter);
+        const std::string package = AbsoluteRunfile(o, "fixtures/python");
+        for (const Difference& d : run.differences)
+          WriteText(o.out + "/repro/" + DiffName(d) + ".py", Repro(d, adapter_path, package, o.adapter.empty()));
+      }
+    }
+    WriteText(o.out + "/explore.json", Json(o, run, o.out) + "\n");
+  }
+  if (!o.report.empty()) WriteText(o.report, Markdown(o, run, o.out));
+  if (o.json)
+    out << Json(o, run, o.out) << "\n";
+  else
+    Text(o, run, o.out, out);
+
+  const Totals s = Sum(run);
+  if (!run.differences.empty()) return t::kExitFailure;
+  if (s.passed == 0) {
+    std::cerr << "conform: explore compared nothing: no generated case PASSED or FAILED\n";
+    return t::kExitNothingCompared;
+  }
+  return t::kExitOk;
+}
+
+}  // namespace verlconf::explore

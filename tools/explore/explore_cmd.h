@@ -1,0 +1,30 @@
+// `conform explore`: generated cases judged against the live oracle (or verl itself), every
+// difference shrunk to a minimal case, written as a replayable fixture and a Python repro.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+
+namespace verlconf::explore {
+
+struct ExploreCommand {
+  std::string adapter;       // as given ("" for --impl)
+  std::string python;        // the interpreter, resolved
+  std::string impl;          // "" with --adapter; else oracle, cuda or cuda-host
+  std::string reference = "oracle";  // or "verl": verl's own adapter in --python
+  std::string out;           // resolved; "" to keep no files
+  std::string report;        // Markdown file, or ""
+  std::string only;
+  bool json = false;
+  int jobs = 1;
+  uint64_t seed = 0;
+  int64_t cases = 100;
+  double shrink_seconds = 25;
+  std::string argv0;
+  std::string display;  // how the user runs conform, for the replay lines
+};
+
+int RunExploreCommand(const ExploreCommand& o, std::ostream& out);
+
+}  // namespace verlconf::explore
