@@ -69,18 +69,24 @@ MINIMAL = {
     "biased_std": [
         (
             "grpo",
-            {"token_level_rewards": a([[0], [1]]), "response_mask": a([[1], [0]]), "index": np.array([0, 0])},
+            {"token_level_rewards": a([[0], [1]]), "response_mask": a([[1], [1]]), "index": np.array([0, 0])},
             GRPO_CFG,
-            ["outputs/advantages"],
+            ["outputs/advantages", "outputs/returns"],
         )
     ],
     "singleton_std": [
         (
             "grpo",
-            {"token_level_rewards": a([[0]]), "response_mask": a([[0]]), "index": np.array([0])},
+            {"token_level_rewards": a([[0]]), "response_mask": a([[1]]), "index": np.array([0])},
             GRPO_CFG,
-            ["outputs/advantages"],
-        )
+            ["outputs/advantages", "outputs/returns"],
+        ),
+        (
+            "grpo",
+            {"token_level_rewards": a([[-1]]), "response_mask": a([[1]]), "index": np.array([0])},
+            dict(GRPO_CFG, norm_adv_by_std_in_grpo=0),
+            ["outputs/advantages", "outputs/returns"],
+        ),
     ],
     "dual_clip_positive": [
         ("vanilla", vanilla_case([[0]], [[0]], [[1]], [[1]]), VANILLA_CFG, ["outputs/pg_loss", "grads/log_prob"])
@@ -90,10 +96,10 @@ MINIMAL = {
     ],
     "agg_counts_padding": [
         ("token-mean", {"loss_mat": a([[0, 0]]), "loss_mask": a([[1, 0]])}, AGG_CFG, ["grads/loss_mat"]),
-        ("token-mean", {"loss_mat": a([[1, 0]]), "loss_mask": a([[1, 0]])}, AGG_CFG, ["outputs/loss"]),
+        ("token-mean", {"loss_mat": a([[-1, 0]]), "loss_mask": a([[1, 0]])}, AGG_CFG, ["outputs/loss"]),
         (
             "vanilla",
-            vanilla_case([[0, 0]], [[0, 0]], [[1, 0]], [[1, 0]]),
+            vanilla_case([[0, 0]], [[0, 0]], [[-1, 0]], [[1, 0]]),
             VANILLA_CFG,
             ["outputs/pg_loss", "grads/log_prob"],
         ),
@@ -102,6 +108,21 @@ MINIMAL = {
         ("k3", {"logprob": a([[0]]), "ref_logprob": a([[3]])}, {}, ["outputs/kl", "grads/logprob", "vjps/kl/logprob"])
     ],
     "grad_through_clamp": [("vanilla", vanilla_case([[0]], [[-21]], [[1]], [[1]]), VANILLA_CFG, ["grads/log_prob"])],
+    "gae_resets_at_observation": [
+        (
+            "gae",
+            {"token_level_rewards": a([[0, 0, 0]]), "values": a([[0, 1, 0]]), "response_mask": a([[0, 1, 1]])},
+            {"gamma": 1.0, "lam": 1.0},
+            ["outputs/advantages", "outputs/returns"],
+        )
+    ],
+}
+
+# Where a simpler value no longer shows the fault: the minimal case is minimal.
+NOT_SIMPLER = {
+    "k3_no_clamp": ("k3", {"logprob": a([[0]]), "ref_logprob": a([[2]])}, {}),
+    "agg_counts_padding": ("token-mean", {"loss_mat": a([[0]]), "loss_mask": a([[1]])}, AGG_CFG),
+    "dual_clip_positive": ("vanilla", vanilla_case([[0]], [[0]], [[0]], [[1]]), VANILLA_CFG),
 }
 
 
@@ -154,6 +175,15 @@ class Faults(unittest.TestCase):
                         self.assertTrue(
                             np.all(np.isfinite(field(good, name))), "a pristine result that means something"
                         )
+
+    def test_one_step_simpler_shows_nothing(self):
+        for bug, (function, inputs, cfg) in NOT_SIMPLER.items():
+            faulty = load(bug)
+            good, bad = call(self.pristine, function, inputs, cfg), call(faulty, function, inputs, cfg)
+            for group in ("outputs", "grads", "metrics"):
+                for k in good.get(group, {}):
+                    with self.subTest(bug=bug, field=f"{group}/{k}"):
+                        self.assertTrue(same(field(good, f"{group}/{k}"), field(bad, f"{group}/{k}")))
 
     def test_unset_and_empty_are_pristine(self):
         self.assertEqual(self.pristine.BUG, "")

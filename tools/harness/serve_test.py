@@ -24,9 +24,10 @@ CONFORM = os.path.abspath(sys.argv.pop(1))
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVER = os.path.join(HERE, "serve_adapter.py")
 ADAPTERS = os.path.join(os.path.dirname(os.path.dirname(HERE)), "fixtures", "adapters")
+GOLDENS = os.path.join(os.path.dirname(os.path.dirname(HERE)), "fixtures", "verl-0.9.1")
 
 EXAMPLE = sorted(
-    ["advantage/grpo", "policy_loss/vanilla", "kl/k1", "kl/kl", "kl/k3", "kl/low_var_kl"]
+    ["advantage/grpo", "advantage/gae", "policy_loss/vanilla", "kl/k1", "kl/kl", "kl/k3", "kl/low_var_kl"]
     + [
         "aggregation/" + m
         for m in ("token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm")
@@ -62,9 +63,9 @@ def tmpdir():
 class Session:
     """One server process; request() sends a line and reads the answer."""
 
-    def __init__(self, adapter, spec, env=None):
+    def __init__(self, adapter, spec, env=None, args=None):
         self.p = subprocess.Popen(
-            [sys.executable, SERVER, "--adapter", adapter, "--spec", spec],
+            [sys.executable, SERVER] + (args if args is not None else ["--adapter", adapter, "--spec", spec]),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -193,14 +194,68 @@ class Example(unittest.TestCase):
         same_bits(self, dec(r["vjps"]["kl/logprob"]), want["vjps"]["kl/logprob"], "vjp")
         self.assertTrue(np.signbit(dec(r["outputs"]["kl"])[0, 1]), "-0.0 - 0.0 is -0.0, and arrives so")
 
+    def test_every_golden_case_as_the_harness_computes_it(self):
+        # The golden's config sent as JSON reaches the adapter with the types and values
+        # run_candidate gives it, so every outcome is the harness's, bit for bit.
+        from verlconf import adapter_call, adapter_keys, h5schema, registry_spec, run_candidate
+
+        with open(self.spec) as f:
+            entries = registry_spec.by_key(json.load(f))
+        adapter = adapter_keys.load_adapter("numpy_example", entries)
+        rid = 1000
+        seen = set()
+        for path in sorted(os.listdir(GOLDENS)):
+            golden = h5schema.read_fixture_file(os.path.join(GOLDENS, path))
+            family = golden.attrs["family"]
+            for (fn, cn), g in sorted(golden.cases.items()):
+                if (family, fn) not in adapter.functions:
+                    continue
+                rid += 1
+                seen.add(f"{family}/{fn}")
+                req = {
+                    "id": rid,
+                    "function": f"{family}/{fn}",
+                    "case": cn,
+                    "dtype": g.dtype,
+                    "inputs": {k: enc(v) for k, v in g.inputs.items()},
+                    "config": g.cfg,
+                }
+                if g.projections:
+                    req["projections"] = {k: enc(v) for k, v in g.projections.items()}
+                r = self.s.request(**req)
+                entry = entries[(family, fn)]
+                want = adapter_call.call(
+                    adapter.functions[(family, fn)],
+                    adapter.path,
+                    f"{fn}/{cn}",
+                    entry,
+                    g.inputs,
+                    run_candidate._config(entry, g.cfg),
+                    g.dtype,
+                    g.projections or None,
+                )
+                where = f"{family}/{fn}/{cn}"
+                self.assertEqual(
+                    (r["id"], r["kind"], r["error"], r["declined"]), (rid, want.kind, want.error, want.declined), where
+                )
+                self.assertEqual(r["problems"], want.problems, where)
+                for group in ("outputs", "grads", "vjps"):
+                    self.assertEqual(sorted(r[group]), sorted(getattr(want, group)), where)
+                    for k, v in getattr(want, group).items():
+                        same_bits(self, dec(r[group][k]), v, f"{where} {group}/{k}")
+                self.assertEqual(sorted(r["metrics"]), sorted(want.metrics), where)
+                for k, v in want.metrics.items():
+                    same_bits(self, dec(r["metrics"][k]), np.float64(v), f"{where} metrics/{k}")
+        self.assertEqual(sorted(seen), EXAMPLE)
+
     def test_not_provided_is_declined(self):
         t = enc(np.zeros((2, 3)))
         r = self.s.request(
             id=9,
-            function="advantage/gae",
+            function="advantage/rloo",
             case="x",
             dtype="float64",
-            inputs={"token_level_rewards": t, "values": t, "response_mask": t},
+            inputs={"token_level_rewards": t, "response_mask": t, "index": enc(np.zeros(2, dtype=np.int64))},
             config={},
         )
         self.assertEqual((r["id"], r["kind"], r["declined"]), (9, "declined", "not provided by the adapter"), r)
@@ -435,6 +490,20 @@ class Scratch(unittest.TestCase):
             self.assertFalse(s.hello["ok"], s.hello)
             self.assertTrue(any(needle in p for p in s.hello["problems"]), (needle, s.hello))
             self.assertEqual(s.close()[0], 2)
+        for args, needle in (
+            ([], "--adapter is required"),
+            (["--adapter", "numpy_example", "--spec", self.spec, "--conform", CONFORM], "give one of them"),
+            (["--adapter", "numpy_example", "--jobs", "2"], "unknown argument '--jobs'"),
+            (["--adapter", "numpy_example", "--conform", os.path.join(d, "nothing")], "no conform binary"),
+        ):
+            s = Session(None, None, args=args)
+            self.assertFalse(s.hello["ok"], s.hello)
+            self.assertTrue(any(needle in p for p in s.hello["problems"]), (needle, s.hello))
+            self.assertEqual(s.close()[0], 2)
+        s = Session(None, None, args=["--adapter", "numpy_example", "--conform", CONFORM])
+        self.assertTrue(s.hello["ok"], s.hello)
+        self.assertEqual(s.hello["functions"], EXAMPLE)
+        self.assertEqual(s.close()[0], 0)
         s = Session("numpy_example", os.path.join(d, "no_such_spec.json"))
         self.assertFalse(s.hello["ok"], s.hello)
         self.assertIn("cannot read the registry spec", s.hello["problems"][0])
