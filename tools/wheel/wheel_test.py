@@ -81,7 +81,15 @@ class Command(unittest.TestCase):
         self.assertIn("1516 cases: 220 passed, 0 failed", out)
 
     def test_planted_bug_fails_with_a_verlconf_repro(self):
-        code, out, err = run("verlconf", "validate", "--adapter", "numpy_example", VERLCONF_EXAMPLE_BUG="biased_std")
+        code, out, err = run(
+            "verlconf",
+            "validate",
+            "--adapter",
+            "numpy_example",
+            "--only",
+            "grpo,vanilla",
+            VERLCONF_EXAMPLE_BUG="biased_std",
+        )
         self.assertEqual(code, 1, out + err)
         self.assertIn("FAILED grpo/", out)
         self.assertIn("  repro: verlconf validate --adapter numpy_example --only grpo/", out)
@@ -128,9 +136,7 @@ class Plugin(unittest.TestCase):
         self.assertIn("verlconf: verlconf validate --adapter numpy_example --format json: exit 0; 1516 cases", out)
 
     def test_planted_bug_fails_the_grpo_item_alone(self):
-        code, out, err = self.pytest(
-            "--verlconf-adapter=numpy_example", "-k", "grpo or vanilla or k3", VERLCONF_EXAMPLE_BUG="biased_std"
-        )
+        code, out, err = self.pytest("--verlconf-adapter=numpy_example", VERLCONF_EXAMPLE_BUG="biased_std")
         self.assertEqual(code, 1, out + err)
         self.assertIn("FAILED verlconf::advantage/grpo", out)
         self.assertIn("PASSED verlconf::policy_loss/vanilla", out)
@@ -139,7 +145,14 @@ class Plugin(unittest.TestCase):
         self.assertIn("advantage/grpo: 21 of 30 case(s) FAILED", out)
         self.assertIn("  outputs/advantages: FAILED", out)
         self.assertIn("  repro: verlconf validate --adapter numpy_example --only grpo/", out)
-        self.assertRegex(out, r"\n=+ 1 failed, 2 passed, \d+ deselected in ")
+        self.assertRegex(out, r"\n=+ 1 failed, 10 passed, 86 skipped in ")
+
+    def test_keyword_selection_applies(self):
+        code, out, err = self.pytest("--verlconf-adapter=numpy_example", "--verlconf-only=k1,k3", "-k", "k3")
+        self.assertEqual(code, 0, out + err)
+        self.assertIn("PASSED verlconf::kl/k3", out)
+        self.assertNotIn("verlconf::kl/k1", out)
+        self.assertRegex(out, r"\n=+ 1 passed, 1 deselected in ")
 
     def test_a_validate_that_cannot_run_is_a_usage_error(self):
         code, out, err = self.pytest("--verlconf-adapter=missing_adapter.py")
