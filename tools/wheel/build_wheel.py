@@ -11,7 +11,7 @@ the layout conform and verlconf.layout look for.
 
 The wheel is tagged for the glibc the binary asks for: manylinux_X_Y_x86_64 where
 GLIBC_X.Y is the newest symbol version it needs. It must need nothing dynamically but
-glibc's own libraries (the C++ runtime and HDF5 are linked in, tools/BUILD.bazel); the
+glibc's own libraries (the C++ runtime and HDF5 are linked in, tools/wheel/BUILD.bazel); the
 build fails naming any other. Only the standard library writes it (zipfile), so the build
 needs no network and no pip: the same inputs give the same bytes (fixed timestamps,
 sorted entries).
@@ -106,7 +106,7 @@ def platform_tag(conform: str) -> str:
     if other:
         raise BadBinary(
             f"{conform} needs {', '.join(other)} at run time: the wheel carries the binary alone; "
-            "link them statically (tools/BUILD.bazel, conform's linkopts)"
+            "link them statically (tools/wheel/BUILD.bazel, conform's linkopts)"
         )
     glibc = [
         tuple(int(x) for x in m.groups())
