@@ -99,7 +99,7 @@ class Command(unittest.TestCase):
     def test_python_dash_m(self):
         code, out, err = run("python", "-m", "verlconf", "--version")
         self.assertEqual(code, 0, out + err)
-        self.assertRegex(out, r"^conform [0-9a-f]{7,}")  # the revision travels in the wheel
+        self.assertRegex(out, r"^conform (?!unknown)\S+\n")  # the revision travels in the wheel
         self.assertIn("bundled goldens: fixtures/verl-0.9.1", out)
         self.assertIn("verl_version: 0.9.1", out)
         code, out, err = run(
@@ -148,6 +148,17 @@ class Plugin(unittest.TestCase):
         self.assertIn("  repro: verlconf validate --adapter numpy_example --only grpo/", out)
         self.assertIn("PASSED verlconf::aggregation/token-mean", out)
         self.assertRegex(out, r"\n=+ 1 failed, 4 passed in ")
+
+    def test_a_baseline_accepts_the_difference_and_names_stale_entries(self):
+        with open(os.path.join(work, "accepted.txt"), "w") as f:
+            f.write("advantage/grpo  outputs/advantages  # population std on purpose\n")
+            f.write("advantage/grpo  outputs/returns  # population std on purpose\n")
+            f.write("kl/k3  outputs/kl  # an old difference, fixed since\n")
+        args = ("--verlconf-adapter=numpy_example", "--verlconf-only=grpo,k3", "--verlconf-baseline=accepted.txt")
+        code, out, err = self.pytest(*args, VERLCONF_EXAMPLE_BUG="biased_std")
+        self.assertEqual(code, 0, out + err)
+        self.assertIn("PASSED verlconf::advantage/grpo", out)
+        self.assertIn("accepted.txt:3: kl/k3 outputs/kl *: no difference of this run matches it", out)
 
     def test_keyword_selection_applies(self):
         code, out, err = self.pytest("--verlconf-adapter=numpy_example", "--verlconf-only=k1,k3", "-k", "k3")
