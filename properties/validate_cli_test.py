@@ -28,9 +28,9 @@ HARNESS = os.path.join(RUNFILES, "verlconf", "tools", "harness", "run_candidate.
 REASON = "our trainer normalises by the population std on purpose"
 
 
-def validate(*args, bug="", tmp=None, python=sys.executable, verlconf_prog=None):
+def validate(*args, bug="", tmp=None, python=sys.executable, verlconf_prog=None, **extra_env):
     """(exit status, stdout, stderr) of `conform validate --adapter ... ARGS`."""
-    env = dict(os.environ, VERLCONF_EXAMPLE_BUG=bug)
+    env = dict(os.environ, VERLCONF_EXAMPLE_BUG=bug, **extra_env)
     if verlconf_prog:
         env["VERLCONF_PROG"] = verlconf_prog
     if tmp:
@@ -444,6 +444,37 @@ class Baseline(Base):
         assert_bad_input(self, self.check("--baseline", b, "--write-baseline", b), "--write-baseline", "input")
         with open(b) as f:
             self.assertEqual(f.read(), text)
+
+
+class DefaultPython(Base):
+    """VERLCONF_PYTHON, which the wheel's entry point sets to the interpreter it is installed
+    in, is the default --python; --python still wins, and a bad one names the variable."""
+
+    def test_the_variable_is_the_default(self):
+        code, out, err = validate(
+            "--adapter",
+            "numpy_example",
+            "--only",
+            "grpo/g4_binary_8x8_f64",
+            bug="biased_std",
+            python=None,
+            VERLCONF_PYTHON=sys.executable,
+            PATH="/nonexistent",
+        )
+        self.assertEqual(code, 1, out + err)
+        self.assertIn("  repro: " + CONFORM + " validate --adapter numpy_example --against ", out)
+        self.assertNotIn("--python", out)
+
+    def test_a_bad_default_names_the_variable(self):
+        missing = self.path("no-python")
+        assert_bad_input(
+            self,
+            validate("--adapter", "numpy_example", python=None, VERLCONF_PYTHON=missing),
+            "VERLCONF_PYTHON (the default --python) " + missing,
+            "not an executable",
+        )
+        code, out, err = validate("--adapter", "numpy_example", "--only", "k1", VERLCONF_PYTHON=missing)
+        self.assertEqual(code, 0, out + err)
 
 
 class ReproCommand(Base):
