@@ -153,6 +153,8 @@ def write_wheel(out_dir: str, version: str, tag: str, entries: Dict[str, str]) -
                 "Requires-Python: >=3.9\n",
                 "Requires-Dist: numpy\n",
                 "Requires-Dist: h5py\n",
+                "Provides-Extra: pytest\n",
+                'Requires-Dist: pytest>=7; extra == "pytest"\n',  # tested with Debian 12's 7.2
                 "Description-Content-Type: text/plain\n",
                 "\n",
                 DESCRIPTION,
