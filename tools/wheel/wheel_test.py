@@ -80,21 +80,26 @@ class Command(unittest.TestCase):
         self.assertEqual(int(row(out, "vanilla")[3]), 48)
         self.assertIn("1516 cases: 220 passed, 0 failed", out)
 
-    def test_planted_bug_fails_with_a_verlconf_repro(self):
+    def test_planted_bug_in_another_interpreter_fails_with_a_verlconf_repro(self):
+        # Debian's python3 has numpy and h5py but not verlconf: the harness loads the
+        # installed package from its files.
         code, out, err = run(
             "verlconf",
             "validate",
             "--adapter",
             "numpy_example",
+            "--python",
+            PYTHON,
             "--only",
             "grpo,vanilla",
             VERLCONF_EXAMPLE_BUG="biased_std",
         )
         self.assertEqual(code, 1, out + err)
         self.assertIn("FAILED grpo/", out)
-        self.assertIn("  repro: verlconf validate --adapter numpy_example --only grpo/", out)
+        self.assertIn("  repro: verlconf validate --adapter numpy_example --python " + PYTHON + " --only grpo/", out)
         self.assertGreater(int(row(out, "grpo")[4]), 0)
         self.assertEqual(int(row(out, "vanilla")[4]), 0)
+        self.assertEqual(int(row(out, "vanilla")[3]), 48)
 
     def test_python_dash_m(self):
         code, out, err = run("python", "-m", "verlconf", "--version")
@@ -107,15 +112,6 @@ class Command(unittest.TestCase):
         )
         self.assertEqual(code, 0, out + err)
         self.assertIn('"repro":"python -m verlconf check --only grpo/g4_binary_8x8_f64"', out)
-
-    def test_another_interpreter_runs_the_installed_harness(self):
-        # Debian's python3 has numpy and h5py but not verlconf: the harness loads the
-        # installed package from its files.
-        code, out, err = run(
-            "verlconf", "validate", "--adapter", "numpy_example", "--python", PYTHON, "--only", "grpo,k3"
-        )
-        self.assertEqual(code, 0, out + err)
-        self.assertEqual(int(row(out, "k3")[3]), 10)
 
     def test_bad_input_is_one_line(self):
         code, out, err = run("verlconf", "validate", "--adapter", "missing_adapter.py")
@@ -149,28 +145,19 @@ class Plugin(unittest.TestCase):
         self.assertIn("PASSED verlconf::aggregation/token-mean", out)
         self.assertRegex(out, r"\n=+ 1 failed, 4 passed in ")
 
-    def test_a_baseline_accepts_the_difference_and_names_stale_entries(self):
+    def test_a_baseline_accepts_the_difference_and_keywords_select(self):
         with open(os.path.join(work, "accepted.txt"), "w") as f:
             f.write("advantage/grpo  outputs/advantages  # population std on purpose\n")
             f.write("advantage/grpo  outputs/returns  # population std on purpose\n")
             f.write("kl/k3  outputs/kl  # an old difference, fixed since\n")
         args = ("--verlconf-adapter=numpy_example", "--verlconf-only=grpo,k3", "--verlconf-baseline=accepted.txt")
-        code, out, err = self.pytest(*args, VERLCONF_EXAMPLE_BUG="biased_std")
+        code, out, err = self.pytest(*args, "-k", "grpo", VERLCONF_EXAMPLE_BUG="biased_std")
         self.assertEqual(code, 0, out + err)
         self.assertIn("PASSED verlconf::advantage/grpo", out)
-        self.assertIn("accepted.txt:3: kl/k3 outputs/kl *: no difference of this run matches it", out)
-
-    def test_keyword_selection_applies(self):
-        code, out, err = self.pytest("--verlconf-adapter=numpy_example", "--verlconf-only=k1,k3", "-k", "k3")
-        self.assertEqual(code, 0, out + err)
-        self.assertIn("PASSED verlconf::kl/k3", out)
-        self.assertNotIn("verlconf::kl/k1", out)
+        self.assertNotIn("verlconf::kl/k3", out)  # deselected by -k
         self.assertRegex(out, r"\n=+ 1 passed, 1 deselected in ")
-
-    def test_a_validate_that_cannot_run_is_a_usage_error(self):
-        code, out, err = self.pytest("--verlconf-adapter=missing_adapter.py")
-        self.assertEqual(code, 4, out + err)
-        self.assertIn("--adapter missing_adapter.py: no such file", err)
+        # The validate ran on k3 all the same: the entry that matches nothing is named.
+        self.assertIn("accepted.txt:3: kl/k3 outputs/kl *: no difference of this run matches it", out)
 
 
 class WheelFile(unittest.TestCase):
