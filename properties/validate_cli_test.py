@@ -28,9 +28,11 @@ HARNESS = os.path.join(RUNFILES, "verlconf", "tools", "harness", "run_candidate.
 REASON = "our trainer normalises by the population std on purpose"
 
 
-def validate(*args, bug="", tmp=None, python=sys.executable):
+def validate(*args, bug="", tmp=None, python=sys.executable, verlconf_prog=None, **extra_env):
     """(exit status, stdout, stderr) of `conform validate --adapter ... ARGS`."""
-    env = dict(os.environ, VERLCONF_EXAMPLE_BUG=bug)
+    env = dict(os.environ, VERLCONF_EXAMPLE_BUG=bug, **extra_env)
+    if verlconf_prog:
+        env["VERLCONF_PROG"] = verlconf_prog
     if tmp:
         env["TMPDIR"] = tmp
     cmd = [CONFORM, "validate", "--against", GOLDENS] + (["--python", python] if python else []) + list(args)
@@ -102,7 +104,8 @@ class Validate(Base):
         self.assertIn("outputs/advantages: FAILED", out)
         self.assertGreater(int(row(out, "grpo")[4]), 0)
         self.assertEqual(int(row(out, "vanilla")[4]), 0)
-        self.assertIn("repro: bazel run //tools:conform -- validate --adapter numpy_example", out)
+        # Run as a plain binary (argv[0]), the repro line names the binary as it was invoked.
+        self.assertIn("repro: " + CONFORM + " validate --adapter numpy_example", out)
 
     def test_out_keeps_the_candidate_and_check_agrees(self):
         cand = self.path("cand")
@@ -441,6 +444,72 @@ class Baseline(Base):
         assert_bad_input(self, self.check("--baseline", b, "--write-baseline", b), "--write-baseline", "input")
         with open(b) as f:
             self.assertEqual(f.read(), text)
+
+
+class DefaultPython(Base):
+    """VERLCONF_PYTHON, which the wheel's entry point sets to the interpreter it is installed
+    in, is the default --python; --python still wins, and a bad one names the variable."""
+
+    def test_the_variable_is_the_default(self):
+        code, out, err = validate(
+            "--adapter",
+            "numpy_example",
+            "--only",
+            "grpo/g4_binary_8x8_f64",
+            bug="biased_std",
+            python=None,
+            VERLCONF_PYTHON=sys.executable,
+            PATH="/nonexistent",
+        )
+        self.assertEqual(code, 1, out + err)
+        self.assertIn("  repro: " + CONFORM + " validate --adapter numpy_example --against ", out)
+        self.assertNotIn("--python", out)
+
+    def test_a_bad_default_names_the_variable(self):
+        missing = self.path("no-python")
+        assert_bad_input(
+            self,
+            validate("--adapter", "numpy_example", python=None, VERLCONF_PYTHON=missing),
+            "VERLCONF_PYTHON (the default --python) " + missing,
+            "not an executable",
+        )
+        code, out, err = validate("--adapter", "numpy_example", "--only", "k1", VERLCONF_PYTHON=missing)
+        self.assertEqual(code, 0, out + err)
+
+
+class ReproCommand(Base):
+    """Repro lines name the command the way the user ran it: `bazel run //tools:conform --`
+    under bazel run, the wheel's `verlconf` (its entry point sets VERLCONF_PROG), else the
+    binary's path as invoked."""
+
+    def repros(self, *args, **env):
+        run_env = {k: v for k, v in os.environ.items() if k not in ("BUILD_WORKSPACE_DIRECTORY", "VERLCONF_PROG")}
+        run_env.update(env)
+        cmd = [CONFORM, *args, "--against", GOLDENS, "--only", "kl/k1", "--format", "json"]
+        p = subprocess.run(cmd, capture_output=True, text=True, env=run_env, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        return {c["repro"] for f in json.loads(p.stdout)["functions"] for c in f["cases"]}
+
+    def test_each_way_of_running(self):
+        expect = " check --against " + GOLDENS + " --only k1/"
+        for env, prog in [
+            ({}, CONFORM),
+            ({"BUILD_WORKSPACE_DIRECTORY": self.tmp}, "bazel run //tools:conform --"),
+            ({"VERLCONF_PROG": "verlconf"}, "verlconf"),
+            ({"VERLCONF_PROG": "verlconf", "BUILD_WORKSPACE_DIRECTORY": self.tmp}, "verlconf"),
+        ]:
+            with self.subTest(env=env):
+                repros = self.repros("check", **env)
+                self.assertGreater(len(repros), 1)
+                for r in repros:
+                    self.assertTrue(r.startswith(prog + expect), r)
+
+    def test_validate_through_the_wheel_entry_point(self):
+        code, out, err = validate(
+            "--adapter", "numpy_example", "--only", "grpo/g4_binary_8x8_f64", bug="biased_std", verlconf_prog="verlconf"
+        )
+        self.assertEqual(code, 1, out + err)
+        self.assertIn("  repro: verlconf validate --adapter numpy_example --python " + sys.executable, out)
 
 
 if __name__ == "__main__":

@@ -29,14 +29,16 @@ fi
 # for tools/lint.sh (the style gate); LibTorch (CPU, shared
 # libraries) for the C++ candidate API and the autograd cross-check (tools/torch_api);
 # python3-venv for the small venv that holds ruff (tools/lint.sh's Python gate: PyPI
-# only, and Debian 12's python3 refuses `pip install --user` (PEP 668)).
+# only, and Debian 12's python3 refuses `pip install --user` (PEP 668)) and for the venv
+# //tools/wheel:wheel_test installs the verlconf wheel into; python3-pytest for that test's
+# run of the wheel's pytest plugin (the venv sees the system's numpy, h5py and pytest).
 packages=(
   bazel-bootstrap
   g++
   googletest libgtest-dev libgmock-dev
   librapidcheck-dev
   libhdf5-dev zlib1g-dev libaec-dev
-  python3 python3-numpy python3-h5py
+  python3 python3-numpy python3-h5py python3-pytest
   clang libclang-rt-14-dev clang-format clang-tidy
   libtorch-dev
   python3-venv
@@ -76,15 +78,15 @@ fi
 
 # Check what the build actually relies on, not just that packages exist.
 command -v bazel >/dev/null || die "bazel not on PATH after installing bazel-bootstrap"
-/usr/bin/python3 -c 'import numpy, h5py' 2>/dev/null ||
-  die "/usr/bin/python3 cannot import numpy and h5py"
+/usr/bin/python3 -c 'import numpy, h5py, pytest' 2>/dev/null ||
+  die "/usr/bin/python3 cannot import numpy, h5py and pytest"
 for f in /usr/lib/x86_64-linux-gnu/{libgtest,libgmock,librapidcheck,libhdf5_serial,libsz,libaec,libz}.a; do
   [[ -f "$f" ]] || die "missing static library $f"
 done
 for f in /usr/lib/x86_64-linux-gnu/{libtorch,libtorch_cpu,libc10}.so /usr/include/torch/csrc/api/include/torch/torch.h; do
   [[ -f "$f" ]] || die "missing LibTorch file $f (libtorch-dev)"
 done
-say "bazel, static libraries, python3 numpy/h5py, libtorch: ok"
+say "bazel, static libraries, python3 numpy/h5py/pytest, libtorch: ok"
 
 # ruff, pinned, in a venv of its own outside the tree (tools/lint.sh finds it there).
 # Neither Debian 12 nor PyPI packages buildifier: tools/lint.sh checks BUILD/.bzl files

@@ -27,18 +27,19 @@
 #include "tools/cli/progress.h"
 #include "tools/cli/report_file.h"
 #include "tools/cli/selection.h"
+#include "tools/cli/version.h"
 
 namespace verlconf::tools {
 namespace {
 
 std::string Repro(const CheckOptions& o, const Case& c) {
   if (!o.adapter.empty()) {
-    std::string r = "bazel run //tools:conform -- validate --adapter " + o.adapter;
+    std::string r = CommandName() + " validate --adapter " + o.adapter;
     if (!o.python.empty()) r += " --python " + o.python;
     if (o.against_given) r += " --against " + o.against;
     return r + " --only " + c.function + "/" + c.name;
   }
-  std::string r = "bazel run //tools:conform -- check";
+  std::string r = CommandName() + " check";
   if (o.against_given) r += " --against " + o.against;
   if (!o.candidate.empty()) r += " --candidate " + o.candidate;
   if (o.impl != "oracle") r += " --impl " + o.impl;

@@ -531,6 +531,10 @@ std::string CheckJson(const std::vector<CaseReport>& reports, const Provenance& 
       j.Key("dtype").String(DTypeName(r->dtype));
       j.Key("outcome").String(OutcomeName(r->outcome));
       j.Key("detail").String(r->detail);
+      // What the text output prints for a failure, so that a consumer (the pytest plugin)
+      // shows the same; only for the cases that have failing fields, to keep the document small.
+      const bool failing = r->outcome == Outcome::kFailed || r->outcome == Outcome::kBaselined;
+      j.Key("text").String(failing ? r->Describe() : "");
       j.Key("err_tol");
       RatioJson(j, r->err_tol);
       j.Key("partial").Bool(r->partial);

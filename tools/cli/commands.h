@@ -46,11 +46,12 @@ struct CheckOptions {
 
 // `conform validate`: the candidate harness on `adapter`, then check of its results.
 struct ValidateOptions {
-  CheckOptions check;  // check.candidate is set to the harness's output
-  std::string python;  // the interpreter, resolved
-  std::string out;     // where the harness writes; "" for a temporary directory
-  bool force = false;  // passed to the harness: replace the results --out holds
-  std::string argv0;   // to find the harness script in the runfiles
+  CheckOptions check;          // check.candidate is set to the harness's output
+  std::string python;          // the interpreter, resolved
+  std::string python_default;  // where the default came from, for messages: "python3" or "$VERLCONF_PYTHON"
+  std::string out;             // where the harness writes; "" for a temporary directory
+  bool force = false;          // passed to the harness: replace the results --out holds
+  std::string argv0;           // to find the harness script in the runfiles
 };
 
 // The machine-readable reports' schema names and versions (`--format json`). The

@@ -111,12 +111,14 @@ const std::vector<Command>& Commands() {
        "--adapter ADAPTER [--python PY] [--out DIR] [OPTIONS]",
        "run the candidate harness on an adapter, then check its results: one command for CI",
        "Runs the candidate harness (tools/harness/run_candidate.py) on ADAPTER in the interpreter\n"
-       "PY (default: python3 on PATH), the one that has your framework, numpy and h5py, then\n"
+       "PY (default: $VERLCONF_PYTHON where set, as the verlconf wheel's entry point sets it to the\n"
+       "interpreter it is installed in, else python3 on PATH), the one that has your framework,\n"
+       "numpy and h5py, then\n"
        "checks what it wrote exactly as `conform check --candidate DIR` would: the same table,\n"
        "reports and exit codes. The results go to a temporary directory, removed afterwards,\n"
        "unless --out names where to keep them." kBaselineHelp,
        {{"--adapter", "ADAPTER", "a module path (my_adapter.py) or a bundled adapter name (numpy_example)"},
-        {"--python", "PY", "the interpreter to run the harness in (default: python3 on PATH)"},
+        {"--python", "PY", "the interpreter to run the harness in (default: $VERLCONF_PYTHON, else python3 on PATH)"},
         {"--out", "DIR", "keep the candidate files in DIR (the harness's rules: a new or result-free directory)"},
         {"--force", nullptr, "with --out: replace the results DIR holds"},
         {"--against", "DIR", "the golden set to run on and compare with (default: the bundled verl 0.9.1 set)"},
@@ -437,7 +439,8 @@ void JudgingOptions(const Args& a, const std::string& against, const std::string
 }
 
 // PY as given: a path (relative to where the user typed it), or a name looked up on PATH.
-std::string Interpreter(const std::string& given) {
+// `what` names where it came from in messages: the option, or the variable that set the default.
+std::string Interpreter(const std::string& given, const std::string& what) {
   std::string path;
   if (given.find('/') != std::string::npos) {
     path = t::ResolveUserPath(given);
@@ -451,11 +454,11 @@ std::string Interpreter(const std::string& given) {
       start = end + 1;
     }
     if (path.empty())
-      throw BadInput("--python " + given +
+      throw BadInput(what + " " + given +
                      ": not found on PATH; pass --python with the path of the interpreter that has your framework");
   }
   if (!t::IsRegularFile(path) || access(path.c_str(), X_OK) != 0)
-    throw BadInput("--python " + given + ": not an executable regular file");
+    throw BadInput(what + " " + given + ": not an executable regular file");
   return path;
 }
 
@@ -470,7 +473,14 @@ int Validate(const Args& a, const char* argv0, const std::string& against, const
   if ((file || o.adapter.find('/') != std::string::npos) && !t::IsRegularFile(t::ResolveUserPath(o.adapter)))
     throw BadInput("--adapter " + o.adapter + ": no such file");
   o.python = Opt(a, "--python");
-  v.python = Interpreter(o.python.empty() ? "python3" : o.python);
+  const char* env_python = std::getenv("VERLCONF_PYTHON");
+  if (!o.python.empty())
+    v.python = Interpreter(o.python, "--python");
+  else if (env_python && *env_python)
+    v.python = Interpreter(env_python, "VERLCONF_PYTHON (the default --python)");
+  else
+    v.python = Interpreter("python3", "--python");
+  v.python_default = env_python && *env_python ? "$VERLCONF_PYTHON" : "python3";
   v.out = t::ResolveUserPath(Opt(a, "--out"));
   v.force = Flag(a, "--force");
   if (v.force && v.out.empty()) throw BadInput("--force: replaces the results of an --out directory; give --out");
@@ -540,6 +550,7 @@ int Explore(const Args& a, const char* argv0) {
 
 int Main(int argc, char** argv) {
   t::InitRevision(argc > 0 ? argv[0] : nullptr);
+  t::InitCommandName(argc > 0 ? argv[0] : nullptr);
   std::string cmd = argc > 1 ? argv[1] : "check";
   int first = 2;
   if (cmd == "--version") {

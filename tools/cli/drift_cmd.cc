@@ -407,8 +407,8 @@ std::string RenderJson(const Drift& d, int exit_code) {
     j.Key("worst_rel").Number(c.worst_rel);
     j.Key("worst");
     WorstJson(j, c.worst);
-    j.Key("repro").String("bazel run //tools:conform -- drift " + d.old_dir + " " + d.new_dir + " --only " + c.family +
-                          "/" + c.function + "/" + c.case_name);
+    j.Key("repro").String(CommandName() + " drift " + d.old_dir + " " + d.new_dir + " --only " + c.family + "/" +
+                          c.function + "/" + c.case_name);
     j.EndObject();
   }
   j.EndArray();

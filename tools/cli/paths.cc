@@ -1,5 +1,8 @@
 #include "tools/cli/paths.h"
 
+#include <unistd.h>
+
+#include <climits>
 #include <cstdlib>
 #include <sys/stat.h>
 #include <vector>
@@ -31,9 +34,17 @@ std::string ResolveUserPath(const std::string& path) {
 std::string RunfilePath(const char* argv0, const std::string& rel) {
   const std::string in_runfiles = "verlconf/" + rel;
   std::vector<std::string> candidates;
+  char self[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  const std::string exe = n > 0 ? std::string(self, static_cast<size_t>(n)) : "";
+  // The installed layout (the wheel, tools/wheel): the files lie beside the binary as in the
+  // repository. It comes first: a binary that carries its files uses them, even when it
+  // runs inside another tool's runfiles (a test, a CI job under Bazel).
+  if (!exe.empty()) candidates.push_back(exe.substr(0, exe.rfind('/') + 1) + rel);
   for (const char* var : {"RUNFILES_DIR", "TEST_SRCDIR"})
     if (!Env(var).empty()) candidates.push_back(Env(var) + "/" + in_runfiles);
   if (argv0) candidates.push_back(std::string(argv0) + ".runfiles/" + in_runfiles);
+  if (!exe.empty()) candidates.push_back(exe + ".runfiles/" + in_runfiles);
   if (!Env("BUILD_WORKSPACE_DIRECTORY").empty()) candidates.push_back(Env("BUILD_WORKSPACE_DIRECTORY") + "/" + rel);
   candidates.push_back(rel);
   struct stat st;

@@ -15,12 +15,13 @@ std::string ResolveUserPath(const std::string& path);
 bool IsDirectory(const std::string& path);
 bool IsRegularFile(const std::string& path);  // through links
 
-// The bundled primary golden set, found through the runfiles (bazel run / test) or
-// next to the source tree (a binary run from the repository root).
+// The bundled primary golden set, found beside the binary (the wheel's layout: the binary at
+// ROOT/conform, the goldens at ROOT/fixtures/verl-0.9.1), through the runfiles (bazel run /
+// test) or next to the source tree (a binary run from the repository root).
 std::string BundledGoldenDir(const char* argv0);
 
-// A file or directory of this workspace (`rel`, from its root) found the same way; "" when
-// none of the places has it.
+// A file or directory of this workspace (`rel`, from its root) found the same way, in that
+// order; "" when none of the places has it.
 std::string RunfilePath(const char* argv0, const std::string& rel);
 
 }  // namespace verlconf::tools

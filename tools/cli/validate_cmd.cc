@@ -41,25 +41,15 @@ std::string Absolute(const std::string& p) {
   return getcwd(buf, sizeof buf) ? std::string(buf) + "/" + p : p;
 }
 
-// The harness script, as the goldens are found: in the runfiles (bazel run, bazel test,
-// bazel-bin/tools/conform with its .runfiles beside it), else in the checkout.
+// The harness script, found as the goldens are (tools/cli/paths.h): beside the binary in the
+// wheel's layout, in the runfiles (bazel run, bazel test, bazel-bin/tools/conform with its
+// .runfiles beside it), else in the checkout.
 std::string HarnessScript(const std::string& argv0) {
-  const std::string rel = std::string("verlconf/") + kHarness;
-  std::vector<std::string> candidates;
-  for (const char* var : {"RUNFILES_DIR", "TEST_SRCDIR"})
-    if (!Env(var).empty()) candidates.push_back(Env(var) + "/" + rel);
-  candidates.push_back(argv0 + ".runfiles/" + rel);
-  char self[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n > 0) candidates.push_back(std::string(self, static_cast<size_t>(n)) + ".runfiles/" + rel);
-  if (!Env("BUILD_WORKSPACE_DIRECTORY").empty())
-    candidates.push_back(Env("BUILD_WORKSPACE_DIRECTORY") + "/" + kHarness);
-  candidates.push_back(kHarness);
-  for (const auto& c : candidates)
-    if (IsFile(c)) return Absolute(c);
+  const std::string found = RunfilePath(argv0.c_str(), kHarness);
+  if (!found.empty() && IsFile(found)) return Absolute(found);
   throw BadInput(std::string("cannot find the candidate harness ") + kHarness +
                  " (run conform through `bazel run //tools:conform`, as bazel-bin/tools/conform after `bazel build "
-                 "//tools:conform`, or from the repository root)");
+                 "//tools:conform`, from the repository root, or as the verlconf wheel's `verlconf`)");
 }
 
 std::string SelfExe() {
@@ -153,7 +143,7 @@ int RunValidate(const ValidateOptions& v, std::ostream& out) {
   const std::string hint = "pass --python with the interpreter that has your framework, numpy and h5py";
   std::string probe;
   const int probe_code = Run({v.python, "-c", "import numpy, h5py"}, probe, false);
-  const std::string python = o.python.empty() ? "python3 (" + v.python + ", the default)" : v.python;
+  const std::string python = o.python.empty() ? v.python_default + " (" + v.python + ", the default)" : v.python;
   if (probe_code != 0)
     throw BadInput("--python " + python + " cannot import what the harness needs (numpy, h5py): " + LastLine(probe) +
                    "; " + hint);

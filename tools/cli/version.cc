@@ -1,5 +1,6 @@
 #include "tools/cli/version.h"
 
+#include <cstdlib>
 #include <fstream>
 
 #include "tools/cli/paths.h"
@@ -19,5 +20,25 @@ void InitRevision(const char* argv0) {
 }
 
 const std::string& Revision() { return Stored(); }
+
+namespace {
+std::string& StoredName() {
+  static std::string name = "conform";
+  return name;
+}
+}  // namespace
+
+void InitCommandName(const char* argv0) {
+  const char* prog = std::getenv("VERLCONF_PROG");
+  const char* workspace = std::getenv("BUILD_WORKSPACE_DIRECTORY");
+  if (prog && *prog)
+    StoredName() = prog;
+  else if (workspace && *workspace)
+    StoredName() = "bazel run //tools:conform --";
+  else if (argv0 && *argv0)
+    StoredName() = argv0;
+}
+
+const std::string& CommandName() { return StoredName(); }
 
 }  // namespace verlconf::tools

@@ -14,4 +14,11 @@ void InitRevision(const char* argv0);
 // was not a git checkout or the runfile cannot be found.
 const std::string& Revision();
 
+// How repro lines name this command, the way the user ran it: $VERLCONF_PROG where a
+// wrapper sets it (the wheel's `verlconf` entry point sets "verlconf"), `bazel run
+// //tools:conform --` under `bazel run` (BUILD_WORKSPACE_DIRECTORY set), else argv[0] as
+// invoked. Call from main before anything asks for CommandName().
+void InitCommandName(const char* argv0);
+const std::string& CommandName();
+
 }  // namespace verlconf::tools

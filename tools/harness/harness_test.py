@@ -105,7 +105,7 @@ class Harness(unittest.TestCase):
             self.assertIn("outputs/advantages: FAILED", text)
             self.assertIn("worst abs error", text)
             self.assertIn("at index (", text)
-            self.assertIn("repro: bazel run //tools:conform -- check", text)
+            self.assertIn("repro: " + CONFORM + " check", text)
             self.assertEqual(int(row(text, "vanilla")[4]), 0)  # the bug is only in GRPO
 
 

@@ -6,13 +6,37 @@
 
 The entry script of verlconf.run_candidate (fixtures/python/verlconf/run_candidate.py,
 which documents the options and exit status); run directly, it finds the package in this
-checkout.
+checkout, or in the verlconf wheel it was installed with.
 """
 
+import importlib.util
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures", "python"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _load(name, path, package_dir=None):
+    spec = importlib.util.spec_from_file_location(
+        name, path, submodule_search_locations=[package_dir] if package_dir else None
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+
+
+CHECKOUT = os.path.join(HERE, "..", "..", "fixtures", "python")
+if os.path.isdir(os.path.join(CHECKOUT, "verlconf")):
+    sys.path.insert(0, CHECKOUT)
+else:
+    # The wheel's layout: this script is verlconf/_data/tools/harness/run_candidate.py of the
+    # installed package. `conform validate --python` may run it in another interpreter than
+    # the one verlconf was installed into, so the package (and the name adapters import the
+    # contract by) are loaded from their files, not by putting that site-packages, with
+    # whatever numpy it holds, on this interpreter's path.
+    package = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
+    _load("verlconf", os.path.join(package, "__init__.py"), package)
+    _load("verlconf_harness", os.path.join(os.path.dirname(package), "verlconf_harness.py"))
 
 from verlconf import run_candidate  # noqa: E402
 
