@@ -462,6 +462,16 @@ std::string Interpreter(const std::string& given, const std::string& what) {
   return path;
 }
 
+// The interpreter that runs an adapter: --python, else $VERLCONF_PYTHON (the wheel's entry
+// point sets it to the interpreter verlconf is installed in), else python3 on PATH.
+std::string PythonOf(const Args& a) {
+  const std::string given = Opt(a, "--python");
+  const char* env_python = std::getenv("VERLCONF_PYTHON");
+  if (!given.empty()) return Interpreter(given, "--python");
+  if (env_python && *env_python) return Interpreter(env_python, "VERLCONF_PYTHON (the default --python)");
+  return Interpreter("python3", "--python");
+}
+
 int Validate(const Args& a, const char* argv0, const std::string& against, const std::string& bundled) {
   ClaimOutputs(a, {against});
   Allow(a, 0, "validate");
@@ -473,13 +483,8 @@ int Validate(const Args& a, const char* argv0, const std::string& against, const
   if ((file || o.adapter.find('/') != std::string::npos) && !t::IsRegularFile(t::ResolveUserPath(o.adapter)))
     throw BadInput("--adapter " + o.adapter + ": no such file");
   o.python = Opt(a, "--python");
+  v.python = PythonOf(a);
   const char* env_python = std::getenv("VERLCONF_PYTHON");
-  if (!o.python.empty())
-    v.python = Interpreter(o.python, "--python");
-  else if (env_python && *env_python)
-    v.python = Interpreter(env_python, "VERLCONF_PYTHON (the default --python)");
-  else
-    v.python = Interpreter("python3", "--python");
   v.python_default = env_python && *env_python ? "$VERLCONF_PYTHON" : "python3";
   v.out = t::ResolveUserPath(Opt(a, "--out"));
   v.force = Flag(a, "--force");
@@ -497,12 +502,6 @@ int64_t Count(const Args& a, const std::string& name, int64_t fallback, int64_t 
     throw BadInput(name + ": expected a whole number from " + std::to_string(lo) + " to " + std::to_string(hi) +
                    ", got '" + v + "'");
   return std::stoll(v);
-}
-
-// How the user runs conform, for the lines that tell them what to run next.
-std::string Display(const char* argv0) {
-  const char* ws = std::getenv("BUILD_WORKSPACE_DIRECTORY");
-  return ws && *ws ? "bazel run //tools:conform --" : argv0;
 }
 
 int Explore(const Args& a, const char* argv0) {
@@ -529,7 +528,7 @@ int Explore(const Args& a, const char* argv0) {
   const std::string py = Opt(a, "--python");
   if (!py.empty() && o.adapter.empty() && o.reference != "verl")
     throw BadInput("--python: runs an adapter; --impl " + o.impl + " runs in conform");
-  if (!o.adapter.empty() || o.reference == "verl") o.python = Interpreter(py.empty() ? "python3" : py);
+  if (!o.adapter.empty() || o.reference == "verl") o.python = PythonOf(a);
   o.out = t::ResolveUserPath(Opt(a, "--out"));
   o.report = t::ResolveUserPath(Opt(a, "--report"));
   o.only = OptAll(a, "--only");
@@ -544,7 +543,7 @@ int Explore(const Args& a, const char* argv0) {
   o.cases = Count(a, "--cases", 100, 1, 10000000);
   o.shrink_seconds = static_cast<double>(Count(a, "--shrink-seconds", 25, 0, 3600));
   o.argv0 = argv0;
-  o.display = Display(argv0);
+  o.display = t::CommandName();
   return ve::RunExploreCommand(o, std::cout);
 }
 
