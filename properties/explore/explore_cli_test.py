@@ -1,0 +1,183 @@
+"""`conform explore` as users meet it: the pristine numpy example shows no difference over a
+deterministic budget; each planted fault of the example (numpy_example_impl.BUGS) is found
+and shrunk to the minimal case documented for it; the minimal case replays through
+`conform check` and through its standalone Python repro; the same seed gives the same run
+with one job or two; bad input is exit 2 with one line; and the CUDA implementation,
+through Thrust's host path, is explored against the oracle on a small budget with the
+differences a baseline accepts (each with its reason) and no other.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+CONFORM = os.path.abspath(sys.argv.pop(1))
+RUNFILES = os.environ.get("TEST_SRCDIR", os.getcwd())
+ROOT = os.path.join(RUNFILES, "verlconf")
+sys.path.insert(0, os.path.join(ROOT, "fixtures", "adapters"))
+import numpy_example_impl  # noqa: E402
+
+CUDA_BASELINE = os.path.join(ROOT, "properties", "explore", "cuda_host.baseline")
+BUDGET = "120"
+
+# fault -> (function, field, rows, tokens, {input: values} the minimal case must hold)
+EXPECTED = {
+    "biased_std": ("advantage/grpo", "outputs/advantages", 2, 1, {"index": [0, 0], "token_level_rewards": [0, 1]}),
+    "singleton_std": ("advantage/grpo", "outputs/advantages", 1, 1, {"index": [0], "response_mask": [1]}),
+    "dual_clip_positive": ("policy_loss/vanilla", "outputs/pg_loss", 1, 1, {"advantages": [1]}),
+    "clipfrac_ties": ("policy_loss/vanilla", "metrics/actor/pg_clipfrac", 1, 1, {"log_prob": [0], "old_log_prob": [0]}),
+    "agg_counts_padding": ("aggregation/token-mean", "grads/loss_mat", 1, 2, {"loss_mask": [1, 0]}),
+    "k3_no_clamp": ("kl/k3", "outputs/kl", 1, 1, {"logprob": [-3], "ref_logprob": [0]}),
+    "grad_through_clamp": ("policy_loss/vanilla", "grads/log_prob", 1, 1, {"advantages": [1]}),
+    "gae_resets_at_observation": ("advantage/gae", "outputs/advantages", 1, 3, {"response_mask": [0, 1, 1]}),
+}
+
+
+def explore(*args, bug="", timeout=600):
+    env = dict(os.environ, VERLCONF_EXAMPLE_BUG=bug)
+    p = subprocess.run([CONFORM, "explore", *args], capture_output=True, text=True, env=env, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def example(*args, bug=""):
+    return explore("--adapter", "numpy_example", "--python", sys.executable, *args, bug=bug)
+
+
+def as_json(result):
+    code, out, err = result
+    return code, json.loads(out), err
+
+
+def without_timings(j):
+    j = json.loads(json.dumps(j))
+    for k in ("explore_seconds", "shrink_seconds"):
+        j["totals"].pop(k, None)
+    for d in j["differences"]:
+        d["minimal"].pop("shrink_seconds", None)
+    return j
+
+
+class Pristine(unittest.TestCase):
+    def test_no_difference_and_the_same_run_with_one_job_or_two(self):
+        code, j, err = as_json(example("--cases", "300", "--jobs", "2", "--seed", "7", "--format", "json"))
+        self.assertEqual(code, 0, err)
+        self.assertEqual(j["totals"]["failed"], 0)
+        self.assertEqual(j["differences"], [])
+        self.assertGreater(j["totals"]["passed"], 3000)
+        self.assertEqual(len(j["functions"]), 12)
+        code1, j1, _ = as_json(example("--cases", "300", "--jobs", "1", "--seed", "7", "--format", "json"))
+        self.assertEqual(code1, 0)
+        self.assertEqual(without_timings(j1), without_timings(j))
+
+    def test_the_text_report(self):
+        code, out, err = example("--cases", "20", "--only", "grpo")
+        self.assertEqual(code, 0, err)
+        self.assertIn("advantage/grpo", out)
+        self.assertIn("no difference", out)
+        self.assertIn("conform explore: candidate numpy_example", out)
+
+
+class Faults(unittest.TestCase):
+    def test_every_fault_has_its_expected_minimal_case(self):
+        self.assertEqual(set(EXPECTED), set(numpy_example_impl.BUGS))
+
+    def test_each_fault_is_found_and_shrunk_to_its_minimal_case(self):
+        for bug, (function, field, rows, tokens, values) in EXPECTED.items():
+            with self.subTest(bug=bug):
+                code, j, err = as_json(example("--cases", BUDGET, "--only", function, "--format", "json", bug=bug))
+                self.assertEqual(code, 1, err)
+                # One difference per way the field fails (a NaN, a wrong number): the first.
+                found = [d for d in j["differences"] if d["function"] == function and d["field"] == field]
+                self.assertTrue(found, [(d["function"], d["field"]) for d in j["differences"]])
+                m = found[0]["minimal"]
+                self.assertEqual((m["rows"], m["tokens"]), (rows, tokens), m)
+                for name, want in values.items():
+                    self.assertEqual(m["inputs"][name]["values"], want, m)
+                self.assertFalse(m["budget_ran_out"])
+                self.assertLess(m["shrink_seconds"], 30)
+                self.assertTrue(found[0]["elements"] or field == "error", found[0])
+
+    def test_the_minimal_case_replays_in_check_and_in_python(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "run")
+            code, text, err = example("--cases", BUDGET, "--only", "grpo", "--out", out, bug="biased_std")
+            self.assertEqual(code, 1, err)
+            self.assertIn("differing elements", text)
+            self.assertIn("row 0, group 0, valid token", text)
+            for sub in ("cases", "candidate", "repro"):
+                self.assertTrue(os.listdir(os.path.join(out, sub)), sub)
+            p = subprocess.run(
+                [CONFORM, "check", "--against", os.path.join(out, "cases"), "--candidate", os.path.join(out, "candidate")],
+                capture_output=True,
+                text=True,
+            )
+            self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+            self.assertIn("grpo", p.stdout)
+            repro = os.path.join(out, "repro", "advantage__grpo__outputs_advantages.py")
+            env = dict(os.environ, VERLCONF_EXAMPLE_BUG="biased_std")
+            p = subprocess.run([sys.executable, repro], capture_output=True, text=True, env=env)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            lines = [ln for ln in p.stdout.splitlines() if "outputs/advantages" in ln]
+            self.assertEqual(len(lines), 2, p.stdout)
+            self.assertNotEqual(lines[0].split(":", 1)[1], lines[1].split(":", 1)[1])
+            # The same repro on the pristine example gives the reference's values.
+            p = subprocess.run([sys.executable, repro], capture_output=True, text=True)
+            lines = [ln for ln in p.stdout.splitlines() if "outputs/advantages" in ln]
+            self.assertEqual(lines[0].split(":", 1)[1], lines[1].split(":", 1)[1], p.stdout)
+            # A second run into the same directory would mix two runs' files.
+            code, _, err = example("--cases", "5", "--only", "grpo", "--out", out)
+            self.assertEqual(code, 2)
+            self.assertIn("earlier run", err)
+
+
+class BadInput(unittest.TestCase):
+    def assert_bad(self, result, needle):
+        code, out, err = result
+        self.assertEqual(code, 2, out + err)
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        self.assertTrue(lines and needle in lines[-1], err)
+
+    def test_usage(self):
+        self.assert_bad(explore(), "--adapter or --impl is required")
+        self.assert_bad(explore("--adapter", "numpy_example", "--impl", "cuda-host"), "not both")
+        self.assert_bad(explore("--impl", "gpu"), "--impl gpu")
+        self.assert_bad(explore("--impl", "oracle"), "the oracle is the reference")
+        self.assert_bad(explore("--impl", "cuda-host", "--reference", "torch"), "--reference torch")
+        self.assert_bad(explore("--impl", "cuda-host", "--cases", "0"), "--cases")
+        self.assert_bad(explore("--impl", "cuda-host", "--seed", "-1"), "--seed")
+        self.assert_bad(explore("--impl", "cuda-host", "--only", "vanila"), "vanila")
+        self.assert_bad(explore("--impl", "cuda-host", "--cases", ""), "empty value")
+        self.assert_bad(explore("--adapter", "missing_adapter.py"), "no such file")
+        self.assert_bad(explore("--impl", "cuda-host", "--baseline", "/nonexistent"), "no such file")
+
+    def test_an_adapter_that_breaks_the_contract(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "bad_adapter.py")
+            with open(path, "w") as f:
+                f.write(
+                    "import numpy as np\nname = 'bad'\n"
+                    "def versions():\n    return {}\n"
+                    "def k1(inputs, cfg, dtype):\n"
+                    "    return {'outputs': {'kl': np.zeros(inputs['logprob'].shape, dtype=np.int64)}}\n"
+                    "FUNCTIONS = {'k1': k1}\n"
+                )
+            self.assert_bad(explore("--adapter", path, "--python", sys.executable, "--cases", "3"), "outputs/kl")
+            with open(path, "w") as f:
+                f.write("FUNCTIONS = {'vanila': print}\nname = 'bad'\n\ndef versions():\n    return {}\n")
+            self.assert_bad(explore("--adapter", path, "--python", sys.executable, "--cases", "3"), "vanila")
+
+
+class CudaHost(unittest.TestCase):
+    def test_the_host_path_against_the_oracle(self):
+        code, out, err = explore("--impl", "cuda-host", "--cases", "30", "--baseline", CUDA_BASELINE, "--format", "json")
+        j = json.loads(out)
+        self.assertEqual(code, 0, json.dumps(j["differences"], indent=1)[:4000] + err)
+        self.assertEqual(j["stale_baseline"], [])
+        self.assertGreater(j["totals"]["passed"], 2000)
+
+
+if __name__ == "__main__":
+    unittest.main()
