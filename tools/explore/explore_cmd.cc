@@ -523,7 +523,9 @@ int RunExploreCommand(const ExploreCommand& o, std::ostream& out) {
       if (!o.adapter.empty() || o.reference == "verl") {
         MakeDir(o.out + "/repro");
         const std::string adapter_path = BundledAdapterPath(o, o.adapter.empty() ? "verl" : o.adapter);
-        const std::string package = AbsoluteRunfile(o, "fixtures/python");
+        // The package's own directory (through the runfiles' links): a repro outlives the run.
+        std::string package = AbsoluteRunfile(o, "fixtures/python/verlconf/__init__.py");
+        for (int up = 0; up < 2 && package.rfind('/') != std::string::npos; ++up) package.resize(package.rfind('/'));
         for (const Difference& d : run.differences)
           WriteText(o.out + "/repro/" + DiffName(d) + ".py", Repro(d, adapter_path, package, o.adapter.empty()));
       }
