@@ -66,9 +66,9 @@ FunctionSpec Base(const std::string& name, const std::string& symbol, std::vecto
 
 // A discount or a GAE lambda: a weight in [0, 1].
 constexpr std::pair<double, double> kUnitRange{0.0, 1.0};
-const ConfigKey kGammaKey{"gamma", "float", 1.0,
-                          "discount; the dispatcher passes algorithm.gamma (AlgoConfig default 1.0)", {}, false,
-                          kUnitRange};
+const ConfigKey kGammaKey{
+    "gamma", "float", 1.0,       "discount; the dispatcher passes algorithm.gamma (AlgoConfig default 1.0)",
+    {},      false,   kUnitRange};
 
 oracle::OtbConfig ReadOtb(const Case& c) {
   oracle::OtbConfig o;
@@ -117,9 +117,9 @@ void AddAdvantageEstimatorSpecs(std::vector<FunctionSpec>& out) {
       for (size_t k = 0; k < raw.data.size(); ++k) raw.data[k] -= c.Input("values").data[k];
       return raw;
     });
-    s.config = {kGammaKey,
-                {"lam", "float", 1.0, "GAE lambda; the dispatcher passes algorithm.lam (default 1.0)", {}, false,
-                 kUnitRange}};
+    s.config = {
+        kGammaKey,
+        {"lam", "float", 1.0, "GAE lambda; the dispatcher passes algorithm.lam (default 1.0)", {}, false, kUnitRange}};
     // compute_advantage calls gae by name with its own arguments.
     s.dispatch_kwargs = {"gamma", "lam", "response_mask", "token_level_rewards", "values"};
     out.push_back(std::move(s));

@@ -51,7 +51,8 @@ std::string Status(const FunctionSpec& spec, const Case& golden, const Array& wa
   const Array* mask = Mask(spec, golden);
   const Array* groups = Groups(spec, golden);
   int64_t row = -1;
-  if (want.rank() >= 1 && mask && mask->rank() == 2 && want.shape[0] == mask->rows()) row = flat / (want.size() / want.shape[0]);
+  if (want.rank() >= 1 && mask && mask->rank() == 2 && want.shape[0] == mask->rows())
+    row = flat / (want.size() / want.shape[0]);
   if (row >= 0) add("row " + std::to_string(row));
   if (row >= 0 && groups && row < groups->size()) add("group " + std::to_string(static_cast<int64_t>((*groups)[row])));
   if (mask && want.shape == mask->shape) {
@@ -73,9 +74,9 @@ const Array* FieldArray(const Case& c, const std::string& field, Array& metric_s
   if (slash == std::string::npos) return nullptr;
   const std::string group = field.substr(0, slash), name = field.substr(slash + 1);
   const std::map<std::string, Array>* m = group == "outputs" ? &c.outputs
-                                         : group == "grads" ? &c.grads
-                                         : group == "vjps"  ? &c.vjps
-                                                            : nullptr;
+                                          : group == "grads" ? &c.grads
+                                          : group == "vjps"  ? &c.vjps
+                                                             : nullptr;
   if (m) {
     auto it = m->find(name);
     return it == m->end() ? nullptr : &it->second;

@@ -14,11 +14,11 @@
 namespace verlconf::explore {
 
 struct ElementDiff {
-  int64_t index = 0;    // flat
-  std::string at;       // "(i, j)"
+  int64_t index = 0;  // flat
+  std::string at;     // "(i, j)"
   double got = 0, want = 0;
-  double err_tol = 0;   // ErrorRatio(got, want, tol)
-  std::string status;   // "row 0, group 1, valid token, ratio 1.2, at a decision boundary"
+  double err_tol = 0;  // ErrorRatio(got, want, tol)
+  std::string status;  // "row 0, group 1, valid token, ratio 1.2, at a decision boundary"
 };
 
 // A field's array as a case holds it ("outputs/x", "grads/x", "vjps/o/i"; a metric as a

@@ -51,7 +51,11 @@ const InputSpec* GroupInput(const FunctionSpec& spec, const Case& c) {
 
 void MutateMasks(const FunctionSpec& spec, oracle::InputGen& g, Case& c, std::vector<std::string>& tags) {
   const double r = g.UniformScalar(0.0, 1.0);
-  const char* what = r < 0.07 ? "all-masked" : r < 0.15 ? "unmasked" : r < 0.25 ? "right-padded" : r < 0.3 ? "one-token rows" : nullptr;
+  const char* what = r < 0.07   ? "all-masked"
+                     : r < 0.15 ? "unmasked"
+                     : r < 0.25 ? "right-padded"
+                     : r < 0.3  ? "one-token rows"
+                                : nullptr;
   if (!what) return;
   for (const auto& in : spec.inputs) {
     auto it = c.inputs.find(in.name);
@@ -63,10 +67,14 @@ void MutateMasks(const FunctionSpec& spec, oracle::InputGen& g, Case& c, std::ve
         if (m.at(i, j) != 0) last = j;
       for (int64_t j = 0; j < m.cols(); ++j) {
         double v = m.at(i, j);
-        if (r < 0.07) v = 0;
-        else if (r < 0.15) v = 1;
-        else if (r < 0.25) v = j <= last ? 1 : 0;
-        else v = j == 0 ? 1 : 0;
+        if (r < 0.07)
+          v = 0;
+        else if (r < 0.15)
+          v = 1;
+        else if (r < 0.25)
+          v = j <= last ? 1 : 0;
+        else
+          v = j == 0 ? 1 : 0;
         m.at(i, j) = v;
       }
     }
@@ -143,7 +151,8 @@ void MutateDecisions(const FunctionSpec& spec, oracle::InputGen& g, Case& c, std
       }
     const Array* p = Partner(spec, c, *d);
     for (int64_t k = 0; k < x.size(); ++k)
-      if (g.Coin(0.3)) x[k] = (p ? (*p)[k] : 0.0) + logs[static_cast<size_t>(g.Int(0, static_cast<int64_t>(logs.size()) - 1))];
+      if (g.Coin(0.3))
+        x[k] = (p ? (*p)[k] : 0.0) + logs[static_cast<size_t>(g.Int(0, static_cast<int64_t>(logs.size()) - 1))];
     tags.emplace_back("on thresholds");
   }
 }
@@ -167,9 +176,12 @@ ConfigValue DrawNumber(oracle::InputGen& g, const ConfigKey& k, const ConfigValu
   if (std::holds_alternative<std::monostate>(k.verl_default) && g.Coin(0.3)) return std::monostate{};
   double base = 0.0;
   bool have = true;
-  if (const auto* d = std::get_if<double>(&now)) base = *d;
-  else if (const auto* i = std::get_if<int64_t>(&now)) base = static_cast<double>(*i);
-  else have = false;
+  if (const auto* d = std::get_if<double>(&now))
+    base = *d;
+  else if (const auto* i = std::get_if<int64_t>(&now))
+    base = static_cast<double>(*i);
+  else
+    have = false;
   if (k.type == "int") {
     const double v = have && base >= 1 ? base : 1.0;
     const double picks[] = {v, 2 * v, std::max(1.0, std::floor(v / 2)), 1.0, 2.0, 4.0};
@@ -208,7 +220,8 @@ void DrawConfig(const FunctionSpec& spec, oracle::InputGen& g, Case& c, std::vec
 uint64_t CaseSeed(uint64_t seed, const std::string& text, int64_t index, int attempt) {
   uint64_t h = 1469598103934665603ULL;
   for (const char ch : text) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ULL;
-  return Mix(Mix(Mix(seed) ^ h) ^ static_cast<uint64_t>(index)) ^ static_cast<uint64_t>(attempt) * 0x632BE59BD9B4E019ULL;
+  return Mix(Mix(Mix(seed) ^ h) ^ static_cast<uint64_t>(index)) ^
+         static_cast<uint64_t>(attempt) * 0x632BE59BD9B4E019ULL;
 }
 
 Explored GenerateExplored(const FunctionSpec& spec, uint64_t seed, int64_t index, std::optional<DType> dtype,

@@ -78,9 +78,7 @@ class Shrinker {
     return out;
   }
 
-  int64_t Extent(const Case& c, int dim) const {
-    return dim == 0 ? BatchRows(spec_, c) : TokenColumns(spec_, c);
-  }
+  int64_t Extent(const Case& c, int dim) const { return dim == 0 ? BatchRows(spec_, c) : TokenColumns(spec_, c); }
 
   // Removes chunks of rows (or tokens), halves first, down to single ones.
   bool Dimension(Case& c, int dim) {

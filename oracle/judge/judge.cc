@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
-#include <vector>
 #include <set>
+#include <vector>
 
 #include "oracle/core/errors.h"
 #include "oracle/judge/reference.h"
@@ -159,8 +159,7 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
       decisions.boundary = &near;
       for (const Array& o : others) decisions.branch_values.push_back(&o);
     }
-    FieldReport f =
-        CompareField(field, it == got->metrics.end() ? nullptr : &have, want, tol, discrete, decisions);
+    FieldReport f = CompareField(field, it == got->metrics.end() ? nullptr : &have, want, tol, discrete, decisions);
     if (discrete && f.outcome == Outcome::kFailed) f.note = FractionNote(f, golden, tol, share);
     r.fields.push_back(std::move(f));
   }

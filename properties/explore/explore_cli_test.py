@@ -110,7 +110,14 @@ class Faults(unittest.TestCase):
             for sub in ("cases", "candidate", "repro"):
                 self.assertTrue(os.listdir(os.path.join(out, sub)), sub)
             p = subprocess.run(
-                [CONFORM, "check", "--against", os.path.join(out, "cases"), "--candidate", os.path.join(out, "candidate")],
+                [
+                    CONFORM,
+                    "check",
+                    "--against",
+                    os.path.join(out, "cases"),
+                    "--candidate",
+                    os.path.join(out, "candidate"),
+                ],
                 capture_output=True,
                 text=True,
             )
@@ -172,7 +179,9 @@ class BadInput(unittest.TestCase):
 
 class CudaHost(unittest.TestCase):
     def test_the_host_path_against_the_oracle(self):
-        code, out, err = explore("--impl", "cuda-host", "--cases", "30", "--baseline", CUDA_BASELINE, "--format", "json")
+        code, out, err = explore(
+            "--impl", "cuda-host", "--cases", "30", "--baseline", CUDA_BASELINE, "--format", "json"
+        )
         j = json.loads(out)
         self.assertEqual(code, 0, json.dumps(j["differences"], indent=1)[:4000] + err)
         self.assertEqual(j["stale_baseline"], [])

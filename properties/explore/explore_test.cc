@@ -38,9 +38,14 @@ TEST(Wire, Base64RoundTripsEveryLength) {
 }
 
 TEST(Wire, ArraysCrossBitForBit) {
-  const double specials[] = {0.0, -0.0, 1.0 / 3.0, std::numeric_limits<double>::infinity(),
-                             -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN(),
-                             std::numeric_limits<double>::denorm_min(), 1e308};
+  const double specials[] = {0.0,
+                             -0.0,
+                             1.0 / 3.0,
+                             std::numeric_limits<double>::infinity(),
+                             -std::numeric_limits<double>::infinity(),
+                             std::numeric_limits<double>::quiet_NaN(),
+                             std::numeric_limits<double>::denorm_min(),
+                             1e308};
   for (DType d : {DType::kFloat64, DType::kFloat32}) {
     Array a({2, 4}, d);
     for (int64_t k = 0; k < 8; ++k)
@@ -116,8 +121,8 @@ TEST(Regimes, DeterministicValidAndCoveringEveryRegime) {
       }
     }
   }
-  for (const char* t : {"all-masked", "unmasked", "right-padded", "one-token", "singleton", "constant", "beyond",
-                        "on", "quantised", "config", "float32", "float64"})
+  for (const char* t : {"all-masked", "unmasked", "right-padded", "one-token", "singleton", "constant", "beyond", "on",
+                        "quantised", "config", "float32", "float64"})
     EXPECT_TRUE(tags.count(t)) << "no generated case was " << t;
   // The oracle refuses few generated cases: the generator explores, it does not fuzz.
   EXPECT_LT(refused * 20, total) << refused << " of " << total;
@@ -172,7 +177,8 @@ TEST(Shrink, StopsAtItsBudget) {
   const Explored e = GenerateExplored(*grpo, 2, 0, DType::kFloat64);
   ShrinkBudget budget;
   budget.max_trials = 3;
-  const Shrunk s = Shrink(*grpo, e.c, [](const Case&) { return true; }, budget);
+  const Shrunk s = Shrink(
+      *grpo, e.c, [](const Case&) { return true; }, budget);
   EXPECT_EQ(s.trials, 3);
   EXPECT_TRUE(s.exhausted);
 }

@@ -43,15 +43,19 @@ def main() -> int:
     print("judging, pristine example:")
     for jobs in (1, 2):
         t = explore(a.conform, a.python, "--cases", str(a.cases), "--jobs", str(jobs))["totals"]
-        print(f"  --jobs {jobs}: {t['cases']} cases in {t['explore_seconds']:.2f} s = "
-              f"{t['cases'] / t['explore_seconds']:.0f} cases/s, {t['failed']} failed")
+        print(
+            f"  --jobs {jobs}: {t['cases']} cases in {t['explore_seconds']:.2f} s = "
+            f"{t['cases'] / t['explore_seconds']:.0f} cases/s, {t['failed']} failed"
+        )
     print("shrinking, each planted fault (200 cases per function explored first):")
     for bug in numpy_example_impl.BUGS:
         j = explore(a.conform, a.python, "--cases", "200", bug=bug)
         worst = max(j["differences"], key=lambda d: d["minimal"]["shrink_seconds"])
         m = worst["minimal"]
-        print(f"  {bug:28s} {len(j['differences'])} difference(s), slowest {m['shrink_seconds']:.3f} s "
-              f"({worst['function']} {worst['field']}: {m['rows']} x {m['tokens']}, {m['trials']} trials)")
+        print(
+            f"  {bug:28s} {len(j['differences'])} difference(s), slowest {m['shrink_seconds']:.3f} s "
+            f"({worst['function']} {worst['field']}: {m['rows']} x {m['tokens']}, {m['trials']} trials)"
+        )
     return 0
 
 

@@ -515,8 +515,9 @@ int Explore(const Args& a, const char* argv0) {
     throw BadInput("--reference " + o.reference + ": not one of oracle, verl");
   if (!o.adapter.empty() && !o.impl.empty()) throw BadInput("explore: give --adapter or --impl, not both");
   if (o.reference == "verl" && !o.adapter.empty())
-    throw BadInput("explore --reference verl: the candidate is one of conform's implementations (--impl, default "
-                   "oracle), not an adapter");
+    throw BadInput(
+        "explore --reference verl: the candidate is one of conform's implementations (--impl, default "
+        "oracle), not an adapter");
   if (o.reference == "verl" && o.impl.empty()) o.impl = "oracle";
   if (o.adapter.empty() && o.impl.empty())
     throw BadInput("explore: --adapter or --impl is required (try: conform explore --help)");

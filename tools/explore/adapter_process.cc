@@ -1,12 +1,12 @@
 #include "tools/explore/adapter_process.h"
 
 #include <fcntl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <sys/wait.h>
 
 #include "oracle/core/errors.h"
 #include "tools/explore/wire.h"
@@ -61,7 +61,8 @@ AdapterProcess::AdapterProcess(const AdapterOptions& o) : options_(o) {
   int in[2], out[2];
   // Close-on-exec: a second server must not inherit this one's stdin, or this one never
   // sees the end of its input and the run waits for it forever.
-  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) throw BadInput(std::string("cannot start the adapter: ") + std::strerror(errno));
+  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0)
+    throw BadInput(std::string("cannot start the adapter: ") + std::strerror(errno));
   pid_ = fork();
   if (pid_ < 0) throw BadInput(std::string("cannot start the adapter: ") + std::strerror(errno));
   if (pid_ == 0) {

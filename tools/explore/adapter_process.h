@@ -3,12 +3,11 @@
 // the candidate harness, without a process or a file per case.
 #pragma once
 
-#include <sys/types.h>
-
 #include <cstdio>
 #include <map>
 #include <set>
 #include <string>
+#include <sys/types.h>
 #include <vector>
 
 #include "oracle/core/case.h"

@@ -64,8 +64,10 @@ std::vector<Failure> FailuresOf(const CaseReport& r) {
   for (const auto& f : r.fields) {
     if (f.outcome != Outcome::kFailed) continue;
     std::string kind = "value";
-    if (f.mismatched == 0 && std::isinf(f.err_tol)) kind = "shape";
-    else if (AnyNonFinitePair(f)) kind = "non-finite";
+    if (f.mismatched == 0 && std::isinf(f.err_tol))
+      kind = "shape";
+    else if (AnyNonFinitePair(f))
+      kind = "non-finite";
     out.push_back({f.field, kind});
   }
   if (out.empty()) out.push_back({"error", "exception vs result"});

@@ -6,8 +6,8 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -68,22 +68,21 @@ std::vector<Failure> FailuresOf(const CaseReport& r);
 
 struct FunctionTally {
   const FunctionSpec* spec = nullptr;
-  int64_t cases = 0, passed = 0, failed = 0, baselined = 0, mistrusted = 0, unsupported = 0, skipped = 0,
-          refused = 0;
+  int64_t cases = 0, passed = 0, failed = 0, baselined = 0, mistrusted = 0, unsupported = 0, skipped = 0, refused = 0;
   std::string refused_example;  // one reason, for the report
 };
 
 struct Difference {
   const FunctionSpec* spec = nullptr;
   Failure failure;
-  int64_t cases = 0;           // explored cases that fail this way
-  int64_t first_index = 0;     // the first of them
+  int64_t cases = 0;        // explored cases that fail this way
+  int64_t first_index = 0;  // the first of them
   std::string first_regime;
-  Case start;                  // its inputs
+  Case start;  // its inputs
   // After shrinking:
-  Case minimal;                // inputs, config, projections
-  Case golden, got;            // the reference's and the candidate's results on it
-  CaseReport report;           // the judge on it
+  Case minimal;       // inputs, config, projections
+  Case golden, got;   // the reference's and the candidate's results on it
+  CaseReport report;  // the judge on it
   int64_t trials = 0;
   double shrink_seconds = 0;
   bool exhausted = false;
@@ -94,7 +93,8 @@ struct ExploreRun {
   std::vector<Difference> differences;
   double explore_seconds = 0, shrink_seconds = 0;
   std::vector<const FunctionSpec*> not_provided;
-  std::vector<tools::BaselineEntry> stale;  // baseline entries that covered nothing  // selected, but the candidate or reference lacks it
+  std::vector<tools::BaselineEntry>
+      stale;  // baseline entries that covered nothing  // selected, but the candidate or reference lacks it
   std::string candidate_name;  // the adapter's name or the implementation's
   std::map<std::string, std::string> candidate_versions, reference_versions;
 };

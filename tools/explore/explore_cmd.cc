@@ -1,19 +1,19 @@
 #include "tools/explore/explore_cmd.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <charconv>
 #include <climits>
-#include <cstring>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
 #include <sstream>
+#include <sys/stat.h>
 
 #include "fixtures/h5/h5io.h"
 #include "oracle/core/errors.h"
@@ -61,7 +61,9 @@ std::string PyList(const Array& a, size_t dim = 0, int64_t offset = 0) {
   return s + "]";
 }
 
-std::string NpDType(DType d) { return d == DType::kFloat32 ? "np.float32" : d == DType::kInt64 ? "np.int64" : "np.float64"; }
+std::string NpDType(DType d) {
+  return d == DType::kFloat32 ? "np.float32" : d == DType::kInt64 ? "np.int64" : "np.float64";
+}
 
 std::string ConfigText(const ConfigValue& v) {
   if (std::holds_alternative<std::monostate>(v)) return "None";
@@ -130,8 +132,8 @@ std::string Replay(const ExploreCommand& o, const Difference& d, const std::stri
 
 // ---------------------------------------------------------------- Python repro
 
-std::string Repro(const Difference& d, const std::string& adapter_path,
-                  const std::string& package_dir, bool adapter_is_reference) {
+std::string Repro(const Difference& d, const std::string& adapter_path, const std::string& package_dir,
+                  bool adapter_is_reference) {
   const FunctionSpec& s = *d.spec;
   const Case& c = d.minimal;
   std::ostringstream p;
@@ -167,7 +169,8 @@ std::string Repro(const Difference& d, const std::string& adapter_path,
   }
   const Case& other = adapter_is_reference ? d.got : d.golden;
   const std::string label = adapter_is_reference ? "oracle" : "reference";
-  p << "\ntry:\n    result = fn(inputs, cfg, " << JsonEscape(DTypeName(c.dtype)) << (vjp ? ", projections=projections" : "")
+  p << "\ntry:\n    result = fn(inputs, cfg, " << JsonEscape(DTypeName(c.dtype))
+    << (vjp ? ", projections=projections" : "")
     << ")\nexcept Exception as ex:  # noqa: BLE001 - an error is a result here\n"
     << "    result = None\n    print(\"adapter raised   \", type(ex).__name__ + \": \" + str(ex))\n";
   if (d.failure.field == "error") {
@@ -185,8 +188,8 @@ std::string Repro(const Difference& d, const std::string& adapter_path,
     << "    got = (result.get(" << JsonEscape(group) << ") or {}).get(" << JsonEscape(name) << ")\n"
     << "    print(\"adapter   " << d.failure.field << ":\", None if got is None else np.asarray(got))\n";
   if (want)
-    p << "print(\"" << label << (label == "oracle" ? "   " : "") << " " << d.failure.field << ":\", np.array(" << PyList(*want)
-      << ", dtype=" << NpDType(want->dtype) << "))\n";
+    p << "print(\"" << label << (label == "oracle" ? "   " : "") << " " << d.failure.field << ":\", np.array("
+      << PyList(*want) << ", dtype=" << NpDType(want->dtype) << "))\n";
   else
     p << "print(\"" << label << " " << d.failure.field << ": not produced\")\n";
   return p.str();
@@ -195,7 +198,8 @@ std::string Repro(const Difference& d, const std::string& adapter_path,
 // ---------------------------------------------------------------- files
 
 void MakeDir(const std::string& dir) {
-  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) throw BadInput("cannot create " + dir + ": " + std::strerror(errno));
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    throw BadInput("cannot create " + dir + ": " + std::strerror(errno));
 }
 
 void WriteText(const std::string& path, const std::string& text) {
@@ -215,7 +219,8 @@ void WriteCases(const ExploreCommand& o, const ExploreRun& run, const std::strin
     f.family = d.spec->family;
     f.provenance["verl_version"] = kOracleVerlVersion;
     f.provenance["producer"] = golden_side ? "conform explore (reference: " + o.reference + ")" : run.candidate_name;
-    f.provenance["reference"] = o.reference == "verl" ? "verl, through its adapter" : "the verlconf oracle (not captured from verl)";
+    f.provenance["reference"] =
+        o.reference == "verl" ? "verl, through its adapter" : "the verlconf oracle (not captured from verl)";
     f.provenance["explore_seed"] = std::to_string(o.seed);
     f.provenance["conform_revision"] = t::Revision();
     Case c = golden_side ? d.golden : d.got;
@@ -266,7 +271,8 @@ Totals Sum(const ExploreRun& run) {
 std::string Header(const ExploreCommand& o, const ExploreRun& run) {
   std::string s = "conform explore: candidate " + run.candidate_name +
                   (o.adapter.empty() ? " (implementation)" : " (adapter " + o.adapter + ")") + ", reference " +
-                  (o.reference == "verl" ? "verl through its adapter" : std::string("the oracle (verl ") + kOracleVerlVersion + " semantics)") +
+                  (o.reference == "verl" ? "verl through its adapter"
+                                         : std::string("the oracle (verl ") + kOracleVerlVersion + " semantics)") +
                   ", seed " + std::to_string(o.seed) + ", " + std::to_string(o.cases) + " cases per function";
   return s;
 }
@@ -283,9 +289,8 @@ void Text(const ExploreCommand& o, const ExploreRun& run, const std::string& out
                 "baselined, %lld mistrusted, %lld unsupported, %lld skipped, %lld refused by the reference\n",
                 run.functions.size(), static_cast<long long>(s.cases), run.explore_seconds, rate,
                 static_cast<long long>(s.passed), static_cast<long long>(s.failed), static_cast<long long>(s.baselined),
-                static_cast<long long>(s.mistrusted),
-                static_cast<long long>(s.unsupported), static_cast<long long>(s.skipped),
-                static_cast<long long>(s.refused));
+                static_cast<long long>(s.mistrusted), static_cast<long long>(s.unsupported),
+                static_cast<long long>(s.skipped), static_cast<long long>(s.refused));
   out << line;
   if (!run.not_provided.empty())
     out << "not explored: " << run.not_provided.size() << " selected functions the "
@@ -335,7 +340,8 @@ void Text(const ExploreCommand& o, const ExploreRun& run, const std::string& out
     }
     if (!out_dir.empty()) {
       out << "  replay: " << Replay(o, d, out_dir) << "\n";
-      if (!o.adapter.empty() || o.reference == "verl") out << "  python: " << out_dir << "/repro/" << DiffName(d) << ".py\n";
+      if (!o.adapter.empty() || o.reference == "verl")
+        out << "  python: " << out_dir << "/repro/" << DiffName(d) << ".py\n";
     }
   }
 }
@@ -346,7 +352,12 @@ std::string Json(const ExploreCommand& o, const ExploreRun& run, const std::stri
   w.Key("schema").String("verlconf.explore").Key("schema_version").Int(1);
   w.Key("conform_revision").String(t::Revision());
   w.Key("candidate").String(run.candidate_name).Key("adapter").String(o.adapter).Key("impl").String(o.impl);
-  w.Key("reference").String(o.reference).Key("seed").Int(static_cast<int64_t>(o.seed)).Key("cases_per_function").Int(o.cases);
+  w.Key("reference")
+      .String(o.reference)
+      .Key("seed")
+      .Int(static_cast<int64_t>(o.seed))
+      .Key("cases_per_function")
+      .Int(o.cases);
   const Totals s = Sum(run);
   w.Key("totals").BeginObject();
   w.Key("cases").Int(s.cases).Key("passed").Int(s.passed).Key("failed").Int(s.failed).Key("baselined").Int(s.baselined);
@@ -357,7 +368,14 @@ std::string Json(const ExploreCommand& o, const ExploreRun& run, const std::stri
   w.Key("functions").BeginArray();
   for (const auto& t : run.functions) {
     w.BeginObject().Key("function").String(t.spec->family + "/" + t.spec->name);
-    w.Key("cases").Int(t.cases).Key("passed").Int(t.passed).Key("failed").Int(t.failed).Key("baselined").Int(t.baselined);
+    w.Key("cases")
+        .Int(t.cases)
+        .Key("passed")
+        .Int(t.passed)
+        .Key("failed")
+        .Int(t.failed)
+        .Key("baselined")
+        .Int(t.baselined);
     w.Key("mistrusted").Int(t.mistrusted).Key("unsupported").Int(t.unsupported).Key("skipped").Int(t.skipped);
     w.Key("refused").Int(t.refused).EndObject();
   }
@@ -388,7 +406,12 @@ std::string Json(const ExploreCommand& o, const ExploreRun& run, const std::stri
     w.Key("config_not_default").BeginObject();
     for (const auto& [k, v] : NonDefaults(*d.spec, d.minimal)) w.Key(k).String(ConfigText(v));
     w.EndObject();
-    w.Key("trials").Int(d.trials).Key("shrink_seconds").Number(d.shrink_seconds).Key("budget_ran_out").Bool(d.exhausted);
+    w.Key("trials")
+        .Int(d.trials)
+        .Key("shrink_seconds")
+        .Number(d.shrink_seconds)
+        .Key("budget_ran_out")
+        .Bool(d.exhausted);
     w.EndObject();
     const DiffView v = View(d);
     if (d.failure.field == "error") {
@@ -418,7 +441,8 @@ std::string Markdown(const ExploreCommand& o, const ExploreRun& run, const std::
        "|\n|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& t : run.functions)
     m << "| " << t.spec->family << "/" << t.spec->name << " | " << t.cases << " | " << t.passed << " | " << t.failed
-      << " | " << t.baselined << " | " << t.mistrusted << " | " << t.unsupported << " | " << t.skipped << " | " << t.refused << " |\n";
+      << " | " << t.baselined << " | " << t.mistrusted << " | " << t.unsupported << " | " << t.skipped << " | "
+      << t.refused << " |\n";
   if (run.differences.empty()) m << "\nNo difference.\n";
   int n = 0;
   for (const Difference& d : run.differences) {
@@ -470,10 +494,15 @@ int RunExploreCommand(const ExploreCommand& o, std::ostream& out) {
   e.shrink_seconds = o.shrink_seconds;
   const std::string script = AbsoluteRunfile(o, "tools/harness/serve_adapter.py");
   if (script.empty() && (!o.adapter.empty() || o.reference == "verl"))
-    throw BadInput("cannot find the adapter server tools/harness/serve_adapter.py (run conform through `bazel run "
-                   "//tools:conform`, as bazel-bin/tools/conform, or from the repository root)");
+    throw BadInput(
+        "cannot find the adapter server tools/harness/serve_adapter.py (run conform through `bazel run "
+        "//tools:conform`, as bazel-bin/tools/conform, or from the repository root)");
   if (!o.adapter.empty()) {
-    e.candidate = AdapterOptions{o.python, script, o.adapter.size() > 3 && o.adapter.rfind(".py") == o.adapter.size() - 3 ? t::ResolveUserPath(o.adapter) : o.adapter, SelfExe()};
+    e.candidate = AdapterOptions{o.python, script,
+                                 o.adapter.size() > 3 && o.adapter.rfind(".py") == o.adapter.size() - 3
+                                     ? t::ResolveUserPath(o.adapter)
+                                     : o.adapter,
+                                 SelfExe()};
   } else {
     const std::optional<Impl> impl = ParseImpl(o.impl);
     if (!impl) throw BadInput("--impl " + o.impl + ": not one of oracle, cuda, cuda-host");
@@ -513,7 +542,8 @@ int RunExploreCommand(const ExploreCommand& o, std::ostream& out) {
     baseline = t::LoadBaseline(o.baseline);
     e.baseline = &*baseline;
   }
-  const ExploreRun run = RunExplore(specs, e, [](const std::string& line) { std::cerr << "conform: " << line << "\n"; });
+  const ExploreRun run =
+      RunExplore(specs, e, [](const std::string& line) { std::cerr << "conform: " << line << "\n"; });
 
   if (!o.out.empty()) {
     MakeDir(o.out);

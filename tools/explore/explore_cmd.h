@@ -9,12 +9,12 @@
 namespace verlconf::explore {
 
 struct ExploreCommand {
-  std::string adapter;       // as given ("" for --impl)
-  std::string python;        // the interpreter, resolved
-  std::string impl;          // "" with --adapter; else oracle, cuda or cuda-host
+  std::string adapter;               // as given ("" for --impl)
+  std::string python;                // the interpreter, resolved
+  std::string impl;                  // "" with --adapter; else oracle, cuda or cuda-host
   std::string reference = "oracle";  // or "verl": verl's own adapter in --python
-  std::string out;           // resolved; "" to keep no files
-  std::string report;        // Markdown file, or ""
+  std::string out;                   // resolved; "" to keep no files
+  std::string report;                // Markdown file, or ""
   std::string only;
   std::string baseline;  // accepted differences (tools/cli/baseline.h), or ""
   bool json = false;
