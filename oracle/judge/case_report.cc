@@ -5,6 +5,8 @@
 #include <limits>
 #include <sstream>
 
+#include "oracle/judge/grade.h"
+
 namespace verlconf {
 
 void FoldOutcome(CaseReport& r) {
@@ -55,6 +57,7 @@ std::string CaseReport::Describe() const {
   std::ostringstream o;
   o << OutcomeName(outcome) << " " << function << "/" << case_name << " [" << DTypeName(dtype) << "]";
   if (!detail.empty()) o << ": " << detail;
+  if (const Grade g = CaseGrade(*this); g != Grade::kNone) o << " (" << GradeName(g) << ")";
   for (const auto& f : fields)
     if (f.outcome == Outcome::kFailed || outcome != Outcome::kPassed) o << "\n  " << f.Describe();
   if (!repro.empty()) o << "\n  repro: " << repro;

@@ -1,5 +1,6 @@
 // `conform check`: the conformance table of an implementation or a candidate set
 // against a golden set.
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <iostream>
@@ -17,6 +18,7 @@
 #include "oracle/core/json.h"
 #include "oracle/core/registry.h"
 #include "oracle/judge/candidate.h"
+#include "oracle/judge/grade.h"
 #include "oracle/judge/judge.h"
 #include "oracle/judge/validate.h"
 #include "tools/cli/baseline.h"
@@ -317,14 +319,20 @@ int RunCheck(const CheckOptions& o, std::ostream& out) {
     std::set<std::pair<std::string, std::string>> hidden;
     if (!o.show_unsupported)
       for (const auto& key : FunctionsNotProvided(reports)) hidden.insert(key);
+    // Material failures first, then small, then rounding-level ones, each in the order
+    // the cases were checked: the few that matter are not buried under the many that do not.
+    std::vector<const CaseReport*> shown;
     for (const auto& r : reports) {
       // --verbose is about what was provided; a function not provided at all is the
       // table's summary line (or its row, with --show-unsupported), not one block per case.
       const bool quiet = hidden.count({r.function, r.family}) > 0;
       const bool show =
           r.outcome == Outcome::kFailed || (o.verbose && !quiet && (r.outcome != Outcome::kPassed || r.partial));
-      if (show) out << "\n" << r.Describe() << "\n";
+      if (show) shown.push_back(&r);
     }
+    std::stable_sort(shown.begin(), shown.end(),
+                     [](const CaseReport* a, const CaseReport* b) { return CaseGrade(*a) > CaseGrade(*b); });
+    for (const CaseReport* r : shown) out << "\n" << r->Describe() << "\n";
     if (baseline) {
       int covered = 0;
       for (const auto& r : reports) covered += r.outcome == Outcome::kBaselined;

@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "oracle/core/json.h"
+#include "oracle/judge/grade.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/version.h"
 
@@ -183,6 +184,15 @@ Coverage CountCoverage(const std::vector<CaseReport>& reports) {
   return c;
 }
 
+std::string GradeCounts(const std::vector<CaseReport>& reports) {
+  int n[4] = {0, 0, 0, 0};
+  for (const auto& r : reports)
+    if (r.outcome == Outcome::kFailed) ++n[static_cast<int>(CaseGrade(r))];
+  if (!n[1] && !n[2] && !n[3]) return "";
+  return "; failed by size: " + std::to_string(n[3]) + " material, " + std::to_string(n[2]) + " small, " +
+         std::to_string(n[1]) + " rounding";
+}
+
 std::string Totals(const std::vector<CaseReport>& reports) {
   int t[6] = {0, 0, 0, 0, 0, 0};
   for (const auto& r : reports) ++t[static_cast<int>(r.outcome)];
@@ -191,7 +201,7 @@ std::string Totals(const std::vector<CaseReport>& reports) {
          " failed, " + (t[5] ? std::to_string(t[5]) + " baselined, " : std::string()) + std::to_string(t[2]) +
          " mistrusted, " + std::to_string(t[4]) + " unsupported, " + std::to_string(t[3]) + " skipped; " +
          std::to_string(c.partial_cases) + " partial, " + std::to_string(c.unsupported_fields) +
-         " field(s) not provided";
+         " field(s) not provided" + GradeCounts(reports);
 }
 
 std::vector<std::pair<std::string, std::string>> FunctionsNotProvided(const std::vector<CaseReport>& reports) {
@@ -390,6 +400,7 @@ void FieldJson(JsonWriter& j, const FieldReport& f) {
   j.BeginObject();
   j.Key("field").String(f.field);
   j.Key("outcome").String(OutcomeName(f.outcome));
+  j.Key("grade").String(GradeName(FieldGrade(f)));
   j.Key("note").String(f.note);
   const bool compared = f.outcome != Outcome::kUnsupported;
   j.Key("err_tol");
@@ -488,6 +499,14 @@ std::string CheckJson(const std::vector<CaseReport>& reports, const Provenance& 
     j.Key(name).Int(t[static_cast<int>(o)]);
   }
   j.Key("partial").Int(c.partial_cases);
+  {
+    int n[4] = {0, 0, 0, 0};
+    for (const auto& r : reports)
+      if (r.outcome == Outcome::kFailed) ++n[static_cast<int>(CaseGrade(r))];
+    j.Key("failed_by_grade").BeginObject();
+    j.Key("material").Int(n[3]).Key("small").Int(n[2]).Key("rounding").Int(n[1]);
+    j.EndObject();
+  }
   j.Key("fields_not_provided").Int(c.unsupported_fields);
   j.EndObject();
   const auto absent = FunctionsNotProvided(reports);
@@ -530,6 +549,7 @@ std::string CheckJson(const std::vector<CaseReport>& reports, const Provenance& 
       j.Key("case").String(r->case_name);
       j.Key("dtype").String(DTypeName(r->dtype));
       j.Key("outcome").String(OutcomeName(r->outcome));
+      j.Key("grade").String(GradeName(CaseGrade(*r)));
       j.Key("detail").String(r->detail);
       // What the text output prints for a failure, so that a consumer (the pytest plugin)
       // shows the same; only for the cases that have failing fields, to keep the document small.

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <charconv>
 #include <climits>
 #include <cmath>
@@ -22,6 +23,7 @@
 #include "oracle/explore/elements.h"
 #include "oracle/explore/shrink.h"
 #include "oracle/judge/compare.h"
+#include "oracle/judge/grade.h"
 #include "oracle/judge/validate.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/paths.h"
@@ -105,6 +107,14 @@ const FieldReport* FailedField(const Difference& d) {
   for (const auto& f : d.report.fields)
     if (f.field == d.failure.field) return &f;
   return nullptr;
+}
+
+// The size of the difference on its minimal case (grade.h); an error-semantics one is
+// material.
+Grade DifferenceGrade(const Difference& d) {
+  const FieldReport* f = FailedField(d);
+  const Grade g = f ? FieldGrade(*f) : Grade::kNone;
+  return g == Grade::kNone ? Grade::kMaterial : g;
 }
 
 struct DiffView {
@@ -312,7 +322,7 @@ void Text(const ExploreCommand& o, const ExploreRun& run, const std::string& out
   for (const Difference& d : run.differences) {
     const FunctionSpec& spec = *d.spec;
     out << "\ndifference " << ++n << ": " << spec.family << "/" << spec.name << " " << d.failure.field << " ("
-        << d.failure.kind << ") in " << d.cases << " of " << o.cases << " cases; first at case " << d.first_index
+        << d.failure.kind << ", " << GradeName(DifferenceGrade(d)) << ") in " << d.cases << " of " << o.cases << " cases; first at case " << d.first_index
         << " (" << d.first_regime << ")\n";
     out << "  minimal case (" << d.trials << " trials, " << ShortNumber(d.shrink_seconds) << " s"
         << (d.exhausted ? ", the budget ran out" : "") << "): " << ShapeText(spec, d.minimal) << "\n";
@@ -390,6 +400,7 @@ std::string Json(const ExploreCommand& o, const ExploreRun& run, const std::stri
   for (const Difference& d : run.differences) {
     w.BeginObject().Key("function").String(d.spec->family + "/" + d.spec->name);
     w.Key("field").String(d.failure.field).Key("kind").String(d.failure.kind);
+    w.Key("grade").String(GradeName(DifferenceGrade(d)));
     w.Key("cases").Int(d.cases).Key("first_case").Int(d.first_index).Key("first_regime").String(d.first_regime);
     w.Key("minimal").BeginObject();
     w.Key("name").String(d.minimal.name).Key("dtype").String(DTypeName(d.minimal.dtype));
@@ -447,7 +458,7 @@ std::string Markdown(const ExploreCommand& o, const ExploreRun& run, const std::
   int n = 0;
   for (const Difference& d : run.differences) {
     m << "\n## " << ++n << ". " << d.spec->family << "/" << d.spec->name << " `" << d.failure.field << "` ("
-      << d.failure.kind << ")\n\n"
+      << d.failure.kind << ", " << GradeName(DifferenceGrade(d)) << ")\n\n"
       << d.cases << " of " << o.cases << " cases; minimal case: " << ShapeText(*d.spec, d.minimal) << ".\n\n";
     m << "| input | value |\n|---|---|\n";
     for (const auto& [name, a] : d.minimal.inputs) m << "| " << name << " | `" << PyList(a) << "` |\n";
@@ -542,8 +553,12 @@ int RunExploreCommand(const ExploreCommand& o, std::ostream& out) {
     baseline = t::LoadBaseline(o.baseline);
     e.baseline = &*baseline;
   }
-  const ExploreRun run =
+  ExploreRun run =
       RunExplore(specs, e, [](const std::string& line) { std::cerr << "conform: " << line << "\n"; });
+
+  // Material differences first (grade.h), each grade in the order the functions were explored.
+  std::stable_sort(run.differences.begin(), run.differences.end(),
+                   [](const Difference& a, const Difference& b) { return DifferenceGrade(a) > DifferenceGrade(b); });
 
   if (!o.out.empty()) {
     MakeDir(o.out);

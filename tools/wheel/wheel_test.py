@@ -78,7 +78,7 @@ class Command(unittest.TestCase):
         self.assertIn("/site-packages/verlconf/_data/fixtures/verl-0.9.1 (verl 0.9.1)", out.splitlines()[0])
         self.assertEqual(int(row(out, "grpo")[3]), 28)
         self.assertEqual(int(row(out, "vanilla")[3]), 48)
-        self.assertIn("1516 cases: 220 passed, 0 failed", out)
+        self.assertIn("1516 cases: 234 passed, 0 failed", out)
 
     def test_planted_bug_in_another_interpreter_fails_with_a_verlconf_repro(self):
         # Debian's python3 has numpy and h5py but not verlconf: the harness loads the
@@ -126,9 +126,9 @@ class Plugin(unittest.TestCase):
     def test_pristine_example_all_pass(self):
         code, out, err = self.pytest("--verlconf-adapter=numpy_example")
         self.assertEqual(code, 0, out + err)
-        self.assertRegex(out, r"\n=+ 11 passed, 86 skipped in ")
+        self.assertRegex(out, r"\n=+ 12 passed, 85 skipped in ")
         self.assertIn("PASSED verlconf::advantage/grpo", out)
-        self.assertIn("SKIPPED [1] verlconf:1: advantage/gae: not provided by adapter numpy_example", out)
+        self.assertIn("SKIPPED [1] verlconf:1: advantage/gdpo: not provided by adapter numpy_example", out)
         self.assertIn("verlconf: verlconf validate --adapter numpy_example --format json: exit 0; 1516 cases", out)
 
     def test_planted_bug_fails_the_grpo_item_alone(self):
