@@ -327,7 +327,7 @@ def cmd_readme(a) -> int:
         "",
         "`tools/peers/run.sh NAME` installs one torch for all frameworks (`.venv-peers/torch`, "
         "`tools/peers/torch-requirements.txt`: torch 2.10.0, the newest inside AReaL 1.0.4's declared "
-        "range; OpenRLHF and SkyRL accept any torch) and gives each framework a venv of its own that sees "
+        "range; OpenRLHF, SkyRL and TRL accept any torch) and gives each framework a venv of its own that sees "
         "that torch through a `.pth` file and gets the framework wheel plus the few light packages its "
         "algorithm modules import, pinned in `tools/peers/NAME-requirements.txt`, installed with "
         "`--no-deps`. Trainer-stack modules the math does not use are placeholders, named in each "
@@ -338,13 +338,15 @@ def cmd_readme(a) -> int:
         "clip bound, where the two torches' clamp gradients differ, are judged as boundary flips, not "
         "failures; every difference listed in the reports was traced to the framework's own code.",
         "",
-        "## Not covered",
+        "## Trainer methods",
         "",
-        "- TRL (`trl` 1.16.0): its GRPO and PPO losses, advantage normalisation and KL term are written "
-        "inside trainer methods (`trl/trainer/grpo_trainer.py`, `GRPOTrainer._compute_loss` and "
-        "`_generate_and_score_completions`), which need a model, a tokenizer and an Accelerator; the only "
-        "free functions in `trl/trainer/utils.py` are log-prob and entropy helpers that match no verl "
-        "registry function. An adapter would have to re-implement the math, which the suite forbids.",
+        "TRL writes its losses, aggregation, KL term and advantages inside `GRPOTrainer` / `RLOOTrainer` "
+        "methods, not free functions. Its adapter runs those methods (`_compute_loss`, "
+        "`_generate_and_score_completions`) as TRL's training loop does, on a trainer object whose "
+        "non-math parts are stubbed: the model forward returns the case's log-probs, the accelerator is "
+        "one process, generation and the reward function return the case's tokens and scores "
+        "(`fixtures/adapters/peers/trl_adapter.py` names every stub). OpenRLHF's GAE and REINFORCE "
+        "returns are likewise methods of its experience maker.",
         "",
         "Versions:",
         "",
