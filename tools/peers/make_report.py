@@ -2,8 +2,8 @@
 """Write a peer framework's conformance report, or the cross-framework matrix.
 
     make_report.py report --name NAME --adapter A --requirements R --causes C.tsv
-        --unjudged U.tsv --versions V.json --freeze PIP_FREEZE --python VERSION --out docs/peers/NAME.md
-        SET=CHECK.json ...
+        --inventory I.tsv --unjudged U.tsv --versions V.json --freeze PIP_FREEZE --python VERSION
+        --out docs/peers/NAME.md SET=CHECK.json ...
     make_report.py readme --out docs/peers/README.md
 
 `report` reads `conform check --format json` results (schema verlconf.check), one or more
@@ -13,6 +13,10 @@ adapter provides nothing of), and the causes file: one line per function that di
 the cause naming the framework's file and function (read in its installed source). A
 function that differs without a stated cause, or a cause for a function that does not
 differ, is an error (exit 1): the report never shows an unexplained difference.
+The inventory (tools/peers/inventory/NAME.tsv: `family/function<TAB>counterpart<TAB>note`, one
+line per registry function) says where each function's counterpart lives in the framework's
+source, or why there is none; it must list every function the checks list, and name a
+counterpart for every function the adapter provides (exit 1 otherwise).
 `readme` rebuilds the matrix from the committed reports (peer_report.parse).
 Standard library only."""
 
@@ -81,6 +85,22 @@ def read_causes(path: str) -> Dict[str, str]:
     return causes
 
 
+def read_inventory(path: str) -> Dict[str, Tuple[str, str]]:
+    rows: Dict[str, Tuple[str, str]] = {}
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if not line.strip() or line.startswith("#"):
+                continue
+            parts = line.split("\t")
+            if len(parts) != 3 or "/" not in parts[0] or not parts[1] or not parts[2].strip():
+                raise SystemExit(f"{path}:{i}: expected 'family/function<TAB>counterpart or -<TAB>note'")
+            if parts[0] in rows:
+                raise SystemExit(f"{path}:{i}: {parts[0]} listed twice")
+            rows[parts[0]] = (parts[1].strip(), parts[2].strip().replace("|", "/"))
+    return rows
+
+
 def read_unjudged(path: str) -> List[Tuple[str, str, str]]:
     rows = []
     with open(path, encoding="utf-8") as f:
@@ -113,6 +133,7 @@ def cmd_report(a) -> int:
     if set(checks) != set(peer_report.SETS):
         raise SystemExit(f"need results for every golden set: {peer_report.SETS}")
     causes = read_causes(a.causes)
+    inventory = read_inventory(a.inventory)
     unjudged = read_unjudged(a.unjudged)
     with open(a.requirements, encoding="utf-8") as f:
         pins = [ln.strip() for ln in f if ln.strip() and not ln.startswith("#")]
@@ -144,6 +165,18 @@ def cmd_report(a) -> int:
         for k in stale:
             print(f"{a.causes}: {k} has a cause but does not differ", file=sys.stderr)
         return 1
+    listed = {f"{fam}/{fn}" for fam, fn in by_fn}
+    provided = {f"{fam}/{fn}" for (fam, fn), per in by_fn.items() if any(x["provided"] for x in per.values())}
+    bad = [f"{a.inventory}: {k} is a registry function the inventory does not list" for k in sorted(listed - set(inventory))]
+    bad += [f"{a.inventory}: {k} is no registry function" for k in sorted(set(inventory) - listed)]
+    bad += [
+        f"{a.inventory}: the adapter provides {k}, yet the inventory names no counterpart"
+        for k in sorted(provided)
+        if inventory.get(k, ("-",))[0] == "-"
+    ]
+    if bad:
+        print("\n".join(bad), file=sys.stderr)
+        return 1
     first = checks[peer_report.SETS[0]]
     with open(a.versions, encoding="utf-8") as f:
         vers = json.load(f)
@@ -166,6 +199,8 @@ def cmd_report(a) -> int:
         f"| adapter sha256 | `{sha256(os.path.join(REPO, a.adapter))}` |",
         f"| requirements | `{a.requirements}` |",
         f"| requirements sha256 | `{sha256(os.path.join(REPO, a.requirements))}` |",
+        f"| inventory | `{a.inventory}` |",
+        f"| inventory sha256 | `{sha256(os.path.join(REPO, a.inventory))}` |",
         f"| torch | `{vers['torch']}` (shared venv, `tools/peers/torch-requirements.txt`) |",
         f"| python | `{a.python}` |",
         f"| environment | `{' '.join(freeze)}` |",
@@ -265,6 +300,22 @@ def cmd_report(a) -> int:
                 f"  - {s}: {len(failed)} case(s) failed ({what}); e.g. `{worst['case']}`: "
                 f"{worst['detail'][:160].replace('|', '/')}"
             )
+    n_cp = sum(1 for cp, _ in inventory.values() if cp != "-")
+    out += [
+        "",
+        "## Source inventory",
+        "",
+        f"Every verl registry function, where its counterpart lives in the framework's source (file:symbol in "
+        f"the installed package) or why there is none, from `{a.inventory}`: {n_cp} of {len(inventory)} have a "
+        f"counterpart, {len(provided)} are provided by the adapter. 'wired' in a note means the adapter calls it.",
+        "",
+        "| family | function | counterpart | note |",
+        "|---|---|---|---|",
+    ]
+    for key in sorted(inventory, key=lambda k: tuple(k.split("/", 1))):
+        fam, fn = key.split("/", 1)
+        cp, note = inventory[key]
+        out.append(f"| {fam} | `{fn}` | {'`' + cp + '`' if cp != '-' else '-'} | {note} |")
     out += [
         "",
         "## Declined cases",
@@ -372,6 +423,7 @@ def main() -> int:
         "--adapter",
         "--requirements",
         "--causes",
+        "--inventory",
         "--unjudged",
         "--versions",
         "--freeze",
