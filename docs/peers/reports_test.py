@@ -94,7 +94,9 @@ def problems(path: str):
     for (fam, fn), v in sorted(rep.verdicts.items()):
         key = f"{fam}/{fn}"
         if any(x != "not provided" for x in v.values()) and rep.inventory.get(key, ("-", ""))[0] == "-":
-            out.append(f"{path}: {key} is provided ({v[peer_report.SETS[0]]}) but its inventory row names no counterpart")
+            out.append(
+                f"{path}: {key} is provided ({v[peer_report.SETS[0]]}) but its inventory row names no counterpart"
+            )
     return out
 
 
@@ -159,9 +161,7 @@ class ReportsTest(unittest.TestCase):
                 f.write(text.replace(peer_report.MARKER, ""))
             self.assertTrue(problems(bad))
             # A provided function whose inventory row loses its counterpart, and a dropped row.
-            provided = sorted(
-                k for k, v in rep.verdicts.items() if any(x != "not provided" for x in v.values())
-            )
+            provided = sorted(k for k, v in rep.verdicts.items() if any(x != "not provided" for x in v.values()))
             self.assertTrue(provided)
             fam, fn = provided[0]
             # The inventory is the last table whose rows start with the function and a quoted cell.

@@ -5,6 +5,7 @@
         --inventory I.tsv --unjudged U.tsv --versions V.json --freeze PIP_FREEZE --python VERSION
         --out docs/peers/NAME.md SET=CHECK.json ...
     make_report.py readme --out docs/peers/README.md
+    make_report.py control --requirements R --versions V.json --out tools/peers/control.json CHECK.json ...
 
 `report` reads `conform check --format json` results (schema verlconf.check), one or more
 per golden set (SET=A.json,B.json: one per family file), the golden files conform refused
@@ -17,7 +18,9 @@ The inventory (tools/peers/inventory/NAME.tsv: `family/function<TAB>counterpart<
 line per registry function) says where each function's counterpart lives in the framework's
 source, or why there is none; it must list every function the checks list, and name a
 counterpart for every function the adapter provides (exit 1 otherwise).
-`readme` rebuilds the matrix from the committed reports (peer_report.parse).
+`readme` rebuilds the matrix from the committed reports (peer_report.parse), with the control
+run's summary (tools/peers/control.json: verl itself under the peers' torch, written by
+`control` from tools/peers/control.sh's checks).
 Standard library only."""
 
 from __future__ import annotations
@@ -167,7 +170,10 @@ def cmd_report(a) -> int:
         return 1
     listed = {f"{fam}/{fn}" for fam, fn in by_fn}
     provided = {f"{fam}/{fn}" for (fam, fn), per in by_fn.items() if any(x["provided"] for x in per.values())}
-    bad = [f"{a.inventory}: {k} is a registry function the inventory does not list" for k in sorted(listed - set(inventory))]
+    bad = [
+        f"{a.inventory}: {k} is a registry function the inventory does not list"
+        for k in sorted(listed - set(inventory))
+    ]
     bad += [f"{a.inventory}: {k} is no registry function" for k in sorted(set(inventory) - listed)]
     bad += [
         f"{a.inventory}: the adapter provides {k}, yet the inventory names no counterpart"
@@ -202,6 +208,7 @@ def cmd_report(a) -> int:
         f"| inventory | `{a.inventory}` |",
         f"| inventory sha256 | `{sha256(os.path.join(REPO, a.inventory))}` |",
         f"| torch | `{vers['torch']}` (shared venv, `tools/peers/torch-requirements.txt`) |",
+        f"| conform revision | `{checks[peer_report.SETS[0]].get('conform_revision', '?')}` |",
         f"| python | `{a.python}` |",
         f"| environment | `{' '.join(freeze)}` |",
     ]
@@ -338,6 +345,87 @@ def cmd_report(a) -> int:
     return 0
 
 
+CONTROL = os.path.join(REPO, "tools", "peers", "control.json")
+
+
+def cmd_control(a) -> int:
+    docs = [load_check(p) for p in a.checks]
+    with open(a.versions, encoding="utf-8") as f:
+        vers = json.load(f)
+    totals: Dict[str, int] = collections.Counter()
+    failed, flips = [], 0
+    for d in docs:
+        for k, v in d["totals"].items():
+            totals[k] += v
+        for fn in d["functions"]:
+            for c in fn["cases"]:
+                flips += c.get("flips", 0)
+                if c["outcome"] == "FAILED":
+                    flds = [x for x in c["fields"] if x["outcome"] == "FAILED"]
+                    failed.append(
+                        {
+                            "function": f"{fn['family']}/{fn['function']}",
+                            "case": c["case"],
+                            "fields": [x["field"] for x in flds],
+                            "worst_abs": max((x["worst_abs"] or 0.0) for x in flds) if flds else None,
+                            "detail": c["detail"],
+                        }
+                    )
+    golden = docs[0].get("provenance", {}).get("goldens", {})
+    out = {
+        "verl": vers["verl"],
+        "torch": vers["torch"],
+        "python": vers["python"],
+        "goldens": docs[0]["against"],
+        "goldens_torch": golden.get("torch_version", "?"),
+        "conform_revision": docs[0].get("conform_revision", "?"),
+        "requirements": a.requirements,
+        "requirements_sha256": sha256(os.path.join(REPO, a.requirements)),
+        "totals": dict(totals),
+        "flips": flips,
+        "failed": failed,
+    }
+    with open(a.out if os.path.isabs(a.out) else os.path.join(REPO, a.out), "w", encoding="utf-8") as f:
+        json.dump(out, f, indent=1, sort_keys=True)
+        f.write("\n")
+    return 0
+
+
+def control_section() -> List[str]:
+    if not os.path.isfile(CONTROL):
+        return ["## Control run", "", "None recorded yet: run `tools/peers/control.sh`.", ""]
+    with open(CONTROL, encoding="utf-8") as f:
+        c = json.load(f)
+    t = c["totals"]
+    lines = [
+        "## Control run: verl itself under the peers' torch",
+        "",
+        f"`tools/peers/control.sh` runs verl {c['verl']} (`fixtures/adapters/verl_adapter.py`, installed with "
+        f"`{c['requirements']}`) on the peers' torch `{c['torch']}` against its own goldens `{c['goldens']}` "
+        f"(captured with torch `{c['goldens_torch']}`), conform revision `{c['conform_revision']}`: "
+        f"{t['cases']} cases, {t['passed']} passed, {t['failed']} failed, {t['mistrusted']} mistrusted, "
+        f"{t['unsupported']} unsupported; {c['flips']} elements judged as boundary flips. "
+        "So the torch change alone moves verl by this much; a difference a report shows beyond it is the "
+        "framework's.",
+        "",
+    ]
+    if c["failed"]:
+        lines.append(
+            "Cases verl itself fails under the peers' torch (a peer failing only these, on these fields, "
+            "may be showing torch, not its own code):"
+        )
+        lines.append("")
+        for x in c["failed"]:
+            lines.append(
+                f"- `{x['function']}` `{x['case']}`: {', '.join('`' + f + '`' for f in x['fields'])} "
+                f"(worst abs {x['worst_abs']:.3g})"
+                if x["worst_abs"] is not None
+                else f"- `{x['function']}` `{x['case']}`: {x['detail'][:160]}"
+            )
+        lines.append("")
+    return lines
+
+
 def cmd_readme(a) -> int:
     reports = {}
     for path in sorted(glob.glob(os.path.join(REPO, "docs", "peers", "*.md"))):
@@ -387,8 +475,11 @@ def cmd_readme(a) -> int:
         "",
         "The goldens were captured with torch 2.15 and these runs use torch 2.10. Decisions exactly at a "
         "clip bound, where the two torches' clamp gradients differ, are judged as boundary flips, not "
-        "failures; every difference listed in the reports was traced to the framework's own code.",
+        "failures; the control run below measures what the torch change alone does to verl.",
         "",
+    ]
+    out += control_section()
+    out += [
         "## Trainer methods",
         "",
         "TRL writes its losses, aggregation, KL term and advantages inside `GRPOTrainer` / `RLOOTrainer` "
@@ -434,9 +525,13 @@ def main() -> int:
     r.add_argument("sets", nargs="+", metavar="SET=CHECK.json")
     m = sub.add_parser("readme")
     m.add_argument("--out", required=True)
+    c = sub.add_parser("control")
+    for opt in ("--requirements", "--versions", "--out"):
+        c.add_argument(opt, required=True)
+    c.add_argument("checks", nargs="+", metavar="CHECK.json")
     a = ap.parse_args()
     try:
-        return cmd_report(a) if a.cmd == "report" else cmd_readme(a)
+        return {"report": cmd_report, "readme": cmd_readme, "control": cmd_control}[a.cmd](a)
     except peer_report.ReportError as ex:
         print(f"make_report.py: {ex}", file=sys.stderr)
         return 2
