@@ -24,6 +24,8 @@ class Report:
     header: Dict[str, str] = field(default_factory=dict)
     # (family, function) -> {set: verdict}
     verdicts: Dict[Tuple[str, str], Dict[str, str]] = field(default_factory=dict)
+    # (family, function) -> {set: the whole cell, verdict and case counts}
+    cells: Dict[Tuple[str, str], Dict[str, str]] = field(default_factory=dict)
     # function -> cause line, for every function that differs
     causes: Dict[str, str] = field(default_factory=dict)
     # "family/function" -> (counterpart or "-", note): the source inventory
@@ -95,6 +97,7 @@ def parse(path: str) -> Report:
         if (fam, fn) in rep.verdicts:
             raise ReportError(f"{path}: {fam}/{fn} listed twice in Verdicts")
         rep.verdicts[(fam, fn)] = v
+        rep.cells[(fam, fn)] = dict(zip(SETS, cells[2 : 2 + len(SETS)]))
     for cells in _table(_section(lines, "## Source inventory", path), path, "Source inventory"):
         if len(cells) != 4:
             raise ReportError(f"{path}: Source inventory row {cells} does not have 4 cells")
