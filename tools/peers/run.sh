@@ -96,6 +96,12 @@ for set in verl-0.9.1 verl-0.8.0; do
     --out "$WORK/$set" > "$WORK/$set.harness.txt" 2>&1 \
     || { cat "$WORK/$set.harness.txt" >&2; die "harness failed on fixtures/$set"; }
   tail -n 3 "$WORK/$set.harness.txt"
+  # An exception raised in the adapter itself is glue failing, never a framework difference: no
+  # report is written from such a run.
+  if ! grep -q ' 0 adapter errors' "$WORK/$set.harness.txt"; then
+    grep 'adapter error' "$WORK/$set.harness.txt" | head -n 5 >&2
+    die "the adapter raised on fixtures/$set (see $WORK/$set.harness.txt)"
+  fi
   # Judged one family file at a time: a golden file that this conform refuses (a case its
   # verl's config rules reject) is then reported as not judged, not silently dropped.
   jsons=""
