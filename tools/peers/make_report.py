@@ -497,8 +497,10 @@ def cmd_readme(a) -> int:
         "`_generate_and_score_completions`) as TRL's training loop does, on a trainer object whose "
         "non-math parts are stubbed: the model forward returns the case's log-probs, the accelerator is "
         "one process, generation and the reward function return the case's tokens and scores "
-        "(`fixtures/adapters/peers/trl_adapter.py` names every stub). OpenRLHF's GAE and REINFORCE "
-        "returns are likewise methods of its experience maker.",
+        "(`fixtures/adapters/peers/trl_adapter.py` names every stub). OpenRLHF's advantage estimators "
+        "(RemoteExperienceMaker.compute_advantages_and_returns) and its actor KL and entropy losses "
+        "(ActorPPOTrainer.training_step) are run the same way. Each report's source inventory lists, for "
+        "every verl registry function, where the framework has it or why not.",
         "",
         "Versions:",
         "",
