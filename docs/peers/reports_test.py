@@ -4,7 +4,10 @@
 For every report: it parses (peer_report.parse); the adapter and requirements files it
 names exist and have the sha256 it records (a report produced with another revision of
 its adapter is stale: rerun tools/peers/run.sh NAME); every function that differs has a
-cause naming a framework source file. README.md is exactly the matrix make_report.py
+cause naming a framework source file; its source inventory (tools/peers/inventory/NAME.tsv,
+with the sha256 it records) lists every registry function of fixtures/spec.json, and every
+function the framework provides (a verdict other than "not provided" in some golden set) has
+its row and names a counterpart in the framework's source. README.md is exactly the matrix make_report.py
 builds from the reports. System python3 only; runs under Bazel (cwd: the runfiles tree)
 or from the repository root."""
 
@@ -13,6 +16,7 @@ from __future__ import annotations
 import ast
 import glob
 import hashlib
+import json
 import os
 import re
 import tempfile
@@ -24,6 +28,11 @@ import peer_report
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
+
+
+def registry():
+    with open(os.path.join(REPO, "fixtures", "spec.json"), encoding="utf-8") as f:
+        return {f"{fn['family']}/{fn['name']}" for fn in json.load(f)["functions"]}
 
 
 def reports():
@@ -56,7 +65,10 @@ def problems(path: str):
             f"{path}: framework {h['framework']} is not the first pin of {h['requirements']} "
             f"({pins[0]}) installed in the environment it lists"
         )
-    for key in ("adapter", "requirements"):
+    want_inventory = f"tools/peers/inventory/{stem}.tsv"
+    if h["inventory"] != want_inventory:
+        out.append(f"{path}: inventory is {h['inventory']}, expected {want_inventory}")
+    for key in ("adapter", "requirements", "inventory"):
         f = os.path.join(REPO, h[key])
         if not os.path.isfile(f):
             out.append(f"{path}: {key} {h[key]} does not exist")
@@ -74,6 +86,17 @@ def problems(path: str):
             out.append(f"{path}: the cause of {key} names no source file: {cause}")
     for key in sorted(set(rep.causes) - set(differs)):
         out.append(f"{path}: {key} has a cause but does not differ")
+    fns = registry()
+    for key in sorted(fns - set(rep.inventory)):
+        out.append(f"{path}: the source inventory has no row for {key}")
+    for key in sorted(set(rep.inventory) - fns):
+        out.append(f"{path}: the source inventory lists {key}, which is no registry function")
+    for (fam, fn), v in sorted(rep.verdicts.items()):
+        key = f"{fam}/{fn}"
+        if any(x != "not provided" for x in v.values()) and rep.inventory.get(key, ("-", ""))[0] == "-":
+            out.append(
+                f"{path}: {key} is provided ({v[peer_report.SETS[0]]}) but its inventory row names no counterpart"
+            )
     return out
 
 
@@ -137,6 +160,18 @@ class ReportsTest(unittest.TestCase):
             with open(bad, "w", encoding="utf-8") as f:
                 f.write(text.replace(peer_report.MARKER, ""))
             self.assertTrue(problems(bad))
+            # A provided function whose inventory row loses its counterpart, and a dropped row.
+            provided = sorted(k for k, v in rep.verdicts.items() if any(x != "not provided" for x in v.values()))
+            self.assertTrue(provided)
+            fam, fn = provided[0]
+            # The inventory is the last table whose rows start with the function and a quoted cell.
+            row = [ln for ln in text.splitlines() if ln.startswith(f"| {fam} | `{fn}` | `")][-1]
+            with open(bad, "w", encoding="utf-8") as f:
+                f.write(text.replace(row, f"| {fam} | `{fn}` | - | gone |"))
+            self.assertTrue(any("names no counterpart" in p for p in problems(bad)), problems(bad))
+            with open(bad, "w", encoding="utf-8") as f:
+                f.write(text.replace(row + "\n", ""))
+            self.assertTrue(any("has no row for" in p for p in problems(bad)), problems(bad))
 
 
 if __name__ == "__main__":

@@ -2,9 +2,10 @@
 """Write a peer framework's conformance report, or the cross-framework matrix.
 
     make_report.py report --name NAME --adapter A --requirements R --causes C.tsv
-        --unjudged U.tsv --versions V.json --freeze PIP_FREEZE --python VERSION --out docs/peers/NAME.md
-        SET=CHECK.json ...
+        --inventory I.tsv --unjudged U.tsv --versions V.json --freeze PIP_FREEZE --python VERSION
+        --out docs/peers/NAME.md SET=CHECK.json ...
     make_report.py readme --out docs/peers/README.md
+    make_report.py control --requirements R --versions V.json --out tools/peers/control.json CHECK.json ...
 
 `report` reads `conform check --format json` results (schema verlconf.check), one or more
 per golden set (SET=A.json,B.json: one per family file), the golden files conform refused
@@ -13,7 +14,13 @@ adapter provides nothing of), and the causes file: one line per function that di
 the cause naming the framework's file and function (read in its installed source). A
 function that differs without a stated cause, or a cause for a function that does not
 differ, is an error (exit 1): the report never shows an unexplained difference.
-`readme` rebuilds the matrix from the committed reports (peer_report.parse).
+The inventory (tools/peers/inventory/NAME.tsv: `family/function<TAB>counterpart<TAB>note`, one
+line per registry function) says where each function's counterpart lives in the framework's
+source, or why there is none; it must list every function the checks list, and name a
+counterpart for every function the adapter provides (exit 1 otherwise).
+`readme` rebuilds the matrix from the committed reports (peer_report.parse), with the control
+run's summary (tools/peers/control.json: verl itself under the peers' torch, written by
+`control` from tools/peers/control.sh's checks).
 Standard library only."""
 
 from __future__ import annotations
@@ -51,11 +58,14 @@ def load_check(path: str) -> Dict:
 def verdict(fn: Dict) -> Tuple[str, str]:
     o = fn["outcomes"]
     n, passed, failed = fn["cases_total"], o.get("PASSED", 0), o.get("FAILED", 0)
-    other = n - passed - failed
+    mistrusted, declined = o.get("MISTRUSTED", 0), o.get("UNSUPPORTED", 0)
+    rest = n - passed - failed - mistrusted - declined
+    # Compared and declined counts in every cell: a "conforms" with half its cases declined says so.
+    counts = f"{passed} passed, {mistrusted} mistrusted, {declined} declined" + (f", {rest} other" if rest else "")
     if failed:
-        return "differs", f"differs ({failed} failed, {passed} passed, {other} other of {n})"
+        return "differs", f"differs ({failed} failed, {counts} of {n})"
     if fn["provided"] and passed:
-        return "conforms", f"conforms ({passed} passed, {other} other of {n})"
+        return "conforms", f"conforms ({counts} of {n})"
     return "not provided", "not provided" if not fn["provided"] else f"not provided (0 compared of {n})"
 
 
@@ -79,6 +89,22 @@ def read_causes(path: str) -> Dict[str, str]:
                 raise SystemExit(f"{path}:{i}: {key} stated twice")
             causes[key] = cause.strip()
     return causes
+
+
+def read_inventory(path: str) -> Dict[str, Tuple[str, str]]:
+    rows: Dict[str, Tuple[str, str]] = {}
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if not line.strip() or line.startswith("#"):
+                continue
+            parts = line.split("\t")
+            if len(parts) != 3 or "/" not in parts[0] or not parts[1] or not parts[2].strip():
+                raise SystemExit(f"{path}:{i}: expected 'family/function<TAB>counterpart or -<TAB>note'")
+            if parts[0] in rows:
+                raise SystemExit(f"{path}:{i}: {parts[0]} listed twice")
+            rows[parts[0]] = (parts[1].strip(), parts[2].strip().replace("|", "/"))
+    return rows
 
 
 def read_unjudged(path: str) -> List[Tuple[str, str, str]]:
@@ -113,6 +139,7 @@ def cmd_report(a) -> int:
     if set(checks) != set(peer_report.SETS):
         raise SystemExit(f"need results for every golden set: {peer_report.SETS}")
     causes = read_causes(a.causes)
+    inventory = read_inventory(a.inventory)
     unjudged = read_unjudged(a.unjudged)
     with open(a.requirements, encoding="utf-8") as f:
         pins = [ln.strip() for ln in f if ln.strip() and not ln.startswith("#")]
@@ -144,6 +171,21 @@ def cmd_report(a) -> int:
         for k in stale:
             print(f"{a.causes}: {k} has a cause but does not differ", file=sys.stderr)
         return 1
+    listed = {f"{fam}/{fn}" for fam, fn in by_fn}
+    provided = {f"{fam}/{fn}" for (fam, fn), per in by_fn.items() if any(x["provided"] for x in per.values())}
+    bad = [
+        f"{a.inventory}: {k} is a registry function the inventory does not list"
+        for k in sorted(listed - set(inventory))
+    ]
+    bad += [f"{a.inventory}: {k} is no registry function" for k in sorted(set(inventory) - listed)]
+    bad += [
+        f"{a.inventory}: the adapter provides {k}, yet the inventory names no counterpart"
+        for k in sorted(provided)
+        if inventory.get(k, ("-",))[0] == "-"
+    ]
+    if bad:
+        print("\n".join(bad), file=sys.stderr)
+        return 1
     first = checks[peer_report.SETS[0]]
     with open(a.versions, encoding="utf-8") as f:
         vers = json.load(f)
@@ -166,7 +208,10 @@ def cmd_report(a) -> int:
         f"| adapter sha256 | `{sha256(os.path.join(REPO, a.adapter))}` |",
         f"| requirements | `{a.requirements}` |",
         f"| requirements sha256 | `{sha256(os.path.join(REPO, a.requirements))}` |",
+        f"| inventory | `{a.inventory}` |",
+        f"| inventory sha256 | `{sha256(os.path.join(REPO, a.inventory))}` |",
         f"| torch | `{vers['torch']}` (shared venv, `tools/peers/torch-requirements.txt`) |",
+        f"| conform revision | `{checks[peer_report.SETS[0]].get('conform_revision', '?')}` |",
         f"| python | `{a.python}` |",
         f"| environment | `{' '.join(freeze)}` |",
     ]
@@ -191,8 +236,9 @@ def cmd_report(a) -> int:
         "## Verdicts",
         "",
         "Per function and golden set: conforms (every compared case PASSED), differs (at least one FAILED), "
-        "not provided (the framework has no such function, or the adapter declined every case). "
-        "'other' counts declined (UNSUPPORTED) and MISTRUSTED cases.",
+        "not provided (the framework has no such function, or the adapter declined every case), with the "
+        "case counts: failed, passed, mistrusted (agreeing, but proving nothing), declined (UNSUPPORTED: the "
+        "framework has no setting for the case).",
         "",
         "| family | function | " + " | ".join(peer_report.SETS) + " | worst err/tol f64 / f32 (0.9.1) |",
         "|---|---|" + "---|" * len(peer_report.SETS) + "---|",
@@ -265,6 +311,22 @@ def cmd_report(a) -> int:
                 f"  - {s}: {len(failed)} case(s) failed ({what}); e.g. `{worst['case']}`: "
                 f"{worst['detail'][:160].replace('|', '/')}"
             )
+    n_cp = sum(1 for cp, _ in inventory.values() if cp != "-")
+    out += [
+        "",
+        "## Source inventory",
+        "",
+        f"Every verl registry function, where its counterpart lives in the framework's source (file:symbol in "
+        f"the installed package) or why there is none, from `{a.inventory}`: {n_cp} of {len(inventory)} have a "
+        f"counterpart, {len(provided)} are provided by the adapter. 'wired' in a note means the adapter calls it.",
+        "",
+        "| family | function | counterpart | note |",
+        "|---|---|---|---|",
+    ]
+    for key in sorted(inventory, key=lambda k: tuple(k.split("/", 1))):
+        fam, fn = key.split("/", 1)
+        cp, note = inventory[key]
+        out.append(f"| {fam} | `{fn}` | {'`' + cp + '`' if cp != '-' else '-'} | {note} |")
     out += [
         "",
         "## Declined cases",
@@ -287,6 +349,87 @@ def cmd_report(a) -> int:
     return 0
 
 
+CONTROL = os.path.join(REPO, "tools", "peers", "control.json")
+
+
+def cmd_control(a) -> int:
+    docs = [load_check(p) for p in a.checks]
+    with open(a.versions, encoding="utf-8") as f:
+        vers = json.load(f)
+    totals: Dict[str, int] = collections.Counter()
+    failed, flips = [], 0
+    for d in docs:
+        for k, v in d["totals"].items():
+            totals[k] += v
+        for fn in d["functions"]:
+            for c in fn["cases"]:
+                flips += c.get("flips", 0)
+                if c["outcome"] == "FAILED":
+                    flds = [x for x in c["fields"] if x["outcome"] == "FAILED"]
+                    failed.append(
+                        {
+                            "function": f"{fn['family']}/{fn['function']}",
+                            "case": c["case"],
+                            "fields": [x["field"] for x in flds],
+                            "worst_abs": max((x["worst_abs"] or 0.0) for x in flds) if flds else None,
+                            "detail": c["detail"],
+                        }
+                    )
+    golden = docs[0].get("provenance", {}).get("goldens", {})
+    out = {
+        "verl": vers["verl"],
+        "torch": vers["torch"],
+        "python": vers["python"],
+        "goldens": docs[0]["against"],
+        "goldens_torch": golden.get("torch_version", "?"),
+        "conform_revision": docs[0].get("conform_revision", "?"),
+        "requirements": a.requirements,
+        "requirements_sha256": sha256(os.path.join(REPO, a.requirements)),
+        "totals": dict(totals),
+        "flips": flips,
+        "failed": failed,
+    }
+    with open(a.out if os.path.isabs(a.out) else os.path.join(REPO, a.out), "w", encoding="utf-8") as f:
+        json.dump(out, f, indent=1, sort_keys=True)
+        f.write("\n")
+    return 0
+
+
+def control_section() -> List[str]:
+    if not os.path.isfile(CONTROL):
+        return ["## Control run", "", "None recorded yet: run `tools/peers/control.sh`.", ""]
+    with open(CONTROL, encoding="utf-8") as f:
+        c = json.load(f)
+    t = c["totals"]
+    lines = [
+        "## Control run: verl itself under the peers' torch",
+        "",
+        f"`tools/peers/control.sh` runs verl {c['verl']} (`fixtures/adapters/verl_adapter.py`, installed with "
+        f"`{c['requirements']}`) on the peers' torch `{c['torch']}` against its own goldens `{c['goldens']}` "
+        f"(captured with torch `{c['goldens_torch']}`), conform revision `{c['conform_revision']}`: "
+        f"{t['cases']} cases, {t['passed']} passed, {t['failed']} failed, {t['mistrusted']} mistrusted, "
+        f"{t['unsupported']} unsupported; {c['flips']} elements judged as boundary flips. "
+        "So the torch change alone moves verl by this much; a difference a report shows beyond it is the "
+        "framework's.",
+        "",
+    ]
+    if c["failed"]:
+        lines.append(
+            "Cases verl itself fails under the peers' torch (a peer failing only these, on these fields, "
+            "may be showing torch, not its own code):"
+        )
+        lines.append("")
+        for x in c["failed"]:
+            lines.append(
+                f"- `{x['function']}` `{x['case']}`: {', '.join('`' + f + '`' for f in x['fields'])} "
+                f"(worst abs {x['worst_abs']:.3g})"
+                if x["worst_abs"] is not None
+                else f"- `{x['function']}` `{x['case']}`: {x['detail'][:160]}"
+            )
+        lines.append("")
+    return lines
+
+
 def cmd_readme(a) -> int:
     reports = {}
     for path in sorted(glob.glob(os.path.join(REPO, "docs", "peers", "*.md"))):
@@ -304,8 +447,9 @@ def cmd_readme(a) -> int:
         "Regenerated by `tools/peers/run.sh NAME`, which also rewrites this file; "
         "`docs/peers/reports_test.py` (CI) checks that it agrees with the reports.",
         "",
-        "Cells: the verdict against verl 0.9.1's goldens; `[0.8.0: ...]` where the verdict against "
-        "verl 0.8.0's differs. Functions no framework provides are left out.",
+        "Cells: the verdict against verl 0.9.1's goldens with its case counts (failed, passed, mistrusted, "
+        "declined); `[0.8.0: ...]` where the verdict against verl 0.8.0's differs. Every function some "
+        "framework provides has its row; functions no framework provides are left out.",
         "",
         "| family | function | " + " | ".join(f"[{TITLES.get(n, n)}]({n}.md)" for n in names) + " |",
         "|---|---|" + "---|" * len(names),
@@ -314,11 +458,16 @@ def cmd_readme(a) -> int:
         cells = []
         for n in names:
             v = reports[n].verdicts.get(key, {s: "not provided" for s in peer_report.SETS})
-            cell = v[peer_report.SETS[0]]
-            if v[peer_report.SETS[1]] != cell:
+            full = reports[n].cells.get(key, {}).get(peer_report.SETS[0], "not provided")
+            cell = full if v[peer_report.SETS[0]] != "not provided" else "not provided"
+            if v[peer_report.SETS[1]] != v[peer_report.SETS[0]]:
                 cell += f" [0.8.0: {v[peer_report.SETS[1]]}]"
             cells.append(cell)
-        if all(c == "not provided" for c in cells):
+        if all(
+            reports[n].verdicts.get(key, {}).get(s, "not provided") == "not provided"
+            for n in names
+            for s in peer_report.SETS
+        ):
             continue
         out.append(f"| {key[0]} | `{key[1]}` | " + " | ".join(cells) + " |")
     out += [
@@ -327,7 +476,7 @@ def cmd_readme(a) -> int:
         "",
         "`tools/peers/run.sh NAME` installs one torch for all frameworks (`.venv-peers/torch`, "
         "`tools/peers/torch-requirements.txt`: torch 2.10.0, the newest inside AReaL 1.0.4's declared "
-        "range; OpenRLHF and SkyRL accept any torch) and gives each framework a venv of its own that sees "
+        "range; OpenRLHF, SkyRL and TRL accept any torch) and gives each framework a venv of its own that sees "
         "that torch through a `.pth` file and gets the framework wheel plus the few light packages its "
         "algorithm modules import, pinned in `tools/peers/NAME-requirements.txt`, installed with "
         "`--no-deps`. Trainer-stack modules the math does not use are placeholders, named in each "
@@ -336,15 +485,22 @@ def cmd_readme(a) -> int:
         "",
         "The goldens were captured with torch 2.15 and these runs use torch 2.10. Decisions exactly at a "
         "clip bound, where the two torches' clamp gradients differ, are judged as boundary flips, not "
-        "failures; every difference listed in the reports was traced to the framework's own code.",
+        "failures; the control run below measures what the torch change alone does to verl.",
         "",
-        "## Not covered",
+    ]
+    out += control_section()
+    out += [
+        "## Trainer methods",
         "",
-        "- TRL (`trl` 1.16.0): its GRPO and PPO losses, advantage normalisation and KL term are written "
-        "inside trainer methods (`trl/trainer/grpo_trainer.py`, `GRPOTrainer._compute_loss` and "
-        "`_generate_and_score_completions`), which need a model, a tokenizer and an Accelerator; the only "
-        "free functions in `trl/trainer/utils.py` are log-prob and entropy helpers that match no verl "
-        "registry function. An adapter would have to re-implement the math, which the suite forbids.",
+        "TRL writes its losses, aggregation, KL term and advantages inside `GRPOTrainer` / `RLOOTrainer` "
+        "methods, not free functions. Its adapter runs those methods (`_compute_loss`, "
+        "`_generate_and_score_completions`) as TRL's training loop does, on a trainer object whose "
+        "non-math parts are stubbed: the model forward returns the case's log-probs, the accelerator is "
+        "one process, generation and the reward function return the case's tokens and scores "
+        "(`fixtures/adapters/peers/trl_adapter.py` names every stub). OpenRLHF's advantage estimators "
+        "(RemoteExperienceMaker.compute_advantages_and_returns) and its actor KL and entropy losses "
+        "(ActorPPOTrainer.training_step) are run the same way. Each report's source inventory lists, for "
+        "every verl registry function, where the framework has it or why not.",
         "",
         "Versions:",
         "",
@@ -370,6 +526,7 @@ def main() -> int:
         "--adapter",
         "--requirements",
         "--causes",
+        "--inventory",
         "--unjudged",
         "--versions",
         "--freeze",
@@ -380,9 +537,13 @@ def main() -> int:
     r.add_argument("sets", nargs="+", metavar="SET=CHECK.json")
     m = sub.add_parser("readme")
     m.add_argument("--out", required=True)
+    c = sub.add_parser("control")
+    for opt in ("--requirements", "--versions", "--out"):
+        c.add_argument(opt, required=True)
+    c.add_argument("checks", nargs="+", metavar="CHECK.json")
     a = ap.parse_args()
     try:
-        return cmd_report(a) if a.cmd == "report" else cmd_readme(a)
+        return {"report": cmd_report, "readme": cmd_readme, "control": cmd_control}[a.cmd](a)
     except peer_report.ReportError as ex:
         print(f"make_report.py: {ex}", file=sys.stderr)
         return 2

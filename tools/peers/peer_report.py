@@ -24,8 +24,12 @@ class Report:
     header: Dict[str, str] = field(default_factory=dict)
     # (family, function) -> {set: verdict}
     verdicts: Dict[Tuple[str, str], Dict[str, str]] = field(default_factory=dict)
+    # (family, function) -> {set: the whole cell, verdict and case counts}
+    cells: Dict[Tuple[str, str], Dict[str, str]] = field(default_factory=dict)
     # function -> cause line, for every function that differs
     causes: Dict[str, str] = field(default_factory=dict)
+    # "family/function" -> (counterpart or "-", note): the source inventory
+    inventory: Dict[str, Tuple[str, str]] = field(default_factory=dict)
 
 
 def _cells(line: str) -> List[str]:
@@ -72,6 +76,8 @@ def parse(path: str) -> Report:
         "adapter sha256",
         "requirements",
         "requirements sha256",
+        "inventory",
+        "inventory sha256",
         "torch",
         "python",
         "environment",
@@ -91,6 +97,14 @@ def parse(path: str) -> Report:
         if (fam, fn) in rep.verdicts:
             raise ReportError(f"{path}: {fam}/{fn} listed twice in Verdicts")
         rep.verdicts[(fam, fn)] = v
+        rep.cells[(fam, fn)] = dict(zip(SETS, cells[2 : 2 + len(SETS)]))
+    for cells in _table(_section(lines, "## Source inventory", path), path, "Source inventory"):
+        if len(cells) != 4:
+            raise ReportError(f"{path}: Source inventory row {cells} does not have 4 cells")
+        key = f"{cells[0]}/{_unquote(cells[1])}"
+        if key in rep.inventory:
+            raise ReportError(f"{path}: {key} listed twice in the Source inventory")
+        rep.inventory[key] = (_unquote(cells[2]), cells[3])
     for line in _section(lines, "## Differences and their causes", path):
         m = re.match(r"^- `([^`]+)`: (.+)$", line)
         if m:

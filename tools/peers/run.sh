@@ -11,7 +11,8 @@
 # 2. runs the candidate harness with that venv's python over fixtures/verl-0.9.1 and
 #    fixtures/verl-0.8.0 and judges each family file with `conform check --format json`;
 # 3. writes docs/peers/NAME.md (tools/peers/make_report.py, with the causes stated in
-#    tools/peers/causes/NAME.tsv) and regenerates docs/peers/README.md.
+#    tools/peers/causes/NAME.tsv and the source inventory in tools/peers/inventory/NAME.tsv)
+#    and regenerates docs/peers/README.md.
 #
 # Heavy (torch alone is about 7 GB) and never run by CI; CI only checks the committed
 # reports (docs/peers/reports_test.py).
@@ -33,7 +34,8 @@ case "$NAME" in *[!a-z0-9_]*|"") die "bad framework name '$NAME'" ;; esac
 ADAPTER=fixtures/adapters/peers/${NAME}_adapter.py
 REQ=tools/peers/${NAME}-requirements.txt
 CAUSES=tools/peers/causes/${NAME}.tsv
-for f in "$ADAPTER" "$REQ" "$CAUSES"; do [ -f "$f" ] || die "$f: missing (no peer named '$NAME'?)"; done
+INVENTORY=tools/peers/inventory/${NAME}.tsv
+for f in "$ADAPTER" "$REQ" "$CAUSES" "$INVENTORY"; do [ -f "$f" ] || die "$f: missing (no peer named '$NAME'?)"; done
 
 PY=${PEERS_PYTHON:-/usr/bin/python3}
 ENVS=${PEERS_ENV_DIR:-$REPO/.venv-peers}
@@ -94,6 +96,12 @@ for set in verl-0.9.1 verl-0.8.0; do
     --out "$WORK/$set" > "$WORK/$set.harness.txt" 2>&1 \
     || { cat "$WORK/$set.harness.txt" >&2; die "harness failed on fixtures/$set"; }
   tail -n 3 "$WORK/$set.harness.txt"
+  # An exception raised in the adapter itself is glue failing, never a framework difference: no
+  # report is written from such a run.
+  if ! grep -q ' 0 adapter errors' "$WORK/$set.harness.txt"; then
+    grep 'adapter error' "$WORK/$set.harness.txt" | head -n 5 >&2
+    die "the adapter raised on fixtures/$set (see $WORK/$set.harness.txt)"
+  fi
   # Judged one family file at a time: a golden file that this conform refuses (a case its
   # verl's config rules reject) is then reported as not judged, not silently dropped.
   jsons=""
@@ -116,7 +124,7 @@ done
 
 # --- 3. the report and the cross-framework matrix
 "$PY" tools/peers/make_report.py report --name "$NAME" --adapter "$ADAPTER" --requirements "$REQ" \
-  --causes "$CAUSES" --unjudged "$WORK/unjudged.tsv" --versions "$WORK/versions.json" --freeze "$WORK/pip-freeze.txt" --python "$(cat "$WORK/python-version.txt")" \
+  --causes "$CAUSES" --inventory "$INVENTORY" --unjudged "$WORK/unjudged.tsv" --versions "$WORK/versions.json" --freeze "$WORK/pip-freeze.txt" --python "$(cat "$WORK/python-version.txt")" \
   --out "docs/peers/$NAME.md" "${sets[@]}" || die "make_report.py report failed"
 "$PY" tools/peers/make_report.py readme --out docs/peers/README.md || die "make_report.py readme failed"
 echo "== wrote docs/peers/$NAME.md and docs/peers/README.md"
