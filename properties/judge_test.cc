@@ -12,6 +12,7 @@
 
 #include "oracle/core/errors.h"
 #include "oracle/core/registry.h"
+#include "oracle/judge/grade.h"
 #include "oracle/judge/validate.h"
 
 namespace verlconf {
@@ -386,6 +387,47 @@ TEST(JudgeVersions, AConfigOnlyTheMirroredReleaseRefusesIsAResultElsewhere) {
   const CaseReport r = CheckImplementation(spec, c, spec.oracle, "0.8.0");
   EXPECT_EQ(r.outcome, Outcome::kFailed) << r.Describe();
   EXPECT_NE(r.detail.find("but verl returned a result"), std::string::npos) << r.detail;
+}
+
+}  // namespace
+}  // namespace verlconf
+
+namespace verlconf {
+namespace {
+
+FieldReport FailedWith(double got, double want) {
+  FieldReport f;
+  f.field = "outputs/x";
+  f.outcome = Outcome::kFailed;
+  f.mismatched = 1;
+  f.total = 1;
+  f.worst_abs = std::fabs(got - want);
+  f.worst_rel = want != 0 ? std::fabs(got - want) / std::fabs(want) : 0.0;
+  f.worst_mismatches.push_back({0, got, want, 2.0});
+  return f;
+}
+
+// Sizes come from the numbers alone: a grade never turns a failure into a pass.
+TEST(Grades, FromTheJudgedNumbers) {
+  EXPECT_EQ(FieldGrade(FailedWith(1.0 + 1e-7, 1.0)), Grade::kRounding);
+  EXPECT_EQ(FieldGrade(FailedWith(1.0 + 1e-4, 1.0)), Grade::kSmall);
+  EXPECT_EQ(FieldGrade(FailedWith(1.01, 1.0)), Grade::kMaterial);
+  EXPECT_EQ(FieldGrade(FailedWith(kNaN, 1.0)), Grade::kMaterial);
+  EXPECT_EQ(FieldGrade(FailedWith(0.5, 0.0)), Grade::kMaterial);
+  EXPECT_EQ(FieldGrade(FailedWith(1e-8, 0.0)), Grade::kRounding);
+  FieldReport shape;
+  shape.outcome = Outcome::kFailed;
+  EXPECT_EQ(FieldGrade(shape), Grade::kMaterial);
+  FieldReport passed = FailedWith(1.01, 1.0);
+  passed.outcome = Outcome::kPassed;
+  EXPECT_EQ(FieldGrade(passed), Grade::kNone);
+  CaseReport error_semantics;
+  error_semantics.outcome = Outcome::kFailed;
+  EXPECT_EQ(CaseGrade(error_semantics), Grade::kMaterial);
+  CaseReport two;
+  two.outcome = Outcome::kFailed;
+  two.fields = {FailedWith(1.0 + 1e-7, 1.0), FailedWith(1.0 + 1e-4, 1.0)};
+  EXPECT_EQ(CaseGrade(two), Grade::kSmall);
 }
 
 }  // namespace
