@@ -15,8 +15,8 @@ namespace verlconf {
 // outputs/<name> of an output the spec calls discrete (a mask, a 0/1 decision).
 bool IsDiscrete(const FunctionSpec& spec, const std::string& field);
 
-// The tolerance for one field: the dtype default, or the spec's override; for float32
-// cases scaled by the spec's condition number of the case, when it defines one.
+// The tolerance for one field: the dtype default, or the spec's override; for a case
+// scaled by the spec's condition number of it, when it defines one.
 Tolerance ToleranceFor(const FunctionSpec& spec, const std::string& field, DType dtype);
 Tolerance ToleranceFor(const FunctionSpec& spec, const std::string& field, const Case& c);
 
