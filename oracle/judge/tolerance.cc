@@ -97,8 +97,7 @@ Tolerance CaseTolerance(const FunctionSpec& spec, const std::string& field, cons
     t.rtol *= cond;
     t.atol *= cond;
     char buf[96];
-    std::snprintf(buf, sizeof buf, "%s tolerance scaled by the case's condition number %.3g", DTypeName(c.dtype),
-                  cond);
+    std::snprintf(buf, sizeof buf, "%s tolerance scaled by the case's condition number %.3g", DTypeName(c.dtype), cond);
     t.reason = t.reason.empty() ? buf : t.reason + "; " + buf;
   }
   return t;

@@ -33,6 +33,7 @@ EXPECTED = {
     "k3_no_clamp": ("kl/k3", "outputs/kl", 1, 1, {"logprob": [-3], "ref_logprob": [0]}),
     "grad_through_clamp": ("policy_loss/vanilla", "grads/log_prob", 1, 1, {"advantages": [1]}),
     "gae_resets_at_observation": ("advantage/gae", "outputs/advantages", 1, 3, {"response_mask": [0, 1, 1]}),
+    "local_token_mean": ("aggregation/token-mean", "grads/loss_mat", 1, 1, {"loss_mask": [1]}),
 }
 
 
@@ -67,7 +68,7 @@ class Pristine(unittest.TestCase):
         self.assertEqual(j["totals"]["failed"], 0)
         self.assertEqual(j["differences"], [])
         self.assertGreater(j["totals"]["passed"], 3000)
-        self.assertEqual(len(j["functions"]), 12)
+        self.assertEqual(len([f for f in j["functions"] if not f["dp_ranks"]]), 12)
         code1, j1, _ = as_json(example("--cases", "300", "--jobs", "1", "--seed", "7", "--format", "json"))
         self.assertEqual(code1, 0)
         self.assertEqual(without_timings(j1), without_timings(j))
@@ -99,6 +100,17 @@ class Faults(unittest.TestCase):
                 self.assertFalse(m["budget_ran_out"])
                 self.assertLess(m["shrink_seconds"], 30)
                 self.assertTrue(found[0]["elements"] or field == "error", found[0])
+
+    def test_a_local_mean_per_rank_fails_the_sharded_rows_only_where_the_pristine_passes(self):
+        rows = {}
+        for bug in ("", "local_token_mean"):
+            _, j, err = as_json(example("--cases", "40", "--only", "token-mean", "--format", "json", bug=bug))
+            rows[bug] = {f["dp_ranks"]: f for f in j["functions"]}
+            self.assertEqual(sorted(rows[bug]), [0, 2, 4, 8], err)
+        for k in (2, 4, 8):
+            self.assertEqual(rows[""][k]["failed"], 0)
+            self.assertGreater(rows[""][k]["passed"], 0)
+            self.assertGreater(rows["local_token_mean"][k]["failed"], 0)
 
     def test_the_minimal_case_replays_in_check_and_in_python(self):
         with tempfile.TemporaryDirectory() as tmp:

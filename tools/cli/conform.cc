@@ -164,6 +164,10 @@ const std::vector<Command>& Commands() {
         {"--only", "NAME,...", "FUNCTION, FAMILY or FAMILY/FUNCTION, comma-separated or repeated"},
         {"--jobs", "N", "N adapter processes judging cases at a time (default 1); the output is the same"},
         {"--shrink-seconds", "S", "the time one difference may take to shrink (default 25)"},
+        {"--dp-cases", "N",
+         "sharded cases per function that takes verl's global-batch arguments, for each of 2, 4 and 8 ranks "
+         "(default: --cases / 10, at least 1; 0: none): the candidate per micro-batch, combined as DDP/FSDP combine "
+         "gradients, against what verl's semantics give for that sharding"},
         kBaselineOption,
         {"--out", "DIR", "write the minimal cases, the candidate's results and the Python repros to DIR"},
         {"--report", "FILE.md", "also write the table and the differences as Markdown"},
@@ -543,6 +547,7 @@ int Explore(const Args& a, const char* argv0) {
   o.seed = static_cast<uint64_t>(Count(a, "--seed", 0, 0, 999999999999));
   o.cases = Count(a, "--cases", 100, 1, 10000000);
   o.shrink_seconds = static_cast<double>(Count(a, "--shrink-seconds", 25, 0, 3600));
+  o.dp_cases = Count(a, "--dp-cases", std::max<int64_t>(1, o.cases / 10), 0, 10000000);
   o.argv0 = argv0;
   o.display = t::CommandName();
   return ve::RunExploreCommand(o, std::cout);

@@ -12,6 +12,10 @@
 #include "oracle/explore/shrink.h"
 #include "oracle/judge/candidate.h"
 #include "oracle/judge/judge.h"
+#include "oracle/sharding/combine.h"
+#include "oracle/sharding/invariance.h"
+#include "oracle/sharding/plan.h"
+#include "oracle/sharding/shard.h"
 
 namespace verlconf::explore {
 namespace {
@@ -117,7 +121,105 @@ std::optional<Worker::Judged> Worker::Explore(const FunctionSpec& spec, int64_t 
     }
     std::optional<Case> golden = Golden(spec, e.c, refused);
     if (!golden) continue;
-    Judged j{*golden, Judge(spec, *golden), e.regime};
+    Judged j{*golden, Judge(spec, *golden), e.regime, {}};
+    return j;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+constexpr int64_t kDpRanks[] = {2, 4, 8};
+
+// An adapter's answer as an implementation: a result, verl's error (the kind before the
+// first ':'), or Unsupported for a decline.
+RunFn AdapterRun(AdapterProcess& p) {
+  return [&p](const Case& c) {
+    const Case got = p.Call(c);
+    if (got.declined) throw Unsupported(*got.declined);
+    if (got.expect_error) {
+      const std::string& e = *got.expect_error;
+      const size_t colon = e.find(':');
+      throw VerlError(e.substr(0, colon), colon == std::string::npos ? "" : e.substr(colon + 2));
+    }
+    return Result::Of(got);
+  };
+}
+
+}  // namespace
+
+std::optional<Worker::Judged> Worker::ExploreSharded(const FunctionSpec& spec, int64_t index, int64_t ranks,
+                                                     std::string* refused) {
+  const std::optional<DType> dtype = ImplDType(o_.impl);
+  const std::string salt = spec.family + "/" + spec.name + "/dp" + std::to_string(ranks);
+  for (int attempt = 0; attempt < 4 * kAttempts; ++attempt) {
+    Explored e = GenerateExplored(spec, CaseSeed(o_.seed, salt, index, attempt), index,
+                                  candidate_ ? std::nullopt : dtype, attempt);
+    Case full = std::move(e.c);
+    full.projections.clear();
+    if (BatchRows(spec, full) < ranks) {
+      if (refused) *refused = "fewer rows than ranks";
+      continue;
+    }
+    // The full batch as agg_loss sees it alone; the trainer's counts are the shards'.
+    full.config.Set("dp_size", int64_t{1});
+    full.config.Erase("batch_num_tokens");
+    full.config.Erase("global_batch_size");
+    ResolveConfig(spec, full.config);
+    oracle::InputGen g(CaseSeed(o_.seed, salt + "/plan", index, attempt));
+    const sharding::ShardPlan plan = sharding::RandomPlan(g, BatchRows(spec, full), ranks, 3);
+    if (const sharding::DpVerdict v = sharding::Classify(spec, full, plan); v.kind == sharding::DpKind::kLocal) {
+      if (refused) *refused = "no full-batch formula in verl's semantics: " + v.why;
+      continue;
+    }
+    Result want;
+    try {
+      ValidateStructure(spec, full);
+      want = sharding::ShardedReference(spec, spec.oracle, full, plan);
+    } catch (const std::exception& ex) {  // verl's semantics raise for this sharding (bypass mode)
+      if (refused) *refused = ex.what();
+      continue;
+    }
+    Case golden = full;
+    golden.name = "dp" + std::to_string(ranks) + "_" + std::to_string(index);
+    // Where verl runs part of the loss on each micro-batch by itself (bypass mode's rollout
+    // correction), a micro-batch it refuses stops the training step: the sharding's result
+    // is that error, whatever the unsplit batch gives.
+    if (sharding::MicroBatchMayRaise(spec)) {
+      try {
+        (void)sharding::RunSharded(spec, spec.oracle, full, plan);
+      } catch (const VerlError& ex) {
+        golden.expect_error = ex.what();
+      } catch (const std::exception& ex) {
+        if (refused) *refused = ex.what();
+        continue;
+      }
+    }
+    const std::string& loss = sharding::LossOutput(spec);
+    if (!golden.expect_error) {
+      golden.outputs[loss] = want.outputs.at(loss);
+      for (const std::string& gname : spec.grads)
+        if (want.grads.count(gname)) golden.grads[gname] = want.grads.at(gname);
+    }
+    golden.why = "sharded " + plan.Describe();
+    Judged j{golden, {}, e.regime + " sharded " + plan.Describe(), {}};
+    const RunFn run = candidate_ ? AdapterRun(*candidate_) : *spec.Implementation(o_.impl);
+    try {
+      const Result got = sharding::RunSharded(spec, run, full, plan);
+      Result only;
+      only.outputs[loss] = got.outputs.count(loss) ? got.outputs.at(loss) : Array();
+      for (const std::string& gname : spec.grads)
+        if (got.grads.count(gname)) only.grads[gname] = got.grads.at(gname);
+      if (only.outputs[loss].shape.empty() && only.outputs[loss].data.empty()) only.outputs.erase(loss);
+      j.report = CompareResult(spec, golden, &only, std::nullopt);
+      j.got = InputsOnly(golden);
+      j.got.outputs = only.outputs;
+      j.got.grads = only.grads;
+    } catch (const VerlError& ex) {
+      j.report = CompareResult(spec, golden, nullptr, std::string(ex.what()));
+    } catch (const Unsupported& ex) {
+      j.report = CaseReport::NotCompared(golden, Outcome::kUnsupported, ex.what());
+    }
     return j;
   }
   return std::nullopt;
@@ -144,9 +246,22 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
   for (int k = 1; k < jobs; ++k) workers.push_back(std::make_unique<Worker>(o));
 
   // Every (function, index), judged by whichever worker takes it; results by position.
+  // Then the sharded cases: (function, ranks, index) for the functions that take verl's
+  // global-batch arguments, each a row of its own (dp-invariance).
+  struct Item {
+    const FunctionSpec* spec;
+    int64_t ranks, index;
+  };
+  std::vector<Item> items;
+  for (const FunctionSpec* s : todo)
+    for (int64_t i = 0; i < o.cases; ++i) items.push_back({s, 0, i});
+  if (!o.reference)
+    for (const FunctionSpec* s : todo)
+      if (o.dp_cases > 0 && sharding::TakesGlobalBatchInfo(*s))
+        for (const int64_t k : kDpRanks)
+          for (int64_t i = 0; i < o.dp_cases; ++i) items.push_back({s, k, i});
   const auto t0 = std::chrono::steady_clock::now();
-  const int64_t per = o.cases;
-  std::vector<std::optional<Worker::Judged>> results(todo.size() * static_cast<size_t>(per));
+  std::vector<std::optional<Worker::Judged>> results(items.size());
   std::vector<std::string> refusals(results.size());
   std::atomic<size_t> next{0};
   std::mutex error_mu;
@@ -154,8 +269,9 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
   auto work = [&](Worker& w) {
     for (size_t k; (k = next++) < results.size();) {
       try {
-        const FunctionSpec& spec = *todo[k / static_cast<size_t>(per)];
-        results[k] = w.Explore(spec, static_cast<int64_t>(k % static_cast<size_t>(per)), &refusals[k]);
+        const Item& it = items[k];
+        results[k] = it.ranks ? w.ExploreSharded(*it.spec, it.index, it.ranks, &refusals[k])
+                              : w.Explore(*it.spec, it.index, &refusals[k]);
       } catch (...) {
         std::lock_guard<std::mutex> lock(error_mu);
         if (!error) error = std::current_exception();
@@ -183,12 +299,20 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
     for (size_t i = 0; i < at.size(); ++i) results[at[i]]->report = std::move(all[i]);
   }
 
-  std::map<std::pair<const FunctionSpec*, Failure>, size_t> seen;
-  for (size_t f = 0; f < todo.size(); ++f) {
+  std::map<std::tuple<const FunctionSpec*, int64_t, Failure>, size_t> seen;
+  std::map<std::pair<const FunctionSpec*, int64_t>, std::vector<size_t>> rows;
+  std::vector<std::pair<const FunctionSpec*, int64_t>> order;
+  for (size_t k = 0; k < items.size(); ++k) {
+    const auto key = std::make_pair(items[k].spec, items[k].ranks);
+    if (!rows.count(key)) order.push_back(key);
+    rows[key].push_back(k);
+  }
+  for (const auto& key : order) {
     FunctionTally t;
-    t.spec = todo[f];
-    for (int64_t i = 0; i < per; ++i) {
-      const size_t k = f * static_cast<size_t>(per) + static_cast<size_t>(i);
+    t.spec = key.first;
+    t.dp_ranks = key.second;
+    for (const size_t k : rows[key]) {
+      const int64_t i = items[k].index;
       ++t.cases;
       if (!results[k]) {
         ++t.refused;
@@ -205,16 +329,23 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
         case Outcome::kSkipped: ++t.skipped; break;
       }
       for (const Failure& fail : FailuresOf(r)) {
-        const auto key = std::make_pair(todo[f], fail);
-        auto it = seen.find(key);
+        const auto dkey = std::make_tuple(t.spec, t.dp_ranks, fail);
+        auto it = seen.find(dkey);
         if (it == seen.end()) {
           Difference d;
-          d.spec = todo[f];
+          d.spec = t.spec;
+          d.dp_ranks = t.dp_ranks;
           d.failure = fail;
           d.first_index = i;
           d.first_regime = results[k]->regime;
           d.start = InputsOnly(results[k]->golden);
-          it = seen.emplace(key, run.differences.size()).first;
+          if (t.dp_ranks) {  // not shrunk: the sharding plan is part of the case's shape
+            d.minimal = d.start;
+            d.golden = results[k]->golden;
+            d.got = results[k]->got;
+            d.report = results[k]->report;
+          }
+          it = seen.emplace(dkey, run.differences.size()).first;
           run.differences.push_back(std::move(d));
         }
         ++run.differences[it->second].cases;
@@ -222,8 +353,9 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
     }
     if (progress) {
       char line[256];
-      std::snprintf(line, sizeof line, "explored %s/%s: %lld cases, %lld failed", t.spec->family.c_str(),
-                    t.spec->name.c_str(), static_cast<long long>(t.cases), static_cast<long long>(t.failed));
+      std::snprintf(line, sizeof line, "explored %s/%s%s: %lld cases, %lld failed", t.spec->family.c_str(),
+                    t.spec->name.c_str(), t.dp_ranks ? (" sharded over " + std::to_string(t.dp_ranks)).c_str() : "",
+                    static_cast<long long>(t.cases), static_cast<long long>(t.failed));
       progress(line);
     }
     run.functions.push_back(t);
@@ -237,6 +369,7 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
       try {
         Difference& d = run.differences[k];
         const FunctionSpec& spec = *d.spec;
+        if (d.dp_ranks) continue;
         const auto fails = [&](const Case& c) {
           std::string why;
           std::optional<Case> g = w.Golden(spec, c, &why);

@@ -30,6 +30,11 @@ struct EngineOptions {
   Impl impl = Impl::kOracle;
   std::optional<AdapterOptions> reference;  // verl's adapter; else the oracle
   double shrink_seconds = 25;
+  // Sharded cases per function that takes verl's global-batch arguments (dp-invariance):
+  // the case split over k ranks and micro-batches as verl's trainer splits it, the
+  // candidate called once per micro-batch, combined as DDP/FSDP combine gradients, and
+  // judged against what verl's semantics give for that sharding. 0: none.
+  int64_t dp_cases = 0;
   // Accepted differences (conform --baseline): a generated case whose every failing field
   // an entry covers is BASELINED, not a difference to shrink.
   tools::Baseline* baseline = nullptr;
@@ -51,8 +56,11 @@ class Worker {
     Case golden;
     CaseReport report;
     std::string regime;
+    Case got;  // sharded cases: the combined result, as a case (the others get it when shrunk)
   };
   std::optional<Judged> Explore(const FunctionSpec& spec, int64_t index, std::string* refused);
+  // Sharded case `index` over `ranks` ranks (dp-invariance); regime names the plan.
+  std::optional<Judged> ExploreSharded(const FunctionSpec& spec, int64_t index, int64_t ranks, std::string* refused);
 
   const AdapterProcess* candidate() const { return candidate_.get(); }
   const AdapterProcess* reference() const { return reference_.get(); }
@@ -68,12 +76,14 @@ std::vector<Failure> FailuresOf(const CaseReport& r);
 
 struct FunctionTally {
   const FunctionSpec* spec = nullptr;
+  int64_t dp_ranks = 0;  // 0: plain cases; k: the function's loss sharded over k ranks
   int64_t cases = 0, passed = 0, failed = 0, baselined = 0, mistrusted = 0, unsupported = 0, skipped = 0, refused = 0;
   std::string refused_example;  // one reason, for the report
 };
 
 struct Difference {
   const FunctionSpec* spec = nullptr;
+  int64_t dp_ranks = 0;  // k for a sharded case's difference (not shrunk: the plan is its shape)
   Failure failure;
   int64_t cases = 0;        // explored cases that fail this way
   int64_t first_index = 0;  // the first of them

@@ -2,8 +2,8 @@
 
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <climits>
 #include <cmath>
@@ -225,6 +225,7 @@ void WriteText(const std::string& path, const std::string& text) {
 void WriteCases(const ExploreCommand& o, const ExploreRun& run, const std::string& dir, bool golden_side) {
   std::map<std::string, fixtures::FixtureFile> files;
   for (const Difference& d : run.differences) {
+    if (d.dp_ranks) continue;  // a sharding's reference is no golden of the unsplit function
     fixtures::FixtureFile& f = files[d.spec->family];
     f.family = d.spec->family;
     f.provenance["verl_version"] = kOracleVerlVersion;
@@ -249,13 +250,22 @@ void WriteCases(const ExploreCommand& o, const ExploreRun& run, const std::strin
 
 // ---------------------------------------------------------------- reports
 
+// A row's name: the function, and for sharded cases the ranks (dp-invariance).
+std::string Label(const FunctionTally& t) {
+  return t.spec->family + "/" + t.spec->name + (t.dp_ranks ? " [dp k=" + std::to_string(t.dp_ranks) + "]" : "");
+}
+
+std::string DiffLabel(const Difference& d) {
+  return d.spec->family + "/" + d.spec->name + (d.dp_ranks ? " [dp k=" + std::to_string(d.dp_ranks) + "]" : "");
+}
+
 std::string Row(const FunctionTally& t) {
   char line[256];
-  std::snprintf(line, sizeof line, "%-36s %6lld %7lld %7lld %6lld %6lld %6lld %6lld %8lld\n",
-                (t.spec->family + "/" + t.spec->name).c_str(), static_cast<long long>(t.cases),
-                static_cast<long long>(t.passed), static_cast<long long>(t.failed), static_cast<long long>(t.baselined),
-                static_cast<long long>(t.mistrusted), static_cast<long long>(t.unsupported),
-                static_cast<long long>(t.skipped), static_cast<long long>(t.refused));
+  std::snprintf(line, sizeof line, "%-44s %6lld %7lld %7lld %6lld %6lld %6lld %6lld %8lld\n", Label(t).c_str(),
+                static_cast<long long>(t.cases), static_cast<long long>(t.passed), static_cast<long long>(t.failed),
+                static_cast<long long>(t.baselined), static_cast<long long>(t.mistrusted),
+                static_cast<long long>(t.unsupported), static_cast<long long>(t.skipped),
+                static_cast<long long>(t.refused));
   return line;
 }
 
@@ -289,13 +299,13 @@ std::string Header(const ExploreCommand& o, const ExploreRun& run) {
 
 void Text(const ExploreCommand& o, const ExploreRun& run, const std::string& out_dir, std::ostream& out) {
   out << Header(o, run) << "\n";
-  out << "function                              cases  passed  failed  basel  mistr  unsup   skip  refused\n";
+  out << "function                                      cases  passed  failed  basel  mistr  unsup   skip  refused\n";
   for (const auto& t : run.functions) out << Row(t);
   const Totals s = Sum(run);
   char line[512];
   const double rate = run.explore_seconds > 0 ? static_cast<double>(s.cases) / run.explore_seconds : 0;
   std::snprintf(line, sizeof line,
-                "explored %zu functions, %lld cases in %.1f s (%.0f cases/s): %lld passed, %lld failed, %lld "
+                "explored %zu rows, %lld cases in %.1f s (%.0f cases/s): %lld passed, %lld failed, %lld "
                 "baselined, %lld mistrusted, %lld unsupported, %lld skipped, %lld refused by the reference\n",
                 run.functions.size(), static_cast<long long>(s.cases), run.explore_seconds, rate,
                 static_cast<long long>(s.passed), static_cast<long long>(s.failed), static_cast<long long>(s.baselined),
@@ -310,8 +320,7 @@ void Text(const ExploreCommand& o, const ExploreRun& run, const std::string& out
         << " covered no difference\n";
   for (const auto& t : run.functions)
     if (t.refused)
-      out << "  " << t.spec->family << "/" << t.spec->name << ": " << t.refused << " case(s) refused, e.g. "
-          << t.refused_example << "\n";
+      out << "  " << Label(t) << ": " << t.refused << " case(s) refused, e.g. " << t.refused_example << "\n";
   if (run.differences.empty()) {
     out << "no difference\n";
     return;
@@ -321,11 +330,14 @@ void Text(const ExploreCommand& o, const ExploreRun& run, const std::string& out
   int n = 0;
   for (const Difference& d : run.differences) {
     const FunctionSpec& spec = *d.spec;
-    out << "\ndifference " << ++n << ": " << spec.family << "/" << spec.name << " " << d.failure.field << " ("
-        << d.failure.kind << ", " << GradeName(DifferenceGrade(d)) << ") in " << d.cases << " of " << o.cases << " cases; first at case " << d.first_index
-        << " (" << d.first_regime << ")\n";
-    out << "  minimal case (" << d.trials << " trials, " << ShortNumber(d.shrink_seconds) << " s"
-        << (d.exhausted ? ", the budget ran out" : "") << "): " << ShapeText(spec, d.minimal) << "\n";
+    out << "\ndifference " << ++n << ": " << DiffLabel(d) << " " << d.failure.field << " (" << d.failure.kind << ", "
+        << GradeName(DifferenceGrade(d)) << ") in " << d.cases << " of " << o.cases << " cases; first at case "
+        << d.first_index << " (" << d.first_regime << ")\n";
+    if (d.dp_ranks)
+      out << "  the case, sharded (" << d.golden.why << "; not shrunk): " << ShapeText(spec, d.minimal) << "\n";
+    else
+      out << "  minimal case (" << d.trials << " trials, " << ShortNumber(d.shrink_seconds) << " s"
+          << (d.exhausted ? ", the budget ran out" : "") << "): " << ShapeText(spec, d.minimal) << "\n";
     for (const auto& [name, a] : d.minimal.inputs) out << "    " << name << " = " << PyList(a) << "\n";
     const auto nd = NonDefaults(spec, d.minimal);
     if (nd.empty()) {
@@ -348,7 +360,7 @@ void Text(const ExploreCommand& o, const ExploreRun& run, const std::string& out
             << Shortest(e.want) << " (diff " << ShortNumber(e.got - e.want) << ", err/tol " << ShortNumber(e.err_tol)
             << ")\n";
     }
-    if (!out_dir.empty()) {
+    if (!out_dir.empty() && !d.dp_ranks) {
       out << "  replay: " << Replay(o, d, out_dir) << "\n";
       if (!o.adapter.empty() || o.reference == "verl")
         out << "  python: " << out_dir << "/repro/" << DiffName(d) << ".py\n";
@@ -377,7 +389,7 @@ std::string Json(const ExploreCommand& o, const ExploreRun& run, const std::stri
   w.EndObject();
   w.Key("functions").BeginArray();
   for (const auto& t : run.functions) {
-    w.BeginObject().Key("function").String(t.spec->family + "/" + t.spec->name);
+    w.BeginObject().Key("function").String(t.spec->family + "/" + t.spec->name).Key("dp_ranks").Int(t.dp_ranks);
     w.Key("cases")
         .Int(t.cases)
         .Key("passed")
@@ -398,7 +410,8 @@ std::string Json(const ExploreCommand& o, const ExploreRun& run, const std::stri
   w.EndArray();
   w.Key("differences").BeginArray();
   for (const Difference& d : run.differences) {
-    w.BeginObject().Key("function").String(d.spec->family + "/" + d.spec->name);
+    w.BeginObject().Key("function").String(d.spec->family + "/" + d.spec->name).Key("dp_ranks").Int(d.dp_ranks);
+    if (d.dp_ranks) w.Key("sharding").String(d.golden.why);
     w.Key("field").String(d.failure.field).Key("kind").String(d.failure.kind);
     w.Key("grade").String(GradeName(DifferenceGrade(d)));
     w.Key("cases").Int(d.cases).Key("first_case").Int(d.first_index).Key("first_regime").String(d.first_regime);
@@ -434,7 +447,7 @@ std::string Json(const ExploreCommand& o, const ExploreRun& run, const std::stri
       w.Key("err_tol").Number(e.err_tol).Key("status").String(e.status).EndObject();
     }
     w.EndArray();
-    if (!out_dir.empty()) {
+    if (!out_dir.empty() && !d.dp_ranks) {
       w.Key("replay").String(Replay(o, d, out_dir));
       if (!o.adapter.empty() || o.reference == "verl") w.Key("repro").String(out_dir + "/repro/" + DiffName(d) + ".py");
     }
@@ -451,14 +464,13 @@ std::string Markdown(const ExploreCommand& o, const ExploreRun& run, const std::
   m << "| function | cases | passed | failed | baselined | mistrusted | unsupported | skipped | refused "
        "|\n|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& t : run.functions)
-    m << "| " << t.spec->family << "/" << t.spec->name << " | " << t.cases << " | " << t.passed << " | " << t.failed
-      << " | " << t.baselined << " | " << t.mistrusted << " | " << t.unsupported << " | " << t.skipped << " | "
-      << t.refused << " |\n";
+    m << "| " << Label(t) << " | " << t.cases << " | " << t.passed << " | " << t.failed << " | " << t.baselined << " | "
+      << t.mistrusted << " | " << t.unsupported << " | " << t.skipped << " | " << t.refused << " |\n";
   if (run.differences.empty()) m << "\nNo difference.\n";
   int n = 0;
   for (const Difference& d : run.differences) {
-    m << "\n## " << ++n << ". " << d.spec->family << "/" << d.spec->name << " `" << d.failure.field << "` ("
-      << d.failure.kind << ", " << GradeName(DifferenceGrade(d)) << ")\n\n"
+    m << "\n## " << ++n << ". " << DiffLabel(d) << " `" << d.failure.field << "` (" << d.failure.kind << ", "
+      << GradeName(DifferenceGrade(d)) << ")\n\n"
       << d.cases << " of " << o.cases << " cases; minimal case: " << ShapeText(*d.spec, d.minimal) << ".\n\n";
     m << "| input | value |\n|---|---|\n";
     for (const auto& [name, a] : d.minimal.inputs) m << "| " << name << " | `" << PyList(a) << "` |\n";
@@ -470,7 +482,7 @@ std::string Markdown(const ExploreCommand& o, const ExploreRun& run, const std::
       for (const auto& e : v.elements)
         m << "| " << e.at << " | " << e.status << " | " << Shortest(e.got) << " | " << Shortest(e.want) << " |\n";
     }
-    if (!out_dir.empty()) m << "\nReplay: `" << Replay(o, d, out_dir) << "`\n";
+    if (!out_dir.empty() && !d.dp_ranks) m << "\nReplay: `" << Replay(o, d, out_dir) << "`\n";
   }
   return m.str();
 }
@@ -503,6 +515,7 @@ int RunExploreCommand(const ExploreCommand& o, std::ostream& out) {
   e.cases = o.cases;
   e.jobs = o.jobs;
   e.shrink_seconds = o.shrink_seconds;
+  e.dp_cases = o.dp_cases;
   const std::string script = AbsoluteRunfile(o, "tools/harness/serve_adapter.py");
   if (script.empty() && (!o.adapter.empty() || o.reference == "verl"))
     throw BadInput(
@@ -553,8 +566,7 @@ int RunExploreCommand(const ExploreCommand& o, std::ostream& out) {
     baseline = t::LoadBaseline(o.baseline);
     e.baseline = &*baseline;
   }
-  ExploreRun run =
-      RunExplore(specs, e, [](const std::string& line) { std::cerr << "conform: " << line << "\n"; });
+  ExploreRun run = RunExplore(specs, e, [](const std::string& line) { std::cerr << "conform: " << line << "\n"; });
 
   // Material differences first (grade.h), each grade in the order the functions were explored.
   std::stable_sort(run.differences.begin(), run.differences.end(),
@@ -572,7 +584,8 @@ int RunExploreCommand(const ExploreCommand& o, std::ostream& out) {
         std::string package = AbsoluteRunfile(o, "fixtures/python/verlconf/__init__.py");
         for (int up = 0; up < 2 && package.rfind('/') != std::string::npos; ++up) package.resize(package.rfind('/'));
         for (const Difference& d : run.differences)
-          WriteText(o.out + "/repro/" + DiffName(d) + ".py", Repro(d, adapter_path, package, o.adapter.empty()));
+          if (!d.dp_ranks)
+            WriteText(o.out + "/repro/" + DiffName(d) + ".py", Repro(d, adapter_path, package, o.adapter.empty()));
       }
     }
     WriteText(o.out + "/explore.json", Json(o, run, o.out) + "\n");

@@ -108,6 +108,20 @@ MINIMAL = {
         ("k3", {"logprob": a([[0]]), "ref_logprob": a([[3]])}, {}, ["outputs/kl", "grads/logprob", "vjps/kl/logprob"])
     ],
     "grad_through_clamp": [("vanilla", vanilla_case([[0]], [[-21]], [[1]], [[1]]), VANILLA_CFG, ["grads/log_prob"])],
+    "local_token_mean": [
+        (
+            "token-mean",
+            {"loss_mat": a([[0]]), "loss_mask": a([[1]])},
+            dict(AGG_CFG, batch_num_tokens=2),
+            ["grads/loss_mat"],
+        ),
+        (
+            "token-mean",
+            {"loss_mat": a([[-1]]), "loss_mask": a([[1]])},
+            dict(AGG_CFG, batch_num_tokens=2),
+            ["outputs/loss"],
+        ),
+    ],
     "gae_resets_at_observation": [
         (
             "gae",
@@ -123,6 +137,12 @@ NOT_SIMPLER = {
     "k3_no_clamp": ("k3", {"logprob": a([[0]]), "ref_logprob": a([[2]])}, {}),
     "agg_counts_padding": ("token-mean", {"loss_mat": a([[0]]), "loss_mask": a([[1]])}, AGG_CFG),
     "dual_clip_positive": ("vanilla", vanilla_case([[0]], [[0]], [[0]], [[1]]), VANILLA_CFG),
+    # The trainer's count equal to the rank's own: a local mean is then the global one.
+    "local_token_mean": (
+        "token-mean",
+        {"loss_mat": a([[0]]), "loss_mask": a([[1]])},
+        dict(AGG_CFG, batch_num_tokens=1),
+    ),
 }
 
 
