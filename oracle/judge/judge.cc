@@ -87,7 +87,11 @@ class DecisionCombinations {
   // `tensors`: the side whose element-wise fields pin the decisions; null for the golden's.
   DecisionCombinations(const FunctionSpec& spec, const Case& golden, const ReferenceDecisions& ref,
                        const Result* tensors)
-      : spec_(spec), golden_(golden), ref_(ref), tensors_(tensors) {}
+      : spec_(spec),
+        golden_(golden),
+        ref_(ref),
+        tensors_(tensors),
+        eps_(golden.dtype == DType::kFloat32 ? kEps32 : kEps64) {}
 
   // The values of a scalar field (group "outputs" or "metrics") over the combinations.
   std::vector<double> Values(const std::string& group, const std::string& name) {
@@ -146,8 +150,9 @@ class DecisionCombinations {
   // Where the tolerance cannot tell two decisions apart at k (a gradient smaller than
   // its atol), the side's value still can when it sits far nearer one of them: an option
   // is dropped where some field's value is over four times nearer another option's than
-  // the two options' values are apart (float32 rounding of an element is ulps, the gap
-  // between decisions is the decision's whole effect).
+  // the two options' values are apart, and they are apart by more than rounding (float32
+  // rounding of an element is ulps; a decision that matters there moves it by its whole
+  // effect, while a continuous one, min(w, upper) on the bound, moves it by nothing).
   void Narrow(int64_t k, std::vector<double>& options, const std::vector<Result>& seen) const {
     if (options.size() < 2) return;
     std::vector<bool> drop(options.size(), false);
@@ -163,8 +168,12 @@ class DecisionCombinations {
       if (best == options.size()) continue;
       const double at_best = (*In(seen[best], e))[k];
       for (size_t o = 0; o < options.size(); ++o)
-        if (const Array* v = In(seen[o], e); o != best && v && std::fabs((*v)[k] - at_best) > 4.0 * best_d)
-          drop[o] = true;
+        if (const Array* v = In(seen[o], e); o != best && v) {
+          const double gap = std::fabs((*v)[k] - at_best);
+          if (gap > 4.0 * best_d &&
+              gap > oracle::kDecisionUlps * eps_ * std::max(std::fabs(at_best), std::fabs((*v)[k])))
+            drop[o] = true;
+        }
     }
     std::vector<double> kept;
     for (size_t o = 0; o < options.size(); ++o)
@@ -301,6 +310,7 @@ class DecisionCombinations {
   const Case& golden_;
   const ReferenceDecisions& ref_;
   const Result* tensors_;
+  double eps_;
   bool computed_ = false;
   std::vector<Elementwise> fields_;
   std::vector<const Result*> decisions_;  // the oracle's values under each decision
