@@ -377,6 +377,16 @@ TEST(JudgeDecisions, AnErrorThatHangsOnABoundaryDecisionAllowsTheOtherDecisionsR
   got = right;
   got.metrics["rollout_corr/rollout_is_mean"] += 0.01;
   EXPECT_EQ(CompareResult(*spec, c, &got, std::nullopt).outcome, Outcome::kFailed);
+  // The other way round (verl's rounding kept it and returned; the candidate dropped it and
+  // raised): the error is the other decision's too.
+  Case returned = c;
+  returned.expect_error.reset();
+  returned.outputs = right.outputs;
+  returned.grads = right.grads;
+  returned.metrics = right.metrics;
+  const std::string zero_division = *c.expect_error;
+  EXPECT_EQ(CompareResult(*spec, returned, nullptr, zero_division).outcome, Outcome::kPassed);
+  EXPECT_EQ(CompareResult(*spec, returned, nullptr, std::string("ValueError: no")).outcome, Outcome::kFailed);
   // Far from the bound the same error is no decision's: a result there fails.
   Case far = c;
   far.inputs["old_log_prob"][0] -= 0.5;

@@ -320,11 +320,13 @@ class DecisionCombinations {
 // Whether verl raises can itself hang on a decision at a boundary: IcePop drops the one
 // token sitting on its lower bound, every applied weight is zero and the ESS divides by
 // zero, while a float32 implementation whose rounding keeps it returns a result (and the
-// other way round). Where the reference raised and the candidate returned, or the other
-// way round, the oracle is run with one position's decision input moved by a few ulps
-// (no more than the margin within which the oracle marks a decision as rounding's): a
-// result there is what the candidate's result is judged against, with the judge's usual
-// boundary rules; an error there of the candidate's kind is the candidate's error.
+// other way round). Where one side raised and the other returned, each side's outcome is
+// looked for in the oracle on the golden's inputs with at most one position's decision
+// input moved by a few ulps (no more than the margin within which the oracle marks a
+// decision as rounding's): an error of that side's kind, or a result the side's values
+// pass against with the judge's usual rules. Both found: the case is judged by the
+// candidate's side (its result against that result). An error every input gets (a
+// refused config) is no decision's, and neither is one a move of more than rounding gives.
 std::optional<CaseReport> AcrossABoundary(const FunctionSpec& spec, const Case& golden, const Result* got,
                                           const std::optional<std::string>& raised, const std::string& verl_version) {
   constexpr size_t kMaxPositions = 64;
@@ -349,45 +351,55 @@ std::optional<CaseReport> AcrossABoundary(const FunctionSpec& spec, const Case& 
   for (int64_t k = 0; k < x->size(); ++k)
     if (!mask || (*mask)[k] != 0.0) positions.push_back(k);
   if (positions.size() > kMaxPositions) return std::nullopt;
-  // Only where the oracle itself does as the reference did on the golden's inputs (raises
-  // as verl raised, or returns as verl returned) does a push tell a decision apart; an
-  // error every input gets (a refused config) is no decision's.
-  try {
-    spec.oracle(golden);
-    if (golden.expect_error) return std::nullopt;
-  } catch (const VerlError& e) {
-    if (!golden.expect_error || ErrorKind(e.what()) != ErrorKind(*golden.expect_error)) return std::nullopt;
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
   const double eps = golden.dtype == DType::kFloat32 ? kEps32 : kEps64;
+  // The golden's inputs first, then each position moved 1, 2, ... 16 ulps either way.
+  std::vector<std::pair<int64_t, double>> moves{{-1, 0.0}};
   for (double ulps = 1; ulps <= oracle::kDecisionUlps; ulps *= 2)
     for (int64_t k : positions)
-      for (double side : {1.0, -1.0}) {
-        Case p = golden;
-        p.inputs.at(input)[k] += side * ulps * eps * (1.0 + std::fabs((*x)[k]));
-        p.expect_error.reset();
-        try {
-          const Result r = spec.oracle(p);
-          if (!got) continue;
-          p.outputs = r.outputs;
-          p.grads = r.grads;
-          p.metrics = r.metrics;
-          CaseReport rep = CompareResult(spec, p, got, std::nullopt, verl_version);
-          if (rep.outcome == Outcome::kFailed) continue;
-          rep.detail = "verl raised '" + *golden.expect_error + "' where a decision at a boundary went the other " +
-                       "way; judged against the other decision's result" +
-                       (rep.detail.empty() ? "" : "; " + rep.detail);
-          return rep;
-        } catch (const VerlError& e) {
-          if (!raised || ErrorKind(e.what()) != ErrorKind(*raised)) continue;
-          CaseReport rep = CaseReport::NotCompared(golden, Outcome::kPassed, "");
-          rep.detail =
-              "raised " + ErrorKind(*raised) + " as verl does where a decision at a boundary goes the " + "other way";
-          return rep;
-        } catch (const std::exception&) {
-        }
+      for (double side : {1.0, -1.0}) moves.push_back({k, side * ulps * eps * (1.0 + std::fabs((*x)[k]))});
+  auto moved = [&](const std::pair<int64_t, double>& m) {
+    Case p = golden;
+    if (m.first >= 0) p.inputs.at(input)[m.first] += m.second;
+    p.expect_error.reset();
+    return p;
+  };
+  auto raises = [&](const std::string& error) {
+    for (const auto& m : moves) try {
+        spec.oracle(moved(m));
+      } catch (const VerlError& e) {
+        if (ErrorKind(e.what()) == ErrorKind(error)) return true;
+      } catch (const std::exception&) {
       }
+    return false;
+  };
+  auto returns = [&](const Result& r) -> std::optional<CaseReport> {
+    for (const auto& m : moves) try {
+        Case p = moved(m);
+        const Result o = spec.oracle(p);
+        p.outputs = o.outputs;
+        p.grads = o.grads;
+        p.metrics = o.metrics;
+        CaseReport rep = CompareResult(spec, p, &r, std::nullopt, verl_version);
+        if (rep.outcome != Outcome::kFailed) return rep;
+      } catch (const std::exception&) {
+      }
+    return std::nullopt;
+  };
+  if (golden.expect_error && got) {
+    if (!raises(*golden.expect_error)) return std::nullopt;
+    std::optional<CaseReport> rep = returns(*got);
+    if (rep)
+      rep->detail = "verl raised '" + *golden.expect_error + "' where a decision at a boundary went the other way; " +
+                    "judged against the other decision's result" + (rep->detail.empty() ? "" : "; " + rep->detail);
+    return rep;
+  }
+  if (!golden.expect_error && raised) {
+    if (!raises(*raised) || !returns(Result::Of(golden))) return std::nullopt;
+    CaseReport rep = CaseReport::NotCompared(golden, Outcome::kPassed, "");
+    rep.detail = "raised " + ErrorKind(*raised) + " where verl returned, as a decision at a boundary taken the " +
+                 "other way does";
+    return rep;
+  }
   return std::nullopt;
 }
 
