@@ -8,7 +8,9 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
 #include <stdexcept>
+#include <string>
 
 #include "oracle/core/errors.h"
 #include "oracle/core/registry.h"
@@ -204,6 +206,193 @@ TEST(Judge, AFloat32AnswerToAFloat64CaseIsReportedAsSuch) {
   const CaseReport r = Judge(golden, got);
   EXPECT_EQ(Field(r, "grads/log_prob").outcome, Outcome::kFailed);
   EXPECT_NE(Field(r, "grads/log_prob").note.find("returned float32 for a float64 case"), std::string::npos);
+}
+
+// torch.maximum splits a tie's gradient evenly between its arguments, and a clamp at its
+// own bound passes none: with A < 0 both sides of the bound give -A r, yet a float32 ratio
+// rounded exactly onto the bound gives half of it. Accepted there; no other fraction is.
+TEST(Judge, HalfADecisionsGradientPassesAtAnExactTie) {
+  Case c = VanillaAtBound();
+  c.inputs["advantages"].at(0, 1) = -0.6;
+  const Case golden = WithReference(c);
+  const double reference = golden.grads.at("log_prob").at(0, 1);
+  ASSERT_NE(reference, 0.0);
+  Result got = Result::Of(golden);
+  got.grads["log_prob"].at(0, 1) = 0.5 * reference;
+  CaseReport r = Judge(golden, got);
+  EXPECT_EQ(Field(r, "grads/log_prob").outcome, Outcome::kPassed) << r.Describe();
+  EXPECT_EQ(Field(r, "grads/log_prob").flips, 1);
+  for (double wrong : {0.25, 0.75, -0.5}) {
+    got.grads["log_prob"].at(0, 1) = wrong * reference;
+    r = Judge(golden, got);
+    EXPECT_EQ(Field(r, "grads/log_prob").outcome, Outcome::kFailed) << wrong << "\n" << r.Describe();
+  }
+  // Off the boundary a half is just wrong.
+  got = Result::Of(golden);
+  got.grads["log_prob"].at(1, 2) *= 0.5;
+  r = Judge(golden, got);
+  EXPECT_EQ(Field(r, "grads/log_prob").outcome, Outcome::kFailed) << r.Describe();
+}
+
+// Several tokens on the IcePop bounds at once (ratios 5 and 0.5, float32): a float32
+// implementation may keep or drop each of them on its own. `spec` is an IcePop preset
+// whose decision input is `decides`; token 3 is far from any bound.
+struct IcePopAtBounds {
+  const FunctionSpec* spec;
+  Case golden;
+  std::string decides;
+  static constexpr int kOnBound = 3;  // tokens 0 and 2 at ratio 5, token 1 at 0.5
+
+  explicit IcePopAtBounds(const std::string& name) : spec(FindSpec(name)) {
+    Case c = spec->generate(GenParams{3, 1, 4, DType::kFloat32});
+    c.name = "icepop_at_bounds";
+    c.config = Config(c.Where());
+    Case storage;
+    c = Case(Resolved(*spec, c, storage));
+    const bool bypass = c.OptionalInput("log_prob") != nullptr;
+    decides = bypass ? "log_prob" : "old_log_prob";
+    Array base = Array::Matrix(1, 4, DType::kFloat32), top = base, mask = base, adv = base;
+    const double lr[4] = {std::log(5.0), std::log(0.5), std::log(5.0), 0.1};
+    const double from[4] = {-1.0, -2.0, -1.5, -0.7};
+    for (int64_t k = 0; k < 4; ++k) {
+      base[k] = from[k];
+      top[k] = static_cast<float>(from[k] + lr[k]);
+      mask[k] = 1.0;
+      adv[k] = 0.0;  // the bypass loss shows no decision: every one is the metrics' alone
+    }
+    c.inputs["rollout_log_prob"] = base;
+    c.inputs[decides] = top;
+    c.inputs["response_mask"] = mask;
+    if (bypass) c.inputs["advantages"] = adv;
+    golden = c;
+    const Result r = spec->oracle(c);
+    golden.outputs = r.outputs;
+    golden.grads = r.grads;
+    golden.metrics = r.metrics;
+  }
+
+  // What an implementation computes that keeps token k (bit k of `kept`) or drops it:
+  // the decision input moved a rounding-sized step to that side of the bound.
+  Result Deciding(unsigned kept) const {
+    Case c = golden;
+    for (int k = 0; k < kOnBound; ++k) {
+      const bool upper = k != 1, keep = (kept >> k) & 1u;
+      c.inputs[decides][k] += (upper == keep ? -1.0 : 1.0) * 2e-6;
+    }
+    return spec->oracle(c);
+  }
+
+  CaseReport Judge(const Result& got) const { return CompareResult(*spec, golden, &got, std::nullopt); }
+};
+
+TEST(JudgeDecisions, EveryTokenOnAnIcePopBoundIsMarked) {
+  for (const char* name : {"decoupled_token_icepop", "bypass_pg_token_icepop"}) {
+    const IcePopAtBounds t(name);
+    const Result r = t.spec->oracle(t.golden);
+    for (int64_t k = 0; k < 4; ++k) EXPECT_EQ(r.boundary[k], k < IcePopAtBounds::kOnBound ? 1.0 : 0.0) << name << k;
+  }
+}
+
+// Every subset of the boundary tokens kept, the rest dropped, passes: a statistic of the
+// kept weights (their mean, std, ESS, per-row means) and the loss follow the decisions
+// each token took, not one direction for all of them.
+TEST(JudgeDecisions, EverySubsetOfDecisionsAtTheBoundsPasses) {
+  for (const char* name : {"decoupled_token_icepop", "bypass_pg_token_icepop"}) {
+    const IcePopAtBounds t(name);
+    std::set<double> means;
+    for (unsigned kept = 0; kept < (1u << IcePopAtBounds::kOnBound); ++kept) {
+      const Result got = t.Deciding(kept);
+      means.insert(got.metrics.at("rollout_corr/rollout_is_mean"));
+      const CaseReport r = t.Judge(got);
+      EXPECT_NE(r.outcome, Outcome::kFailed) << name << " kept " << kept << "\n" << r.Describe();
+    }
+    EXPECT_EQ(means.size(), 1u << IcePopAtBounds::kOnBound) << name << ": the subsets must differ";
+  }
+}
+
+// ... while a value no subset gives, a statistic the weights contradict, or an error
+// off the boundary still fails.
+TEST(JudgeDecisions, AValueNoSubsetOfDecisionsGivesFails) {
+  for (const char* name : {"decoupled_token_icepop", "bypass_pg_token_icepop"}) {
+    const IcePopAtBounds t(name);
+    const std::string mean = "rollout_corr/rollout_is_mean", std = "rollout_corr/rollout_is_std";
+    for (unsigned kept = 0; kept < (1u << IcePopAtBounds::kOnBound); ++kept) {
+      const Result right = t.Deciding(kept);
+      Result got = right;
+      got.metrics[mean] += 1e-3;
+      EXPECT_EQ(t.Judge(got).outcome, Outcome::kFailed) << name << " kept " << kept;
+      got = right;
+      got.metrics[std] *= 1.01;
+      EXPECT_EQ(t.Judge(got).outcome, Outcome::kFailed) << name << " kept " << kept;
+      // Halfway between two subsets' means is neither.
+      got = right;
+      got.metrics[mean] = 0.5 * (right.metrics.at(mean) + t.Deciding(kept ^ 1u).metrics.at(mean));
+      EXPECT_EQ(t.Judge(got).outcome, Outcome::kFailed) << name << " kept " << kept;
+    }
+    if (t.golden.outputs.count("rollout_is_weights")) {
+      // The weights keep every token; a mean that drops token 0 contradicts them.
+      Result got = t.Deciding(0b111);
+      got.metrics[mean] = t.Deciding(0b110).metrics.at(mean);
+      const CaseReport r = t.Judge(got);
+      EXPECT_EQ(Field(r, "metrics/" + mean).outcome, Outcome::kFailed) << r.Describe();
+      // And the weight of the token far from any bound is held exactly as before.
+      got = t.Deciding(0b101);
+      got.outputs["rollout_is_weights"][3] *= 1.001;
+      EXPECT_EQ(Field(t.Judge(got), "outputs/rollout_is_weights").outcome, Outcome::kFailed);
+    }
+  }
+}
+
+// Whether verl raises can hang on a decision at a bound: IcePop drops the one token whose
+// ratio sits a hair under 0.5, every applied weight is zero and the ESS divides by zero; a
+// float32 implementation that keeps it returns a result, judged against that decision's.
+TEST(JudgeDecisions, AnErrorThatHangsOnABoundaryDecisionAllowsTheOtherDecisionsResult) {
+  const FunctionSpec* spec = FindSpec("decoupled_token_icepop");
+  Case c = spec->generate(GenParams{3, 1, 1, DType::kFloat32});
+  c.name = "icepop_error_at_bound";
+  c.config = Config(c.Where());
+  Case storage;
+  c = Case(Resolved(*spec, c, storage));
+  Array old_lp = Array::Matrix(1, 1, DType::kFloat32), rollout = old_lp, mask = old_lp;
+  old_lp[0] = -6.6085205078125;  // minus rollout: 2e-9 under log(0.5)
+  rollout[0] = -5.9153733253479;
+  mask[0] = 1.0;
+  c.inputs["old_log_prob"] = old_lp;
+  c.inputs["rollout_log_prob"] = rollout;
+  c.inputs["response_mask"] = mask;
+  try {
+    spec->oracle(c);
+    FAIL() << "the oracle keeps the token";
+  } catch (const VerlError& e) {
+    c.expect_error = e.what();
+  }
+  Case kept = c;
+  kept.expect_error.reset();
+  kept.inputs["old_log_prob"][0] += 1e-6;
+  const Result right = spec->oracle(kept);
+  CaseReport r = CompareResult(*spec, c, &right, std::nullopt);
+  EXPECT_EQ(r.outcome, Outcome::kPassed) << r.Describe();
+  Result got = right;
+  got.outputs["rollout_is_weights"][0] *= 1.01;
+  EXPECT_EQ(CompareResult(*spec, c, &got, std::nullopt).outcome, Outcome::kFailed);
+  got = right;
+  got.metrics["rollout_corr/rollout_is_mean"] += 0.01;
+  EXPECT_EQ(CompareResult(*spec, c, &got, std::nullopt).outcome, Outcome::kFailed);
+  // The other way round (verl's rounding kept it and returned; the candidate dropped it and
+  // raised): the error is the other decision's too.
+  Case returned = c;
+  returned.expect_error.reset();
+  returned.outputs = right.outputs;
+  returned.grads = right.grads;
+  returned.metrics = right.metrics;
+  const std::string zero_division = *c.expect_error;
+  EXPECT_EQ(CompareResult(*spec, returned, nullptr, zero_division).outcome, Outcome::kPassed);
+  EXPECT_EQ(CompareResult(*spec, returned, nullptr, std::string("ValueError: no")).outcome, Outcome::kFailed);
+  // Far from the bound the same error is no decision's: a result there fails.
+  Case far = c;
+  far.inputs["old_log_prob"][0] -= 0.5;
+  got = right;
+  EXPECT_EQ(CompareResult(*spec, far, &got, std::nullopt).outcome, Outcome::kFailed);
 }
 
 FunctionSpec SpecWith(std::vector<ToleranceOverride> t) {

@@ -55,6 +55,16 @@ Result Extrapolate(const Result& near, const Result& far) {
 
 }  // namespace
 
+Result ReferenceDecisions::PushedBy(const std::vector<double>& sides) const {
+  auto pushed = [&](double times) {
+    Case p = *golden;
+    Array& x = p.inputs.at(input);
+    for (int64_t k = 0; k < x.size(); ++k) x[k] += times * sides[static_cast<size_t>(k)] * push[k];
+    return spec->oracle(p);
+  };
+  return Extrapolate(pushed(1.0), pushed(2.0));
+}
+
 ReferenceDecisions ReferenceView(const FunctionSpec& spec, const Case& golden) {
   ReferenceDecisions ref;
   if (!spec.oracle) return ref;
@@ -96,34 +106,39 @@ ReferenceDecisions ReferenceView(const FunctionSpec& spec, const Case& golden) {
     }
     push[k] = kPushUlps * eps * scale;
   }
-  auto pushed = [&](double times) {
-    Case p = golden;
-    Array& x = p.inputs.at(input);
-    for (int64_t k = 0; k < x.size(); ++k) x[k] += times * push[k];
-    return spec.oracle(p);
-  };
+  ref.spec = &spec;
+  ref.golden = &golden;
+  ref.input = input;
+  ref.push = push;
   for (double side : {1.0, -1.0}) {
     if (!input) break;
     try {
-      ref.branches.push_back(Extrapolate(pushed(side), pushed(2.0 * side)));
+      ref.branches.push_back(ref.PushedBy(std::vector<double>(static_cast<size_t>(b.size()), side)));
+      ref.branch_sides.push_back(side);
     } catch (const std::exception&) {
       // A push that makes verl's semantics raise (a bound crossed into an error) gives
       // no branch value on that side; the other side and the reference still count.
     }
   }
-  for (const Result& br : ref.branches) {
-    Result tie;
-    for (const bool grads : {false, true}) {
-      const auto& own = grads ? ref.result.grads : ref.result.outputs;
-      for (const auto& [name, v] : grads ? br.grads : br.outputs) {
-        auto it = own.find(name);
-        if (it == own.end() || it->second.shape != v.shape) continue;
-        Array mid = v;
-        for (int64_t k = 0; k < mid.size(); ++k) mid[k] = 0.5 * (v[k] + it->second[k]);
-        (grads ? tie.grads : tie.outputs).emplace(name, std::move(mid));
+  auto scaled = [](const std::map<std::string, Array>& a, const std::map<std::string, Array>* b, double fa, double fb) {
+    Result t;
+    for (const auto& [name, v] : a) {
+      const Array* o = nullptr;
+      if (b) {
+        auto it = b->find(name);
+        if (it == b->end() || it->second.shape != v.shape) continue;
+        o = &it->second;
       }
+      Array m = v;
+      for (int64_t k = 0; k < m.size(); ++k) m[k] = fa * v[k] + (o ? fb * (*o)[k] : 0.0);
+      t.grads.emplace(name, std::move(m));
     }
-    ref.ties.push_back(std::move(tie));
+    return t;
+  };
+  if (!ref.branches.empty()) ref.ties.push_back(scaled(ref.result.grads, nullptr, 0.5, 0.0));
+  for (const Result& br : ref.branches) {
+    ref.ties.push_back(scaled(br.grads, &ref.result.grads, 0.5, 0.5));
+    ref.ties.push_back(scaled(br.grads, nullptr, 0.5, 0.0));
   }
   // A boundary position is observable when some element-wise field takes values on the
   // two decisions that a correct implementation could not confuse.

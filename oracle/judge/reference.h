@@ -21,11 +21,16 @@ struct ReferenceDecisions {
   // The oracle on the golden's inputs; its magnitude gives the scalar outputs' float32
   // allowance without another oracle run.
   Result result;
-  Array boundary;                // empty when no decision is close
-  std::vector<Result> branches;  // the other decision's values, one per push direction
+  Array boundary;                    // empty when no decision is close
+  std::vector<Result> branches;      // the other decision's values, one per push direction
+  std::vector<double> branch_sides;  // +1 / -1: the direction branches[i] was pushed in
   // An exact tie between the two sides (a ratio rounded onto the bound itself): torch's
-  // max/min then split the gradient evenly, so the midpoint of the two decisions' values is
-  // what a correct implementation whose rounding lands on the bound returns.
+  // max/min then split the gradient evenly between their two arguments. Gradients only:
+  // a forward value at a tie is either side's. The split gives the midpoint of the two
+  // decisions' gradients, or, where one argument passes no gradient at the tie (a clamp
+  // at its own bound, a constant), half of the other's even when both sides select the
+  // same argument (PPO's max(-A r, -A clip(r)) at r on the bound with A < 0): half of
+  // either decision's gradient.
   std::vector<Result> ties;
   // Discrete (0/1) outputs: the other decision is the flipped value, on valid tokens. This
   // needs no push, so it holds where the decided quantity hardly moves with the log-ratio
@@ -33,6 +38,19 @@ struct ReferenceDecisions {
   std::map<std::string, Array> flipped_discrete;
   std::set<int64_t> unobservable;  // boundary positions where no field tells the decisions apart
   const Array* mask = nullptr;     // the response mask fractions are taken over
+
+  // What a push needs: the function, the case (alive as long as this view), the input
+  // whose rounding decides, and the push per position (0 off the boundary).
+  const FunctionSpec* spec = nullptr;
+  const Case* golden = nullptr;
+  const char* input = nullptr;
+  Array push;
+
+  // The oracle with position k's decision input pushed by sides[k] (0, +1 or -1) times
+  // its push, extrapolated to the push's start as the branches are: the values a result
+  // gives that takes, at each boundary position independently, one decision or the other.
+  // Throws what the oracle throws.
+  Result PushedBy(const std::vector<double>& sides) const;
 
   DecisionView View(const std::map<std::string, Array>& ref_fields, const std::string& name, bool grads) const {
     DecisionView v;
