@@ -6,10 +6,11 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,8 +42,12 @@ class Worker {
   explicit Worker(const EngineOptions& o);
 
   // The golden for `c` (inputs, config, projections): the reference's result, or nullopt
-  // with the reason where the reference refuses or declines the inputs.
-  std::optional<Case> Golden(const FunctionSpec& spec, const Case& c, std::string* refused);
+  // with the reason where the reference refuses or declines the inputs. A reference
+  // adapter's recorded inputs (verl's own pick in clip_cov and kl_cov) join the golden's
+  // inputs, replacing any the case had, and their names go to `recorded`: the candidate
+  // is judged on verl's choice, as on the captured goldens.
+  std::optional<Case> Golden(const FunctionSpec& spec, const Case& c, std::string* refused,
+                             std::set<std::string>* recorded = nullptr);
   // The candidate judged on `golden`; `got` receives what the candidate returned.
   CaseReport Judge(const FunctionSpec& spec, const Case& golden, Case* got = nullptr);
   // Case `index` of `spec`: generated (retried while the oracle refuses it), projected,
@@ -51,6 +56,7 @@ class Worker {
     Case golden;
     CaseReport report;
     std::string regime;
+    std::set<std::string> recorded;  // golden inputs the reference recorded (Golden)
   };
   std::optional<Judged> Explore(const FunctionSpec& spec, int64_t index, std::string* refused);
 
@@ -68,22 +74,21 @@ std::vector<Failure> FailuresOf(const CaseReport& r);
 
 struct FunctionTally {
   const FunctionSpec* spec = nullptr;
-  int64_t cases = 0, passed = 0, failed = 0, baselined = 0, mistrusted = 0, unsupported = 0, skipped = 0,
-          refused = 0;
+  int64_t cases = 0, passed = 0, failed = 0, baselined = 0, mistrusted = 0, unsupported = 0, skipped = 0, refused = 0;
   std::string refused_example;  // one reason, for the report
 };
 
 struct Difference {
   const FunctionSpec* spec = nullptr;
   Failure failure;
-  int64_t cases = 0;           // explored cases that fail this way
-  int64_t first_index = 0;     // the first of them
+  int64_t cases = 0;        // explored cases that fail this way
+  int64_t first_index = 0;  // the first of them
   std::string first_regime;
-  Case start;                  // its inputs
+  Case start;  // its inputs
   // After shrinking:
-  Case minimal;                // inputs, config, projections
-  Case golden, got;            // the reference's and the candidate's results on it
-  CaseReport report;           // the judge on it
+  Case minimal;       // inputs, config, projections
+  Case golden, got;   // the reference's and the candidate's results on it
+  CaseReport report;  // the judge on it
   int64_t trials = 0;
   double shrink_seconds = 0;
   bool exhausted = false;
@@ -94,7 +99,8 @@ struct ExploreRun {
   std::vector<Difference> differences;
   double explore_seconds = 0, shrink_seconds = 0;
   std::vector<const FunctionSpec*> not_provided;
-  std::vector<tools::BaselineEntry> stale;  // baseline entries that covered nothing  // selected, but the candidate or reference lacks it
+  std::vector<tools::BaselineEntry>
+      stale;  // baseline entries that covered nothing  // selected, but the candidate or reference lacks it
   std::string candidate_name;  // the adapter's name or the implementation's
   std::map<std::string, std::string> candidate_versions, reference_versions;
 };
