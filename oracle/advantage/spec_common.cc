@@ -187,17 +187,27 @@ double WhitenCondition(const Array& x, const Array& mask) {
   return std::max(1.0, largest / sd);
 }
 
-void SetWhitenedAdvantageTolerance(FunctionSpec& s, std::function<Array(const Case&)> whitened) {
-  s.case_tolerance = [whitened = std::move(whitened)](const Case& c,
-                                                      const std::string& field) -> std::optional<Tolerance> {
-    if (c.dtype != DType::kFloat32 || field != "outputs/advantages") return std::nullopt;
-    const double cond = WhitenCondition(whitened(c), c.Input("response_mask"));
-    if (cond <= 1.0) return std::nullopt;
-    const Tolerance d = DefaultTolerance(DType::kFloat32);
-    char why[160];
+std::optional<Tolerance> WhitenedTolerance(DType dtype, double cond) {
+  if (cond <= 1.0) return std::nullopt;
+  const Tolerance d = DefaultTolerance(dtype);
+  char why[200];
+  if (dtype == DType::kFloat32) {
     std::snprintf(why, sizeof why, "float32 bound times masked_whiten's condition number %.3g (max |x| / std(x))",
                   cond);
     return Tolerance{d.rtol * cond, d.atol * cond, why};
+  }
+  // float64: the same rounding (eps * max |x|, times rsqrt(var + 1e-8)) is absolute;
+  // the relative bound's 2^18 ulps already cover what the scale inherits.
+  std::snprintf(why, sizeof why, "float64 atol times masked_whiten's condition number %.3g (max |x| / std(x))", cond);
+  return Tolerance{d.rtol, d.atol * cond, why};
+}
+
+void SetWhitenedAdvantageTolerance(FunctionSpec& s, std::function<Array(const Case&)> whitened,
+                                   std::vector<std::string> fields) {
+  s.case_tolerance = [whitened = std::move(whitened), fields = std::move(fields)](
+                         const Case& c, const std::string& field) -> std::optional<Tolerance> {
+    if (std::find(fields.begin(), fields.end(), field) == fields.end()) return std::nullopt;
+    return WhitenedTolerance(c.dtype, WhitenCondition(whitened(c), c.Input("response_mask")));
   };
 }
 

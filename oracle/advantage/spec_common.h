@@ -78,7 +78,14 @@ Case MultiTrajectoryDelegateCase(const Case& c);
 // Sets s.case_tolerance so that float32 `outputs/advantages` are held to the float32
 // default times WhitenCondition(whitened(case), response_mask); the other fields (the
 // returns, which are not whitened) keep their bounds.
-void SetWhitenedAdvantageTolerance(FunctionSpec& s, std::function<Array(const Case&)> whitened);
+// float64 fields get the default atol times the same condition (a constant whitened
+// batch: the float64 mean's last bit, times rsqrt(0 + 1e-8) = 1e4), not a larger rtol.
+// `fields` are the whitened outputs (gdpo returns its advantages as its returns too).
+void SetWhitenedAdvantageTolerance(FunctionSpec& s, std::function<Array(const Case&)> whitened,
+                                   std::vector<std::string> fields = {"outputs/advantages"});
 double WhitenedScoreCondition(const Case& c);
+// The whitening bound for a case of `dtype` whose whitened input has condition `cond`
+// (SetWhitenedAdvantageTolerance's rule); nullopt when cond <= 1.
+std::optional<Tolerance> WhitenedTolerance(DType dtype, double cond);
 
 }  // namespace verlconf::oracle

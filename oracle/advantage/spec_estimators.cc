@@ -66,9 +66,9 @@ FunctionSpec Base(const std::string& name, const std::string& symbol, std::vecto
 
 // A discount or a GAE lambda: a weight in [0, 1].
 constexpr std::pair<double, double> kUnitRange{0.0, 1.0};
-const ConfigKey kGammaKey{"gamma", "float", 1.0,
-                          "discount; the dispatcher passes algorithm.gamma (AlgoConfig default 1.0)", {}, false,
-                          kUnitRange};
+const ConfigKey kGammaKey{
+    "gamma", "float", 1.0,       "discount; the dispatcher passes algorithm.gamma (AlgoConfig default 1.0)",
+    {},      false,   kUnitRange};
 
 oracle::OtbConfig ReadOtb(const Case& c) {
   oracle::OtbConfig o;
@@ -117,9 +117,9 @@ void AddAdvantageEstimatorSpecs(std::vector<FunctionSpec>& out) {
       for (size_t k = 0; k < raw.data.size(); ++k) raw.data[k] -= c.Input("values").data[k];
       return raw;
     });
-    s.config = {kGammaKey,
-                {"lam", "float", 1.0, "GAE lambda; the dispatcher passes algorithm.lam (default 1.0)", {}, false,
-                 kUnitRange}};
+    s.config = {
+        kGammaKey,
+        {"lam", "float", 1.0, "GAE lambda; the dispatcher passes algorithm.lam (default 1.0)", {}, false, kUnitRange}};
     // compute_advantage calls gae by name with its own arguments.
     s.dispatch_kwargs = {"gamma", "lam", "response_mask", "token_level_rewards", "values"};
     out.push_back(std::move(s));
@@ -152,6 +152,12 @@ void AddAdvantageEstimatorSpecs(std::vector<FunctionSpec>& out) {
       },
       "group mean baseline (0 for singletons), then batch whitening; epsilon is unused"));
   out.back().float32_condition = oracle::WhitenedScoreCondition;
+  // float64: the whitening's absolute bound (float32 is scaled by float32_condition).
+  out.back().case_tolerance = [](const Case& c, const std::string& field) -> std::optional<Tolerance> {
+    if (c.dtype != DType::kFloat64 || (field != "outputs/advantages" && field != "outputs/returns"))
+      return std::nullopt;
+    return oracle::WhitenedTolerance(DType::kFloat64, oracle::WhitenedScoreCondition(c));
+  };
   out.push_back(Base(
       "rloo", "compute_rloo_outcome_advantage", {kRewards, kMask, kIndex}, kOutcome,
       [](const Case& c) {
@@ -233,6 +239,19 @@ void AddAdvantageEstimatorSpecs(std::vector<FunctionSpec>& out) {
         },
         "per-component GRPO (float32 when components are given), weighted sum, batch whitening, masked");
     s.float32_condition = oracle::GrpoFloat32Condition;  // GRPO per component, then whitening
+    // The batch whitening amplifies float32 rounding of the weighted sum by max |x| / std:
+    // a batch whose sum is constant (one singleton group: every token -1 / (1 + eps))
+    // whitens float32 noise by 1e4 (verl's float32 mean is one ulp off the value).
+    oracle::SetWhitenedAdvantageTolerance(
+        s,
+        [](const Case& c) {
+          oracle::GrpoConfig g;
+          g.epsilon = c.config.Double("epsilon");
+          g.norm_adv_by_std_in_grpo = c.config.Bool("norm_adv_by_std_in_grpo");
+          return oracle::gdpo_weighted_sum(c.Input("token_level_rewards"), c.Input("response_mask"), c.Input("index"),
+                                           c.OptionalInput("reward_components"), c.OptionalInput("reward_weights"), g);
+        },
+        {"outputs/advantages", "outputs/returns"});
     s.dispatch_kwargs = GenericDispatch({"batch", "non_tensor_batch"});
     s.config = {{"epsilon", "float", 1e-6, "added to each component's group std"},
                 {"norm_adv_by_std_in_grpo", "bool", int64_t{1},
