@@ -202,12 +202,29 @@ std::optional<Tolerance> WhitenedTolerance(DType dtype, double cond) {
   return Tolerance{d.rtol, d.atol * cond, why};
 }
 
+double WhitenConditionAfter(const Array& x, const Array& mask, double upstream) {
+  double n = 0, sum = 0, sq = 0, largest = 0;
+  for (size_t k = 0; k < x.data.size(); ++k)
+    if (mask.data[k] != 0.0) n += 1, sum += x.data[k], largest = std::max(largest, std::fabs(x.data[k]));
+  const double mean = n > 0 ? sum / n : 0.0;
+  double spread = 0;  // max |x - mean| over valid tokens
+  for (size_t k = 0; k < x.data.size(); ++k)
+    if (mask.data[k] != 0.0) {
+      sq += (x.data[k] - mean) * (x.data[k] - mean);
+      spread = std::max(spread, std::fabs(x.data[k] - mean));
+    }
+  const double r = 1.0 / std::sqrt((n > 1 ? sq / (n - 1) : 0.0) + 1e-8);  // masked_whiten's rsqrt(var + 1e-8)
+  return std::max(1.0, r * (largest + std::max(upstream, 0.0)) * (1.0 + r * spread));
+}
+
 void SetWhitenedAdvantageTolerance(FunctionSpec& s, std::function<Array(const Case&)> whitened,
-                                   std::vector<std::string> fields) {
-  s.case_tolerance = [whitened = std::move(whitened), fields = std::move(fields)](
+                                   std::vector<std::string> fields, std::function<double(const Case&)> upstream) {
+  s.case_tolerance = [whitened = std::move(whitened), fields = std::move(fields), upstream = std::move(upstream)](
                          const Case& c, const std::string& field) -> std::optional<Tolerance> {
     if (std::find(fields.begin(), fields.end(), field) == fields.end()) return std::nullopt;
-    return WhitenedTolerance(c.dtype, WhitenCondition(whitened(c), c.Input("response_mask")));
+    const Array& mask = c.Input("response_mask");
+    return WhitenedTolerance(c.dtype, upstream ? WhitenConditionAfter(whitened(c), mask, upstream(c))
+                                               : WhitenCondition(whitened(c), mask));
   };
 }
 

@@ -123,7 +123,8 @@ struct FunctionSpec {
   std::vector<ToleranceOverride> tolerances;
   // float32 forward error grows with the problem's condition number; where it can be
   // large (GRPO's division by a small group std) the spec computes it from the case's
-  // inputs and the float32 tolerance is multiplied by it. float64 is never scaled.
+  // inputs and the float32 tolerance is multiplied by it. float64's atol is multiplied
+  // by it too (the same rounding, amplified the same way), its rtol never.
   std::function<double(const Case&)> float32_condition;
   // A per-case bound for one field, where the case's own values say how much rounding a
   // correct implementation can show (a cancellation's condition number); nullopt for
