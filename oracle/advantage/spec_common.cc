@@ -223,8 +223,8 @@ void SetWhitenedAdvantageTolerance(FunctionSpec& s, std::function<Array(const Ca
                          const Case& c, const std::string& field) -> std::optional<Tolerance> {
     if (std::find(fields.begin(), fields.end(), field) == fields.end()) return std::nullopt;
     const Array& mask = c.Input("response_mask");
-    return WhitenedTolerance(c.dtype, upstream ? WhitenConditionAfter(whitened(c), mask, upstream(c))
-                                               : WhitenCondition(whitened(c), mask));
+    return WhitenedTolerance(
+        c.dtype, upstream ? WhitenConditionAfter(whitened(c), mask, upstream(c)) : WhitenCondition(whitened(c), mask));
   };
 }
 
