@@ -46,8 +46,19 @@ TEST(Golden, OracleMatchesEveryCase) {
     if (c->dtype == DType::kFloat64) {
       EXPECT_EQ(r.flips, 0) << r.Describe();
     }
+    // A field whose case states a larger bound (FunctionSpec::case_tolerance: the case's
+    // own conditioning, as in masked_whiten of a constant, where verl's float64 result is
+    // itself 1e-8 from the exact one) is held to that bound, which PASSED already checks;
+    // every other field to the design's.
     if (c->dtype == DType::kFloat64 && r.outcome == Outcome::kPassed) {
-      EXPECT_LE(r.worst_rel, bound) << r.Describe() << (t64.reason.empty() ? "" : "\n  override: " + t64.reason);
+      const Tolerance d = DefaultTolerance(DType::kFloat64);
+      for (const FieldReport& f : r.fields) {
+        const bool case_bound = !f.tol.reason.empty() && (f.tol.rtol > d.rtol || f.tol.atol > d.atol) &&
+                                spec->case_tolerance && spec->case_tolerance(*c, f.field);
+        if (!std::isfinite(f.worst_rel) || f.worst_rel <= bound || case_bound) continue;
+        ADD_FAILURE() << f.field << ": worst rel " << f.worst_rel << " > " << bound << "\n"
+                      << r.Describe() << (t64.reason.empty() ? "" : "\n  override: " + t64.reason);
+      }
     }
   }
   EXPECT_GT(checked, 0);

@@ -74,8 +74,8 @@ std::vector<double> GrpoFloat32(const std::vector<double>& s64, const Array& ind
 
 }  // namespace
 
-Array gdpo_outcome_advantage(const Array& rewards, const Array& mask, const Array& index, const Array* components,
-                             const Array* weights, const GrpoConfig& cfg) {
+Array gdpo_weighted_sum(const Array& rewards, const Array& mask, const Array& index, const Array* components,
+                        const Array* weights, const GrpoConfig& cfg) {
   Array sum;
   if (components == nullptr) {
     // score_list = [token_level_rewards]; the float32 weight 1 leaves GRPO as it is.
@@ -91,7 +91,13 @@ Array gdpo_outcome_advantage(const Array& rewards, const Array& mask, const Arra
       for (int64_t e = 0; e < a.size(); ++e) sum[e] = k == 0 ? w * a[e] : sum[e] + w * a[e];
     }
   }
-  Array out = masked_whiten(sum, mask, /*shift_mean=*/true);
+  return sum;
+}
+
+Array gdpo_outcome_advantage(const Array& rewards, const Array& mask, const Array& index, const Array* components,
+                             const Array* weights, const GrpoConfig& cfg) {
+  Array out = masked_whiten(gdpo_weighted_sum(rewards, mask, index, components, weights, cfg), mask,
+                            /*shift_mean=*/true);
   for (int64_t e = 0; e < out.size(); ++e) out[e] *= mask[e];
   return out;
 }

@@ -28,5 +28,8 @@ Array grpo_passk_outcome_advantage(const Array& rewards, const Array& mask, cons
 // Without components it is GRPO of token_level_rewards, whitened.
 Array gdpo_outcome_advantage(const Array& rewards, const Array& mask, const Array& index, const Array* components,
                              const Array* weights, const GrpoConfig& cfg);
+// What gdpo whitens: sum_k w_k GRPO_k, before masked_whiten.
+Array gdpo_weighted_sum(const Array& rewards, const Array& mask, const Array& index, const Array* components,
+                        const Array* weights, const GrpoConfig& cfg);
 
 }  // namespace verlconf::oracle

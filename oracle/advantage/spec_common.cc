@@ -187,18 +187,44 @@ double WhitenCondition(const Array& x, const Array& mask) {
   return std::max(1.0, largest / sd);
 }
 
-void SetWhitenedAdvantageTolerance(FunctionSpec& s, std::function<Array(const Case&)> whitened) {
-  s.case_tolerance = [whitened = std::move(whitened)](const Case& c,
-                                                      const std::string& field) -> std::optional<Tolerance> {
-    // Either dtype: whitening nearly constant returns divides their rounding by a tiny std.
-    if (field != "outputs/advantages") return std::nullopt;
-    const double cond = WhitenCondition(whitened(c), c.Input("response_mask"));
-    if (cond <= 1.0) return std::nullopt;
-    const Tolerance d = DefaultTolerance(c.dtype);
-    char why[160];
-    std::snprintf(why, sizeof why, "%s bound times masked_whiten's condition number %.3g (max |x| / std(x))",
-                  DTypeName(c.dtype), cond);
+std::optional<Tolerance> WhitenedTolerance(DType dtype, double cond) {
+  if (cond <= 1.0) return std::nullopt;
+  const Tolerance d = DefaultTolerance(dtype);
+  char why[200];
+  if (dtype == DType::kFloat32) {
+    std::snprintf(why, sizeof why, "float32 bound times masked_whiten's condition number %.3g (max |x| / std(x))",
+                  cond);
     return Tolerance{d.rtol * cond, d.atol * cond, why};
+  }
+  // float64: the same rounding (eps * max |x|, times rsqrt(var + 1e-8)) is absolute;
+  // the relative bound's 2^18 ulps already cover what the scale inherits.
+  std::snprintf(why, sizeof why, "float64 atol times masked_whiten's condition number %.3g (max |x| / std(x))", cond);
+  return Tolerance{d.rtol, d.atol * cond, why};
+}
+
+double WhitenConditionAfter(const Array& x, const Array& mask, double upstream) {
+  double n = 0, sum = 0, sq = 0, largest = 0;
+  for (size_t k = 0; k < x.data.size(); ++k)
+    if (mask.data[k] != 0.0) n += 1, sum += x.data[k], largest = std::max(largest, std::fabs(x.data[k]));
+  const double mean = n > 0 ? sum / n : 0.0;
+  double spread = 0;  // max |x - mean| over valid tokens
+  for (size_t k = 0; k < x.data.size(); ++k)
+    if (mask.data[k] != 0.0) {
+      sq += (x.data[k] - mean) * (x.data[k] - mean);
+      spread = std::max(spread, std::fabs(x.data[k] - mean));
+    }
+  const double r = 1.0 / std::sqrt((n > 1 ? sq / (n - 1) : 0.0) + 1e-8);  // masked_whiten's rsqrt(var + 1e-8)
+  return std::max(1.0, r * (largest + std::max(upstream, 0.0)) * (1.0 + r * spread));
+}
+
+void SetWhitenedAdvantageTolerance(FunctionSpec& s, std::function<Array(const Case&)> whitened,
+                                   std::vector<std::string> fields, std::function<double(const Case&)> upstream) {
+  s.case_tolerance = [whitened = std::move(whitened), fields = std::move(fields), upstream = std::move(upstream)](
+                         const Case& c, const std::string& field) -> std::optional<Tolerance> {
+    if (std::find(fields.begin(), fields.end(), field) == fields.end()) return std::nullopt;
+    const Array& mask = c.Input("response_mask");
+    return WhitenedTolerance(
+        c.dtype, upstream ? WhitenConditionAfter(whitened(c), mask, upstream(c)) : WhitenCondition(whitened(c), mask));
   };
 }
 

@@ -63,6 +63,12 @@ double GpgScoreScaleCondition(const Case& c);
 // eps * |x|, which the whitening divides by x's masked std, so the bound is
 // max |x| over valid tokens / sqrt(var + 1e-8) (at least 1).
 double WhitenCondition(const Array& x, const Array& mask);
+// The same when x itself carries an absolute error of eps * `upstream` (GRPO's
+// (s - mean) / (std + eps) of a near-constant group: eps * |s| / 1e-6): the whitening
+// multiplies x's error by r = rsqrt(var + 1e-8), and r's own relative error (about r
+// times x's error) reaches each result in proportion to its size, 1 + r max |x - mean|:
+// r (max |x| + upstream) (1 + r max |x - mean|), at least 1.
+double WhitenConditionAfter(const Array& x, const Array& mask, double upstream);
 
 // compute_advantage_for_multi_trajectories (spec_multi_trajectory.cc), what every
 // implementation of it shares. An estimator's entry by name, from this family's own
@@ -78,7 +84,17 @@ Case MultiTrajectoryDelegateCase(const Case& c);
 // Sets s.case_tolerance so that float32 `outputs/advantages` are held to the float32
 // default times WhitenCondition(whitened(case), response_mask); the other fields (the
 // returns, which are not whitened) keep their bounds.
-void SetWhitenedAdvantageTolerance(FunctionSpec& s, std::function<Array(const Case&)> whitened);
+// float64 fields get the default atol times the same condition (a constant whitened
+// batch: the float64 mean's last bit, times rsqrt(0 + 1e-8) = 1e4), not a larger rtol.
+// `fields` are the whitened outputs (gdpo returns its advantages as its returns too).
+// `upstream`, when given, is the condition number of the step that computed x (its
+// absolute error in eps, for O(1) results): the bound is then WhitenConditionAfter's.
+void SetWhitenedAdvantageTolerance(FunctionSpec& s, std::function<Array(const Case&)> whitened,
+                                   std::vector<std::string> fields = {"outputs/advantages"},
+                                   std::function<double(const Case&)> upstream = nullptr);
 double WhitenedScoreCondition(const Case& c);
+// The whitening bound for a case of `dtype` whose whitened input has condition `cond`
+// (SetWhitenedAdvantageTolerance's rule); nullopt when cond <= 1.
+std::optional<Tolerance> WhitenedTolerance(DType dtype, double cond);
 
 }  // namespace verlconf::oracle

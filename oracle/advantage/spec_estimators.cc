@@ -152,6 +152,12 @@ void AddAdvantageEstimatorSpecs(std::vector<FunctionSpec>& out) {
       },
       "group mean baseline (0 for singletons), then batch whitening; epsilon is unused"));
   out.back().float32_condition = oracle::WhitenedScoreCondition;
+  // float64: the whitening's absolute bound (float32 is scaled by float32_condition).
+  out.back().case_tolerance = [](const Case& c, const std::string& field) -> std::optional<Tolerance> {
+    if (c.dtype != DType::kFloat64 || (field != "outputs/advantages" && field != "outputs/returns"))
+      return std::nullopt;
+    return oracle::WhitenedTolerance(DType::kFloat64, oracle::WhitenedScoreCondition(c));
+  };
   out.push_back(Base(
       "rloo", "compute_rloo_outcome_advantage", {kRewards, kMask, kIndex}, kOutcome,
       [](const Case& c) {
@@ -232,7 +238,26 @@ void AddAdvantageEstimatorSpecs(std::vector<FunctionSpec>& out) {
                                                      c.OptionalInput("reward_weights"), g));
         },
         "per-component GRPO (float32 when components are given), weighted sum, batch whitening, masked");
-    s.float32_condition = oracle::GrpoFloat32Condition;  // GRPO per component, then whitening
+    // GRPO per component, then whitening: one bound for both (float32_condition would
+    // multiply it again). The whitening amplifies the weighted sum's rounding by
+    // rsqrt(var + 1e-8): a batch whose sum is constant (one singleton group: every token
+    // -1 / (1 + eps)) whitens float32 noise by 1e4 (verl's float32 mean is an ulp off),
+    // and a near-constant GRPO group's float64 noise (its last bit over std + 1e-6) is
+    // whitened by 1e4 again.
+    s.float32_condition = nullptr;
+    oracle::SetWhitenedAdvantageTolerance(
+        s,
+        [](const Case& c) {
+          oracle::GrpoConfig g;
+          g.epsilon = c.config.Double("epsilon");
+          g.norm_adv_by_std_in_grpo = c.config.Bool("norm_adv_by_std_in_grpo");
+          return oracle::gdpo_weighted_sum(c.Input("token_level_rewards"), c.Input("response_mask"), c.Input("index"),
+                                           c.OptionalInput("reward_components"), c.OptionalInput("reward_weights"), g);
+        },
+        {"outputs/advantages", "outputs/returns"},
+        // With components the oracle replays verl's float32 GRPO step exactly; without
+        // them it is float64 GRPO of token_level_rewards, with GRPO's condition number.
+        [](const Case& c) { return c.OptionalInput("reward_components") ? 0.0 : oracle::GrpoFloat32Condition(c); });
     s.dispatch_kwargs = GenericDispatch({"batch", "non_tensor_batch"});
     s.config = {{"epsilon", "float", 1e-6, "added to each component's group std"},
                 {"norm_adv_by_std_in_grpo", "bool", int64_t{1},

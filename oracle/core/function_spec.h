@@ -121,10 +121,10 @@ struct FunctionSpec {
   RunFn cuda_host;
   GenFn generate;  // random valid inputs + config for property tests
   std::vector<ToleranceOverride> tolerances;
-  // Forward error grows with the problem's condition number; where it can be large
-  // (GRPO's division by a small group std) the spec computes it from the case's inputs and
-  // the tolerance is multiplied by it. Named for float32, where it first showed; it scales
-  // float64 too, where a constant group's 1 / epsilon turns an ulp of the mean into 1e6 ulps.
+  // float32 forward error grows with the problem's condition number; where it can be
+  // large (GRPO's division by a small group std) the spec computes it from the case's
+  // inputs and the float32 tolerance is multiplied by it. float64's atol is multiplied
+  // by it too (the same rounding, amplified the same way), its rtol never.
   std::function<double(const Case&)> float32_condition;
   // A per-case bound for one field, where the case's own values say how much rounding a
   // correct implementation can show (a cancellation's condition number); nullopt for

@@ -128,7 +128,7 @@ void AdapterProcess::WriteLine(const std::string& line) {
     throw BadInput("the adapter server (" + options_.adapter + ") stopped reading its input; its messages are above");
 }
 
-Case AdapterProcess::Call(const Case& c) {
+Case AdapterProcess::Call(const Case& c, std::map<std::string, Array>* recorded) {
   const std::string key = c.family + "/" + c.function;
   const int64_t id = next_id_++;
   std::string req = "{\"id\":" + std::to_string(id) + ",\"function\":" + JsonString(key) +
@@ -163,6 +163,7 @@ Case AdapterProcess::Call(const Case& c) {
   out.vjps.clear();
   out.expect_error.reset();
   out.declined.reset();
+  if (recorded) recorded->clear();
   const std::string kind = Text(r, "kind");
   if (kind == "declined") {
     out.declined = Text(r, "declined");
@@ -172,6 +173,7 @@ Case AdapterProcess::Call(const Case& c) {
     out.outputs = Arrays(r, "outputs", where);
     out.grads = Arrays(r, "grads", where);
     out.vjps = Arrays(r, "vjps", where);
+    if (recorded) *recorded = Arrays(r, "recorded_inputs", where);
     for (const auto& [name, a] : Arrays(r, "metrics", where)) {
       if (a.size() != 1) throw BadInput(where + ": metrics/" + name + ": not a single number");
       out.metrics[name] = a.data[0];

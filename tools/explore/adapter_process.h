@@ -39,7 +39,10 @@ class AdapterProcess {
   // candidate case: its result, or expect_error for an exception (an error of the adapter
   // file itself as "AdapterError: ..."), or declined. BadInput when the adapter breaks the
   // contract (the server's problems, naming function, case and field) or the server dies.
-  Case Call(const Case& c);
+  // `recorded`, when given, receives the inputs the adapter recorded of a choice its
+  // function made itself (clip_cov's random draw, kl_cov's top-k): a reference's choice
+  // that the golden must carry as an input, as the capture writes it.
+  Case Call(const Case& c, std::map<std::string, Array>* recorded = nullptr);
 
  private:
   std::string ReadLine();

@@ -83,13 +83,21 @@ Worker::Worker(const EngineOptions& o) : o_(o) {
   if (o.reference) reference_ = std::make_unique<AdapterProcess>(*o.reference);
 }
 
-std::optional<Case> Worker::Golden(const FunctionSpec& spec, const Case& c, std::string* refused) {
+std::optional<Case> Worker::Golden(const FunctionSpec& spec, const Case& c, std::string* refused,
+                                   std::set<std::string>* recorded) {
+  if (recorded) recorded->clear();
   std::optional<Case> og = OracleGolden(spec, c, refused);
   if (!og || !reference_) return og;
-  Case g = reference_->Call(InputsOnly(c));
+  std::map<std::string, Array> choices;
+  Case g = reference_->Call(InputsOnly(c), &choices);
   if (g.declined) {
     if (refused) *refused = "the reference adapter declined: " + *g.declined;
     return std::nullopt;
+  }
+  // Only a result records a choice; the choice is verl's, whatever the case carried.
+  for (auto& [name, a] : choices) {
+    g.inputs[name] = std::move(a);
+    if (recorded) recorded->insert(name);
   }
   return g;
 }
@@ -119,9 +127,10 @@ std::optional<Worker::Judged> Worker::Explore(const FunctionSpec& spec, int64_t 
       shapes.outputs = og->outputs;
       AddProjections(spec, shapes, CaseSeed(o_.seed, spec.name, index, attempt), e.c);
     }
-    std::optional<Case> golden = Golden(spec, e.c, refused);
+    std::set<std::string> recorded;
+    std::optional<Case> golden = Golden(spec, e.c, refused, &recorded);
     if (!golden) continue;
-    Judged j{*golden, Judge(spec, *golden), e.regime, {}};
+    Judged j{*golden, Judge(spec, *golden), e.regime, {}, std::move(recorded)};
     return j;
   }
   return std::nullopt;
@@ -202,7 +211,7 @@ std::optional<Worker::Judged> Worker::ExploreSharded(const FunctionSpec& spec, i
         if (want.grads.count(gname)) golden.grads[gname] = want.grads.at(gname);
     }
     golden.why = "sharded " + plan.Describe();
-    Judged j{golden, {}, e.regime + " sharded " + plan.Describe(), {}};
+    Judged j{golden, {}, e.regime + " sharded " + plan.Describe(), {}, {}};
     const RunFn run = candidate_ ? AdapterRun(*candidate_) : *spec.Implementation(o_.impl);
     try {
       const Result got = sharding::RunSharded(spec, run, full, plan);
@@ -339,6 +348,9 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
           d.first_index = i;
           d.first_regime = results[k]->regime;
           d.start = InputsOnly(results[k]->golden);
+          // The reference's recorded choice is remade on every shrunk case (a stale one
+          // would not fit the shrunk shape), so shrinking starts without it.
+          for (const std::string& name : results[k]->recorded) d.start.inputs.erase(name);
           if (t.dp_ranks) {  // not shrunk: the sharding plan is part of the case's shape
             d.minimal = d.start;
             d.golden = results[k]->golden;

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,8 +47,12 @@ class Worker {
   explicit Worker(const EngineOptions& o);
 
   // The golden for `c` (inputs, config, projections): the reference's result, or nullopt
-  // with the reason where the reference refuses or declines the inputs.
-  std::optional<Case> Golden(const FunctionSpec& spec, const Case& c, std::string* refused);
+  // with the reason where the reference refuses or declines the inputs. A reference
+  // adapter's recorded inputs (verl's own pick in clip_cov and kl_cov) join the golden's
+  // inputs, replacing any the case had, and their names go to `recorded`: the candidate
+  // is judged on verl's choice, as on the captured goldens.
+  std::optional<Case> Golden(const FunctionSpec& spec, const Case& c, std::string* refused,
+                             std::set<std::string>* recorded = nullptr);
   // The candidate judged on `golden`; `got` receives what the candidate returned.
   CaseReport Judge(const FunctionSpec& spec, const Case& golden, Case* got = nullptr);
   // Case `index` of `spec`: generated (retried while the oracle refuses it), projected,
@@ -57,6 +62,7 @@ class Worker {
     CaseReport report;
     std::string regime;
     Case got;  // sharded cases: the combined result, as a case (the others get it when shrunk)
+    std::set<std::string> recorded;  // golden inputs the reference recorded (Golden)
   };
   std::optional<Judged> Explore(const FunctionSpec& spec, int64_t index, std::string* refused);
   // Sharded case `index` over `ranks` ranks (dp-invariance); regime names the plan.

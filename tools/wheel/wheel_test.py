@@ -78,7 +78,7 @@ class Command(unittest.TestCase):
         self.assertIn("/site-packages/verlconf/_data/fixtures/verl-0.9.1 (verl 0.9.1)", out.splitlines()[0])
         self.assertEqual(int(row(out, "grpo")[3]), 28)
         self.assertEqual(int(row(out, "vanilla")[3]), 48)
-        self.assertIn("1516 cases: 234 passed, 0 failed", out)
+        self.assertIn("1528 cases: 234 passed, 0 failed", out)
 
     def test_planted_bug_in_another_interpreter_fails_with_a_verlconf_repro(self):
         # Debian's python3 has numpy and h5py but not verlconf: the harness loads the
@@ -128,8 +128,9 @@ class Plugin(unittest.TestCase):
         self.assertEqual(code, 0, out + err)
         self.assertRegex(out, r"\n=+ 12 passed, 85 skipped in ")
         self.assertIn("PASSED verlconf::advantage/grpo", out)
+        self.assertIn("PASSED verlconf::advantage/gae", out)
         self.assertIn("SKIPPED [1] verlconf:1: advantage/gdpo: not provided by adapter numpy_example", out)
-        self.assertIn("verlconf: verlconf validate --adapter numpy_example --format json: exit 0; 1516 cases", out)
+        self.assertIn("verlconf: verlconf validate --adapter numpy_example --format json: exit 0; 1528 cases", out)
 
     def test_planted_bug_fails_the_grpo_item_alone(self):
         only = "--verlconf-only=grpo,vanilla,k1,k3,token-mean"
@@ -139,7 +140,7 @@ class Plugin(unittest.TestCase):
         self.assertIn("PASSED verlconf::policy_loss/vanilla", out)
         self.assertIn("PASSED verlconf::kl/k3", out)
         # The failure is conform's own text.
-        self.assertIn("advantage/grpo: 21 of 30 case(s) FAILED", out)
+        self.assertIn("advantage/grpo: 21 of 32 case(s) FAILED", out)
         self.assertIn("  outputs/advantages: FAILED", out)
         self.assertIn("  repro: verlconf validate --adapter numpy_example --only grpo/", out)
         self.assertIn("PASSED verlconf::aggregation/token-mean", out)
