@@ -61,7 +61,7 @@ class Worker {
     Case golden;
     CaseReport report;
     std::string regime;
-    Case got;  // sharded cases: the combined result, as a case (the others get it when shrunk)
+    Case got;                        // sharded cases: the combined result, as a case (the others get it when shrunk)
     std::set<std::string> recorded;  // golden inputs the reference recorded (Golden)
   };
   std::optional<Judged> Explore(const FunctionSpec& spec, int64_t index, std::string* refused);
