@@ -321,10 +321,11 @@ class ReaderBadInput(unittest.TestCase):
         return path
 
     def test_the_flipped_bits_the_attack_found(self):
-        # kl.h5 at byte 881406 or 881736, bit 2: a fractal heap block of a dense group's
-        # links fails its checksum, and libhdf5 frees the link table's unset entries.
-        # At 677777 bit 3: a global heap object's size gains 2^35, and libhdf5 copies
-        # that much into the attribute's buffer (SIGSEGV).
+        # kl.h5 at byte 867942 or 868272, bit 2 (bytes 165 and 495 of its second fractal
+        # heap block): a fractal heap block of a dense group's links fails its checksum, and
+        # libhdf5 frees the link table's unset entries. At 669031 bit 3 (global heap
+        # collection 3, object 41): the object's size gains 2^35, and libhdf5 copies that
+        # much into the attribute's buffer (SIGSEGV).
         kl = os.path.join(GOLDENS, "kl.h5")
         blocks = signatures(kl, b"FHDB")  # 512 bytes each in kl.h5
 
@@ -335,9 +336,9 @@ class ReaderBadInput(unittest.TestCase):
             return any(at + 8 <= offset < at + 16 for c in global_heap_collections(kl) for at, _, _ in c)
 
         for offset, bit, where, needle in [
-            (881406, 2, in_block, "kl.h5"),
-            (881736, 2, in_block, "kl.h5"),
-            (677777, 3, in_size, "the HDF5 library crashed reading this file"),
+            (867942, 2, in_block, "kl.h5"),
+            (868272, 2, in_block, "kl.h5"),
+            (669031, 3, in_size, "the HDF5 library crashed reading this file"),
         ]:
             with self.subTest(offset=offset, bit=bit):
                 self.assertTrue(where(offset), "kl.h5 was recaptured: the attack's byte %d is elsewhere" % offset)
