@@ -45,12 +45,12 @@ cp tools/fuzz/seeds/* "$work/corpus/"
 export VERLCONF_READER_CPU_SECONDS=2
 
 # Single flipped bits in the bundled kl.h5, replayed once each on copies made here (at
-# 883 KB the file is far beyond -max_len; libFuzzer would truncate it as a corpus entry):
+# 870 KB the file is far beyond -max_len; libFuzzer would truncate it as a corpus entry):
 # the three an attack found (two double frees, one SIGSEGV inside libhdf5), and a string
 # in the last global heap grown into its free space, where libhdf5's parser loops (as a
 # corpus entry, nearly every mutation of it would loop too, each costing the CPU limit).
 mkdir -p "$work/replay"
-for flip in 881406:2 881736:2 677777:3 867121:7; do
+for flip in 867942:2 868272:2 669031:3 854503:7; do
   offset=${flip%:*} bit=${flip#*:}
   out="$work/replay/kl_${offset}_bit${bit}.h5"
   cp fixtures/verl-0.9.1/kl.h5 "$out"
