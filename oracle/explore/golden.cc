@@ -6,14 +6,20 @@
 
 namespace verlconf::explore {
 
+Case InputsOnly(const Case& c) {
+  Case in = c;
+  in.outputs.clear();
+  in.grads.clear();
+  in.metrics.clear();
+  in.metric_dtypes.clear();
+  in.vjps.clear();
+  in.expect_error.reset();
+  in.declined.reset();
+  return in;
+}
+
 std::optional<Case> OracleGolden(const FunctionSpec& spec, const Case& c, std::string* refused) {
-  Case g = c;
-  g.outputs.clear();
-  g.grads.clear();
-  g.metrics.clear();
-  g.metric_dtypes.clear();
-  g.vjps.clear();
-  g.expect_error.reset();
+  Case g = InputsOnly(c);
   try {
     ValidateStructure(spec, g);
     const Result r = spec.oracle(g);

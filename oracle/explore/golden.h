@@ -16,6 +16,9 @@ namespace verlconf::explore {
 // semantics for them (Unsupported): such a case is not explored.
 std::optional<Case> OracleGolden(const FunctionSpec& spec, const Case& c, std::string* refused);
 
+// `c` with its inputs, config and projections only: no result, error or decline.
+Case InputsOnly(const Case& c);
+
 // The failure a shrink keeps: one field and how it fails.
 struct Failure {
   std::string field;  // "outputs/loss", ..., or "error" for the error semantics

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "oracle/core/generate.h"
+#include "oracle/explore/shrink.h"
 
 namespace verlconf::explore {
 namespace {
@@ -20,12 +21,6 @@ uint64_t Mix(uint64_t x) {
 
 bool IsFloatInput(const InputSpec& in, const Array& a) {
   return a.dtype != DType::kInt64 && !in.is_mask && in.role != Role::kScalar;
-}
-
-// Row-shaped roles: the first dimension is the batch.
-bool Batched(Role r) {
-  return r == Role::kTokens || r == Role::kSequences || r == Role::kGroupIndex || r == Role::kComponents ||
-         r == Role::kVocabLogits;
 }
 
 struct Shape {

@@ -9,11 +9,6 @@
 namespace verlconf::explore {
 namespace {
 
-bool Batched(Role r) {
-  return r == Role::kTokens || r == Role::kSequences || r == Role::kGroupIndex || r == Role::kComponents ||
-         r == Role::kVocabLogits;
-}
-
 // Keeps the rows (dimension 0) or the token columns (dimension 1) `keep` of an array.
 Array Select(const Array& a, int dim, const std::vector<int64_t>& keep) {
   std::vector<int64_t> shape = a.shape;
@@ -223,6 +218,11 @@ class Shrinker {
 };
 
 }  // namespace
+
+bool Batched(Role r) {
+  return r == Role::kTokens || r == Role::kSequences || r == Role::kGroupIndex || r == Role::kComponents ||
+         r == Role::kVocabLogits;
+}
 
 int64_t BatchRows(const FunctionSpec& spec, const Case& c) {
   for (const auto& in : spec.inputs)

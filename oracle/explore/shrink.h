@@ -28,6 +28,9 @@ struct Shrunk {
 Shrunk Shrink(const FunctionSpec& spec, const Case& start, const std::function<bool(const Case&)>& fails,
               const ShrinkBudget& budget = {});
 
+// Whether inputs of this role are laid out batch-first (B rows).
+bool Batched(Role r);
+
 // The case's batch (B) and token (T) extents as its inputs give them (0 when none).
 int64_t BatchRows(const FunctionSpec& spec, const Case& c);
 int64_t TokenColumns(const FunctionSpec& spec, const Case& c);

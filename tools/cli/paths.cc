@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <vector>
 
+#include "oracle/core/errors.h"
+
 namespace verlconf::tools {
 bool IsDirectory(const std::string& p) {
   struct stat st;
@@ -51,6 +53,13 @@ std::string RunfilePath(const char* argv0, const std::string& rel) {
   for (const auto& c : candidates)
     if (stat(c.c_str(), &st) == 0) return c;
   return "";
+}
+
+std::string SelfExecutable(const std::string& who) {
+  char self[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) throw BadInput("cannot find this conform binary (/proc/self/exe) for " + who + "'s registry");
+  return std::string(self, static_cast<size_t>(n));
 }
 
 std::string BundledGoldenDir(const char* argv0) {

@@ -24,4 +24,8 @@ std::string BundledGoldenDir(const char* argv0);
 // order; "" when none of the places has it.
 std::string RunfilePath(const char* argv0, const std::string& rel);
 
+// This binary's own path (/proc/self/exe), which `who` (a harness, the adapter server) runs
+// for the registry; BadInput naming `who` when it cannot be read.
+std::string SelfExecutable(const std::string& who);
+
 }  // namespace verlconf::tools

@@ -52,13 +52,6 @@ std::string HarnessScript(const std::string& argv0) {
                  "//tools:conform`, from the repository root, or as the verlconf wheel's `verlconf`)");
 }
 
-std::string SelfExe() {
-  char self[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) throw BadInput("cannot find this conform binary (/proc/self/exe) for the harness's registry");
-  return std::string(self, static_cast<size_t>(n));
-}
-
 // Runs argv; its stdout and stderr go to ours (stderr: stdout is the check's), and the
 // text is returned. The exit status, or 128 + the signal.
 int Run(const std::vector<std::string>& argv, std::string& text, bool echo = true) {
@@ -163,7 +156,7 @@ int RunValidate(const ValidateOptions& v, std::ostream& out) {
       "--goldens",
       Absolute(o.against),
       "--conform",
-      SelfExe()};
+      SelfExecutable("the harness")};
   if (!o.only.empty()) argv.insert(argv.end(), {"--only", o.only});
   if (o.jobs > 1) argv.insert(argv.end(), {"--jobs", std::to_string(o.jobs)});
   if (v.force) argv.push_back("--force");

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include "oracle/core/errors.h"
+#include "oracle/core/json.h"
 #include "tools/explore/wire.h"
 
 namespace verlconf::explore {
@@ -26,21 +27,6 @@ void AppendArrays(std::string& out, const char* key, const std::map<std::string,
     AppendArray(out, a);
   }
   out += "}";
-}
-
-std::string JsonString(const std::string& s) {
-  std::string o = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      o += buf;
-      continue;
-    }
-    o += c;
-  }
-  return o + "\"";
 }
 
 std::map<std::string, Array> Arrays(const Json& response, const char* key, const std::string& where) {
@@ -131,13 +117,13 @@ void AdapterProcess::WriteLine(const std::string& line) {
 Case AdapterProcess::Call(const Case& c, std::map<std::string, Array>* recorded) {
   const std::string key = c.family + "/" + c.function;
   const int64_t id = next_id_++;
-  std::string req = "{\"id\":" + std::to_string(id) + ",\"function\":" + JsonString(key) +
-                    ",\"case\":" + JsonString(c.name) + ",\"dtype\":\"" + DTypeName(c.dtype) + "\"";
+  std::string req = "{\"id\":" + std::to_string(id) + ",\"function\":" + JsonEscape(key) +
+                    ",\"case\":" + JsonEscape(c.name) + ",\"dtype\":\"" + DTypeName(c.dtype) + "\"";
   AppendArrays(req, "inputs", c.inputs);
   req += ",\"config\":{";
   bool first = true;
   for (const auto& [k, v] : c.config.values()) {
-    req += (first ? "" : ",") + JsonString(k) + ":";
+    req += (first ? "" : ",") + JsonEscape(k) + ":";
     first = false;
     AppendConfigValue(req, v);
   }

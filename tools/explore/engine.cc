@@ -22,18 +22,6 @@ namespace {
 
 constexpr int kAttempts = 6;  // generations tried before a case index counts as refused
 
-Case InputsOnly(const Case& c) {
-  Case in = c;
-  in.outputs.clear();
-  in.grads.clear();
-  in.metrics.clear();
-  in.metric_dtypes.clear();
-  in.vjps.clear();
-  in.expect_error.reset();
-  in.declined.reset();
-  return in;
-}
-
 // The candidate case an in-process implementation's result makes: what the display of a
 // difference shows as "got".
 Case FromImplementation(const FunctionSpec& spec, const RunFn& run, const Case& golden) {

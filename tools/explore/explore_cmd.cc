@@ -500,13 +500,6 @@ std::string AbsoluteRunfile(const ExploreCommand& o, const std::string& rel) {
   return !p.empty() && realpath(p.c_str(), buf) ? buf : p;
 }
 
-std::string SelfExe() {
-  char self[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) throw BadInput("cannot find this conform binary (/proc/self/exe) for the adapter server's registry");
-  return std::string(self, static_cast<size_t>(n));
-}
-
 }  // namespace
 
 int RunExploreCommand(const ExploreCommand& o, std::ostream& out) {
@@ -526,13 +519,14 @@ int RunExploreCommand(const ExploreCommand& o, std::ostream& out) {
                                  o.adapter.size() > 3 && o.adapter.rfind(".py") == o.adapter.size() - 3
                                      ? t::ResolveUserPath(o.adapter)
                                      : o.adapter,
-                                 SelfExe()};
+                                 t::SelfExecutable("the adapter server")};
   } else {
     const std::optional<Impl> impl = ParseImpl(o.impl);
     if (!impl) throw BadInput("--impl " + o.impl + ": not one of oracle, cuda, cuda-host");
     e.impl = *impl;
   }
-  if (o.reference == "verl") e.reference = AdapterOptions{o.python, script, "verl", SelfExe()};
+  if (o.reference == "verl")
+    e.reference = AdapterOptions{o.python, script, "verl", t::SelfExecutable("the adapter server")};
 
   // The selection, over the registry's functions.
   t::Selection sel(o.only);
