@@ -8,8 +8,14 @@ cause naming a framework source file; its source inventory (tools/peers/inventor
 with the sha256 it records) lists every registry function of fixtures/spec.json, and every
 function the framework provides (a verdict other than "not provided" in some golden set) has
 its row and names a counterpart in the framework's source. README.md is exactly the matrix make_report.py
-builds from the reports. System python3 only; runs under Bazel (cwd: the runfiles tree)
-or from the repository root."""
+builds from the reports.
+
+Every cause is demonstrated: it names minimal cases of `conform explore`'s committed run
+(docs/peers/explore/NAME, with the sha256 the report records), every difference of that run is
+named by a cause, the report shows the causes file's causes and cases, and `conform check`
+replaying the committed minimal cases against the framework's committed results on them
+fails each named case for the field its difference names. System python3 only; runs under
+Bazel (cwd: the runfiles tree; argv[1]: the conform binary) or from the repository root."""
 
 from __future__ import annotations
 
@@ -19,15 +25,19 @@ import hashlib
 import json
 import os
 import re
+import subprocess
+import sys
 import tempfile
 import types
 import unittest
 
-import make_report  # //tools/peers:peer_report
+import demos  # //tools/peers:peer_report
+import make_report
 import peer_report
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
+CONFORM = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else os.path.join(REPO, "bazel-bin", "tools", "conform")
 
 
 def registry():
@@ -77,15 +87,25 @@ def problems(path: str):
                 f"{path}: {h[key]} has sha256 {sha256(f)}, the report was produced with "
                 f"{h[key + ' sha256']}: rerun tools/peers/run.sh {stem}"
             )
-    differs = sorted(f"{fam}/{fn}" for (fam, fn), v in rep.verdicts.items() if "differs" in v.values())
+    differs = sorted(
+        f"{fam}/{fn}"
+        for (fam, fn), v in rep.verdicts.items()
+        if ("differs" in v.values() and f"{fam}/{fn}" not in rep.verl_change)
+        or rep.explore[(fam, fn)].startswith("differs")
+    )
+    for key in rep.verl_change:
+        v = rep.verdicts.get(tuple(key.split("/", 1)), {})
+        if v.get(peer_report.SETS[0]) == "differs" or v.get(peer_report.SETS[1]) != "differs":
+            out.append(f"{path}: {key} is listed as verl's own change, yet its verdicts are {v}")
     for key in differs:
-        cause = rep.causes.get(key)
+        cause = " ".join(rep.causes.get(key, []))
         if not cause:
             out.append(f"{path}: {key} differs and has no cause")
-        elif not re.search(r"[\w/]+\.py\b", cause):
-            out.append(f"{path}: the cause of {key} names no source file: {cause}")
+        elif not all(re.search(r"[\w/]+\.py\b", c) for c in rep.causes[key]):
+            out.append(f"{path}: a cause of {key} names no source file: {rep.causes[key]}")
     for key in sorted(set(rep.causes) - set(differs)):
         out.append(f"{path}: {key} has a cause but does not differ")
+    out += demo_problems(path, stem, rep)
     fns = registry()
     for key in sorted(fns - set(rep.inventory)):
         out.append(f"{path}: the source inventory has no row for {key}")
@@ -97,6 +117,55 @@ def problems(path: str):
             out.append(
                 f"{path}: {key} is provided ({v[peer_report.SETS[0]]}) but its inventory row names no counterpart"
             )
+    return out
+
+
+def demo_problems(path: str, stem: str, rep) -> list:
+    """The report's causes against the causes file and explore's committed run."""
+    out = []
+    want = f"docs/peers/explore/{stem}/explore.json"
+    if rep.header["explore"] != want:
+        return [f"{path}: explore is {rep.header['explore']}, expected {want}"]
+    ex_path = os.path.join(REPO, want)
+    if not os.path.isfile(ex_path):
+        return [f"{path}: {want} does not exist"]
+    if sha256(ex_path) != rep.header["explore sha256"]:
+        out.append(
+            f"{path}: {want} is not the explore run the report was written from: rerun tools/peers/run.sh {stem}"
+        )
+    causes_path = os.path.join(REPO, "tools", "peers", "causes", f"{stem}.tsv")
+    try:
+        causes = demos.read_causes(causes_path)
+        doc = demos.load_explore(ex_path)
+    except demos.DemoError as ex:
+        return out + [str(ex)]
+    out += demos.problems(causes, doc, causes_path)
+    for key in sorted(set(causes) | set(rep.causes)):
+        want_texts = [c.text.replace("|", "/") for c in causes.get(key, [])]
+        if rep.causes.get(key, []) != want_texts:
+            out.append(f"{path}: the causes of {key} are not those of {causes_path}: rerun tools/peers/run.sh {stem}")
+        want_cases = [case for c in causes.get(key, []) for case in c.cases]
+        if rep.shown_by.get(key, []) != want_cases:
+            out.append(f"{path}: {key} is shown by {rep.shown_by.get(key, [])}, the causes file names {want_cases}")
+    folder = os.path.dirname(ex_path)
+    if any(not d["dp_ranks"] for d in doc["differences"]):
+        proc = subprocess.run(
+            [
+                CONFORM,
+                "check",
+                "--against",
+                os.path.join(folder, "cases"),
+                "--candidate",
+                os.path.join(folder, "candidate"),
+                "--format",
+                "json",
+            ],
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode not in (0, 1):
+            return out + [f"{folder}: conform check exited {proc.returncode}: {proc.stderr.strip()[:300]}"]
+        out += [f"{path}: {m}" for m in demos.unconfirmed(causes, doc, json.loads(proc.stdout))]
     return out
 
 
@@ -155,7 +224,7 @@ class ReportsTest(unittest.TestCase):
             if rep.causes:
                 key = sorted(rep.causes)[0]
                 with open(bad, "w", encoding="utf-8") as f:
-                    f.write(text.replace(f"- `{key}`: ", "- removed: "))
+                    f.write(text.replace(f"- `{key}`:\n", "- removed:\n"))
                 self.assertTrue(any(f"{key} differs and has no cause" in p for p in problems(bad)), problems(bad))
             with open(bad, "w", encoding="utf-8") as f:
                 f.write(text.replace(peer_report.MARKER, ""))
@@ -172,6 +241,72 @@ class ReportsTest(unittest.TestCase):
             with open(bad, "w", encoding="utf-8") as f:
                 f.write(text.replace(row + "\n", ""))
             self.assertTrue(any("has no row for" in p for p in problems(bad)), problems(bad))
+
+
+class DemoChecksTest(unittest.TestCase):
+    """The demonstration checks must be able to fail, with inputs of our own."""
+
+    DOC = {
+        "schema": "verlconf.explore",
+        "schema_version": 1,
+        "functions": [{"function": "kl/k1", "dp_ranks": 0, "cases": 10, "failed": 1}],
+        "differences": [
+            {
+                "function": "kl/k1",
+                "dp_ranks": 0,
+                "field": "outputs/kl",
+                "kind": "value",
+                "grade": "material",
+                "minimal": {"name": "min_outputs_kl"},
+            }
+        ],
+    }
+
+    def check(self, outcome, fields):
+        return {
+            "functions": [
+                {
+                    "family": "kl",
+                    "function": "k1",
+                    "cases": [
+                        {
+                            "case": "min_outputs_kl",
+                            "outcome": outcome,
+                            "fields": [{"field": f, "outcome": o} for f, o in fields],
+                        }
+                    ],
+                }
+            ]
+        }
+
+    def test_named_and_unnamed(self):
+        named = {"kl/k1": [demos.Cause("kl/k1", ["kl/k1/min_outputs_kl"], "why", 1)]}
+        self.assertEqual(demos.problems(named, self.DOC, "c.tsv"), [])
+        self.assertTrue(any("named by no cause" in p for p in demos.problems({}, self.DOC, "c.tsv")))
+        wrong = {"kl/k1": [demos.Cause("kl/k1", ["kl/k1/min_grads_logprob"], "why", 3)]}
+        self.assertTrue(any("is no difference" in p for p in demos.problems(wrong, self.DOC, "c.tsv")))
+
+    def test_replay_must_fail_for_the_field(self):
+        named = {"kl/k1": [demos.Cause("kl/k1", ["kl/k1/min_outputs_kl"], "why", 1)]}
+        ok = self.check("FAILED", [("outputs/kl", "FAILED"), ("grads/logprob", "PASSED")])
+        self.assertEqual(demos.unconfirmed(named, self.DOC, ok), [])
+        other_field = self.check("FAILED", [("outputs/kl", "PASSED"), ("grads/logprob", "FAILED")])
+        self.assertEqual(len(demos.unconfirmed(named, self.DOC, other_field)), 1)
+        passed = self.check("PASSED", [("outputs/kl", "PASSED")])
+        self.assertEqual(len(demos.unconfirmed(named, self.DOC, passed)), 1)
+        self.assertEqual(len(demos.unconfirmed(named, self.DOC, {"functions": []})), 1)
+
+    def test_causes_file_format(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            p = os.path.join(tmp, "c.tsv")
+            with open(p, "w", encoding="utf-8") as f:
+                f.write("kl/k1\tkl/k2/min_outputs_kl\twhy\n")
+            with self.assertRaises(demos.DemoError):
+                demos.read_causes(p)
+            with open(p, "w", encoding="utf-8") as f:
+                f.write("kl/k1\twhy only\n")
+            with self.assertRaises(demos.DemoError):
+                demos.read_causes(p)
 
 
 if __name__ == "__main__":

@@ -52,6 +52,10 @@ struct ConfigKey {
   // alone says too little: generated cases draw inside it. Outside it verl neither refuses
   // nor means anything (a gamma of 1.5 makes returns overflow float32).
   std::optional<std::pair<double, double>> range = std::nullopt;
+  // Values verl refuses with its own error although the type allows them (a horizon of 0
+  // fails verl's assertion, a KL target of 0 divides by zero): generated cases draw them
+  // now and then so that a candidate's error behaviour is judged, as the goldens do.
+  std::vector<ConfigValue> refused = {};
 };
 
 enum class OutputKind { kTensor, kScalar };

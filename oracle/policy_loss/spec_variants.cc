@@ -168,8 +168,10 @@ void AddPolicyLossVariantSpecs(std::vector<FunctionSpec>& out) {
       s.config.push_back({"tau_pos", "float", 1.0, "gate temperature where A > 0 (ActorConfig.tau_pos)"});
       s.config.push_back({"tau_neg", "float", 1.05, "gate temperature where A <= 0 (ActorConfig.tau_neg)"});
     }
-    if (d.keys & kDroBeta)
+    if (d.keys & kDroBeta) {
       s.config.push_back({"dro_beta", "float", oracle::None(), "ActorConfig.policy_loss.dro_beta; must be > 0"});
+      s.config.back().refused = {0.0};  // verl's DRO loss refuses a beta that is not positive
+    }
     s.config.push_back(oracle::ActorLossAggModeKey());
     oracle::AddGlobalBatchKeys(s);
     s.outputs = {{"pg_loss", OutputKind::kScalar}};

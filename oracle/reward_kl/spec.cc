@@ -33,7 +33,9 @@ std::vector<ConfigKey> ControlKeys(bool with_type) {
                     {"fixed", "adaptive"}});
   keys.push_back({"kl_coef", "float", 0.001, "algorithm.kl_ctrl.kl_coef: the coefficient before this step"});
   keys.push_back({"target_kl", "float", 0.1, "algorithm.kl_ctrl.target_kl (adaptive)"});
+  keys.back().refused = {0.0};  // AdaptiveKLController.update divides by it
   keys.push_back({"horizon", "int", int64_t{10000}, "algorithm.kl_ctrl.horizon (adaptive; must be > 0)"});
+  keys.back().refused = {int64_t{0}};  // AdaptiveKLController.__init__ asserts it is positive
   return keys;
 }
 

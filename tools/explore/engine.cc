@@ -1,6 +1,7 @@
 #include "tools/explore/engine.h"
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <mutex>
@@ -19,6 +20,21 @@
 
 namespace verlconf::explore {
 namespace {
+
+// A minimal case is named after what fails on it, so that a report or a review can name
+// it and the name survives a rerun that finds other differences first.
+std::string MinimalCaseName(const Failure& f) {
+  std::string name = "min_";
+  auto slug = [&name](const std::string& s) {
+    for (char ch : s) name += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  };
+  slug(f.field);
+  if (f.kind != "value" && f.field != "error") {
+    name += '_';
+    slug(f.kind);
+  }
+  return name;
+}
 
 constexpr int kAttempts = 6;  // generations tried before a case index counts as refused
 
@@ -341,6 +357,7 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
           for (const std::string& name : results[k]->recorded) d.start.inputs.erase(name);
           if (t.dp_ranks) {  // not shrunk: the sharding plan is part of the case's shape
             d.minimal = d.start;
+            d.minimal.name = "dp" + std::to_string(t.dp_ranks) + "_" + MinimalCaseName(fail).substr(4);
             d.golden = results[k]->golden;
             d.got = results[k]->got;
             d.report = results[k]->report;
@@ -386,7 +403,7 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
         d.trials = s.trials;
         d.exhausted = s.exhausted;
         d.minimal = s.c;
-        d.minimal.name = "min_" + std::to_string(k);
+        d.minimal.name = MinimalCaseName(d.failure);
         std::string why;
         std::optional<Case> g = w.Golden(spec, d.minimal, &why);
         if (!g) throw std::logic_error(spec.name + ": the minimal case is refused by the reference: " + why);

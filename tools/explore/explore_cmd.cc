@@ -63,6 +63,27 @@ std::string PyList(const Array& a, size_t dim = 0, int64_t offset = 0) {
   return s + "]";
 }
 
+// What a person reads of an input: the literal when it is small, else a summary (the
+// fixture under --out and the JSON carry every value).
+constexpr size_t kShownValues = 64;
+std::string InputText(const Array& a) {
+  if (a.data.size() <= kShownValues) return PyList(a);
+  double lo = a.data[0], hi = a.data[0];
+  size_t nonzero = 0;
+  for (double x : a.data) {
+    lo = std::min(lo, x);
+    hi = std::max(hi, x);
+    nonzero += x != 0;
+  }
+  std::string shape;
+  for (int64_t x : a.shape) shape += (shape.empty() ? "" : " x ") + std::to_string(x);
+  return "<" + shape + ": " + std::to_string(nonzero) + " of " + std::to_string(a.data.size()) + " nonzero, from " +
+         Shortest(lo) + " to " + Shortest(hi) + ">";
+}
+
+// The differing elements a person reads; the JSON carries them all.
+constexpr size_t kShownElements = 12;
+
 std::string NpDType(DType d) {
   return d == DType::kFloat32 ? "np.float32" : d == DType::kInt64 ? "np.int64" : "np.float64";
 }
@@ -338,7 +359,7 @@ void Text(const ExploreCommand& o, const ExploreRun& run, const std::string& out
     else
       out << "  minimal case (" << d.trials << " trials, " << ShortNumber(d.shrink_seconds) << " s"
           << (d.exhausted ? ", the budget ran out" : "") << "): " << ShapeText(spec, d.minimal) << "\n";
-    for (const auto& [name, a] : d.minimal.inputs) out << "    " << name << " = " << PyList(a) << "\n";
+    for (const auto& [name, a] : d.minimal.inputs) out << "    " << name << " = " << InputText(a) << "\n";
     const auto nd = NonDefaults(spec, d.minimal);
     if (nd.empty()) {
       out << "    config: verl's defaults\n";
@@ -355,10 +376,13 @@ void Text(const ExploreCommand& o, const ExploreRun& run, const std::string& out
       out << "  " << (f ? f->note : std::string("the field differs")) << "\n";
     } else {
       out << "  differing elements (" << v.elements.size() << "):\n";
-      for (const auto& e : v.elements)
+      for (size_t i = 0; i < v.elements.size() && i < kShownElements; ++i) {
+        const auto& e = v.elements[i];
         out << "    " << e.at << (e.status.empty() ? "" : " " + e.status) << ": got " << Shortest(e.got) << ", want "
             << Shortest(e.want) << " (diff " << ShortNumber(e.got - e.want) << ", err/tol " << ShortNumber(e.err_tol)
             << ")\n";
+      }
+      if (v.elements.size() > kShownElements) out << "    ... and " << v.elements.size() - kShownElements << " more\n";
     }
     if (!out_dir.empty() && !d.dp_ranks) {
       out << "  replay: " << Replay(o, d, out_dir) << "\n";
@@ -473,14 +497,17 @@ std::string Markdown(const ExploreCommand& o, const ExploreRun& run, const std::
       << GradeName(DifferenceGrade(d)) << ")\n\n"
       << d.cases << " of " << o.cases << " cases; minimal case: " << ShapeText(*d.spec, d.minimal) << ".\n\n";
     m << "| input | value |\n|---|---|\n";
-    for (const auto& [name, a] : d.minimal.inputs) m << "| " << name << " | `" << PyList(a) << "` |\n";
+    for (const auto& [name, a] : d.minimal.inputs) m << "| " << name << " | `" << InputText(a) << "` |\n";
     const DiffView v = View(d);
     if (d.failure.field == "error") {
       m << "\ngot: `" << v.got_error << "`; want: `" << v.want_error << "`\n";
     } else if (!v.elements.empty()) {
       m << "\n| element | status | got | want |\n|---|---|---|---|\n";
-      for (const auto& e : v.elements)
+      for (size_t i = 0; i < v.elements.size() && i < kShownElements; ++i) {
+        const auto& e = v.elements[i];
         m << "| " << e.at << " | " << e.status << " | " << Shortest(e.got) << " | " << Shortest(e.want) << " |\n";
+      }
+      if (v.elements.size() > kShownElements) m << "\n... and " << v.elements.size() - kShownElements << " more.\n";
     }
     if (!out_dir.empty() && !d.dp_ranks) m << "\nReplay: `" << Replay(o, d, out_dir) << "`\n";
   }

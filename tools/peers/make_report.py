@@ -3,17 +3,22 @@
 
     make_report.py report --name NAME --adapter A --requirements R --causes C.tsv
         --inventory I.tsv --unjudged U.tsv --versions V.json --freeze PIP_FREEZE --python VERSION
-        --out docs/peers/NAME.md SET=CHECK.json ...
+        --explore docs/peers/explore/NAME [--sharding S.md] --out docs/peers/NAME.md SET=CHECK.json ...
     make_report.py readme --out docs/peers/README.md
     make_report.py control --requirements R --versions V.json --out tools/peers/control.json CHECK.json ...
 
 `report` reads `conform check --format json` results (schema verlconf.check), one or more
 per golden set (SET=A.json,B.json: one per family file), the golden files conform refused
 (U.tsv: SET<TAB>FAMILY<TAB>reason; allowed only outside the primary set and for families the
-adapter provides nothing of), and the causes file: one line per function that differs, `family/function<TAB>cause`,
-the cause naming the framework's file and function (read in its installed source). A
-function that differs without a stated cause, or a cause for a function that does not
-differ, is an error (exit 1): the report never shows an unexplained difference.
+adapter provides nothing of), `conform explore`'s run with the framework (DIR/explore.json,
+its shrunk cases and the framework's results on them beside it), and the causes file
+(tools/peers/demos.py: `family/function<TAB>CASE ...<TAB>cause`, the cause naming the
+framework's file and function, read in its installed source, and the cases naming explore's
+minimal cases that show it). A function that differs (on a golden set or in explore) without
+a stated cause, a cause for a function that does not differ, a case no difference of the run,
+or a difference no cause names is an error (exit 1): the report never shows an unexplained
+difference. S.md says how the framework's trainer computes each rank's normaliser (read in its
+source); it is required when explore has data-parallel rows.
 The inventory (tools/peers/inventory/NAME.tsv: `family/function<TAB>counterpart<TAB>note`, one
 line per registry function) says where each function's counterpart lives in the framework's
 source, or why there is none; it must list every function the checks list, and name a
@@ -36,7 +41,8 @@ import os
 import sys
 from typing import Dict, List, Tuple
 
-import peer_report  # beside this script, which is run as one (its folder is first on sys.path)
+import demos  # beside this script, which is run as one (its folder is first on sys.path)
+import peer_report
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TITLES = {"openrlhf": "OpenRLHF", "skyrl": "SkyRL", "areal": "AReaL", "trl": "TRL"}
@@ -75,22 +81,6 @@ def ratio(x) -> str:
     return x if isinstance(x, str) else f"{x:.3g}"
 
 
-def read_causes(path: str) -> Dict[str, str]:
-    causes = {}
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            line = line.rstrip("\n")
-            if not line.strip() or line.startswith("#"):
-                continue
-            key, sep, cause = line.partition("\t")
-            if not sep or "/" not in key or not cause.strip():
-                raise SystemExit(f"{path}:{i}: expected 'family/function<TAB>cause'")
-            if key in causes:
-                raise SystemExit(f"{path}:{i}: {key} stated twice")
-            causes[key] = cause.strip()
-    return causes
-
-
 def read_inventory(path: str) -> Dict[str, Tuple[str, str]]:
     rows: Dict[str, Tuple[str, str]] = {}
     with open(path, encoding="utf-8") as f:
@@ -118,6 +108,32 @@ def read_unjudged(path: str) -> List[Tuple[str, str, str]]:
     return rows
 
 
+def rel(path: str) -> str:
+    return os.path.relpath(os.path.abspath(path), REPO)
+
+
+def explore_cell(t) -> str:
+    """The explore verdict of one function (or one sharding of it), with its case counts."""
+    if not t:
+        return "not provided"
+    counts = f"{t['passed']} passed, {t['mistrusted']} mistrusted, {t['unsupported']} declined"
+    if t["failed"]:
+        return f"differs ({t['failed']} failed, {counts} of {t['cases']})"
+    if t["passed"]:
+        return f"conforms ({counts} of {t['cases']})"
+    return f"not provided (0 compared of {t['cases']})"
+
+
+def verl_changes(per: Dict[str, Dict]) -> set:
+    """The cases of one function that fail against the older golden set and pass (or agree,
+    mistrusted) against the primary one."""
+    new, old = per.get(peer_report.SETS[0]), per.get(peer_report.SETS[1])
+    if not new or not old:
+        return set()
+    agrees = {c["case"] for c in new["cases"] if c["outcome"] in ("PASSED", "MISTRUSTED")}
+    return {c["case"] for c in old["cases"] if c["outcome"] == "FAILED" and c["case"] in agrees}
+
+
 def field_matrix(fn: Dict) -> Dict[str, collections.Counter]:
     m: Dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for case in fn["cases"]:
@@ -138,7 +154,14 @@ def cmd_report(a) -> int:
         checks[s] = merged
     if set(checks) != set(peer_report.SETS):
         raise SystemExit(f"need results for every golden set: {peer_report.SETS}")
-    causes = read_causes(a.causes)
+    try:
+        causes = demos.read_causes(a.causes)
+        explore = demos.load_explore(os.path.join(a.explore, "explore.json"))
+    except demos.DemoError as ex:
+        print(ex, file=sys.stderr)
+        return 1
+    tallies = demos.tallies(explore)
+    diffs = demos.differences(explore)
     inventory = read_inventory(a.inventory)
     unjudged = read_unjudged(a.unjudged)
     with open(a.requirements, encoding="utf-8") as f:
@@ -160,16 +183,43 @@ def cmd_report(a) -> int:
                 file=sys.stderr,
             )
             return 1
+    # A case that fails against verl 0.8.0's golden but passes against 0.9.1's is verl's own change
+    # between the versions (the framework follows the newer verl), not the framework's difference.
+    version_change = {
+        key: cases for key, cases in ((f"{fam}/{fn}", verl_changes(per)) for (fam, fn), per in by_fn.items()) if cases
+    }
     differs = sorted(
-        f"{fam}/{fn}" for (fam, fn), per in by_fn.items() if any(verdict(x)[0] == "differs" for x in per.values())
+        {
+            f"{fam}/{fn}"
+            for (fam, fn), per in by_fn.items()
+            if any(
+                verdict(x)[0] == "differs"
+                and any(
+                    c["outcome"] == "FAILED" and c["case"] not in version_change.get(f"{fam}/{fn}", set())
+                    for c in x["cases"]
+                )
+                for x in per.values()
+            )
+        }
+        | {fn for (fn, _), t in tallies.items() if t["failed"]}
     )
     missing = [k for k in differs if k not in causes]
     stale = sorted(set(causes) - set(differs))
-    if missing or stale:
+    unshown = demos.problems(causes, explore, a.causes)
+    if missing or stale or unshown:
         for k in missing:
             print(f"{a.causes}: no cause stated for {k}, which differs", file=sys.stderr)
         for k in stale:
             print(f"{a.causes}: {k} has a cause but does not differ", file=sys.stderr)
+        print("\n".join(unshown), file=sys.stderr, end="\n" if unshown else "")
+        return 1
+    dp_rows = sorted({(fn, k) for (fn, k) in tallies if k})
+    if dp_rows and not (a.sharding and os.path.isfile(a.sharding)):
+        print(
+            f"explore has data-parallel rows for {a.name}: say how its trainer computes each rank's "
+            f"normaliser in tools/peers/sharding/{a.name}.md (--sharding)",
+            file=sys.stderr,
+        )
         return 1
     listed = {f"{fam}/{fn}" for fam, fn in by_fn}
     provided = {f"{fam}/{fn}" for (fam, fn), per in by_fn.items() if any(x["provided"] for x in per.values())}
@@ -212,6 +262,10 @@ def cmd_report(a) -> int:
         f"| inventory sha256 | `{sha256(os.path.join(REPO, a.inventory))}` |",
         f"| torch | `{vers['torch']}` (shared venv, `tools/peers/torch-requirements.txt`) |",
         f"| conform revision | `{checks[peer_report.SETS[0]].get('conform_revision', '?')}` |",
+        f"| explore | `{rel(os.path.join(a.explore, 'explore.json'))}` |",
+        f"| explore sha256 | `{sha256(os.path.join(a.explore, 'explore.json'))}` |",
+        f"| explore run | seed {explore['seed']}, {explore['cases_per_function']} cases per function, "
+        f"conform revision `{explore.get('conform_revision', '?')}` |",
         f"| python | `{a.python}` |",
         f"| environment | `{' '.join(freeze)}` |",
     ]
@@ -238,10 +292,13 @@ def cmd_report(a) -> int:
         "Per function and golden set: conforms (every compared case PASSED), differs (at least one FAILED), "
         "not provided (the framework has no such function, or the adapter declined every case), with the "
         "case counts: failed, passed, mistrusted (agreeing, but proving nothing), declined (UNSUPPORTED: the "
-        "framework has no setting for the case).",
+        "framework has no setting for the case). The explore column judges the framework on generated "
+        f"cases against the oracle (verl 0.9.1's semantics; seed {explore['seed']}, "
+        f"{explore['cases_per_function']} cases per function, `conform explore`), where the goldens' inputs "
+        "do not reach.",
         "",
-        "| family | function | " + " | ".join(peer_report.SETS) + " | worst err/tol f64 / f32 (0.9.1) |",
-        "|---|---|" + "---|" * len(peer_report.SETS) + "---|",
+        "| family | function | " + " | ".join(peer_report.SETS) + " | explore | worst err/tol f64 / f32 (0.9.1) |",
+        "|---|---|" + "---|" * (len(peer_report.SETS) + 1) + "---|",
     ]
     not_judged = {(s, fam) for s, fam, _ in unjudged}
     for (fam, fn), per in sorted(by_fn.items()):
@@ -254,8 +311,11 @@ def cmd_report(a) -> int:
             for s in peer_report.SETS
         ]
         e = per.get(peer_report.SETS[0], {}).get("err_tol", {})
+        ex = explore_cell(tallies.get((f"{fam}/{fn}", 0)))
         out.append(
-            f"| {fam} | `{fn}` | " + " | ".join(cells) + f" | {ratio(e.get('float64'))} / {ratio(e.get('float32'))} |"
+            f"| {fam} | `{fn}` | "
+            + " | ".join(cells)
+            + f" | {ex} | {ratio(e.get('float64'))} / {ratio(e.get('float32'))} |"
         )
     if unjudged:
         out += [
@@ -285,21 +345,62 @@ def cmd_report(a) -> int:
                 c = mats.get(s, {}).get(fld, collections.Counter())
                 cells.append(f"{c['PASSED']}P {c['FAILED']}F {c['MISTRUSTED']}M {c['UNSUPPORTED']}U")
             out.append(f"| {fam} | `{fn}` | `{fld}` | " + " | ".join(cells) + " |")
+    if dp_rows:
+        with open(a.sharding, encoding="utf-8") as f:
+            sharding_text = f.read().strip()
+        ks = sorted({k for _, k in dp_rows})
+        out += [
+            "",
+            "## Data-parallel invariance",
+            "",
+            "Explore's sharded cases: each batch split over k ranks and micro-batches as verl 0.9.1's trainer "
+            "splits it, the framework called once per micro-batch, the results combined as DDP/FSDP combine "
+            "gradients (summed within a rank, averaged over ranks) and judged against what verl's semantics "
+            'give for that sharding (`docs/verl-quirks.md`, "Data-parallel sharding").',
+            "",
+            "| function | " + " | ".join(f"k={k}" for k in ks) + " |",
+            "|---|" + "---|" * len(ks),
+        ]
+        for fn in sorted({fn for fn, _ in dp_rows}):
+            out.append(f"| `{fn}` | " + " | ".join(explore_cell(tallies.get((fn, k))) for k in ks) + " |")
+        out += ["", f"How the framework's trainer computes each rank's normaliser (`{rel(a.sharding)}`):", ""]
+        out += [sharding_text]
     out += [
         "",
         "## Differences and their causes",
         "",
-        "Each cause was read in the framework's installed source (file and function named).",
+        "Each cause was read in the framework's installed source (file and function named), and each is "
+        "shown by the minimal case `conform explore` shrank (its fixture and the framework's result on it "
+        f"are in `{rel(a.explore)}`; `conform check --against {rel(a.explore)}/cases --candidate "
+        f"{rel(a.explore)}/candidate` replays them, and CI checks that each named case fails for its "
+        "field).",
         "",
     ]
     for key in differs:
         fam, fn = key.split("/", 1)
-        out.append(f"- `{key}`: {causes[key]}")
+        out.append(f"- `{key}`:")
+        for c in causes[key]:
+            out.append(f"  - {c.text}")
+            for case in c.cases:
+                d = diffs[case]
+                out.append(f"    - shown by {demos.render(case, d, tallies.get((key, d['dp_ranks'])))}")
         for s in peer_report.SETS:
             x = by_fn[(fam, fn)].get(s)
             if not x or verdict(x)[0] != "differs":
                 continue
             failed = [c for c in x["cases"] if c["outcome"] == "FAILED"]
+            changed = [c for c in failed if s == peer_report.SETS[1] and c["case"] in version_change.get(key, set())]
+            failed = [c for c in failed if c not in changed]
+            if changed:
+                out.append(
+                    f"  - {s}: {len(changed)} case(s) fail only against this older verl and pass against "
+                    f"{peer_report.SETS[0]}: verl's own change between the versions, not the framework's "
+                    f"(`docs/drift-verl-0.8.0-to-0.9.1.md`): "
+                    + ", ".join(f"`{c['case']}`" for c in changed[:6])
+                    + (" ..." if len(changed) > 6 else "")
+                )
+            if not failed:
+                continue
             flds = collections.Counter(f["field"] for c in failed for f in c["fields"] if f["outcome"] == "FAILED")
             errors = sum(1 for c in failed if not any(f["outcome"] == "FAILED" for f in c["fields"]))
             what = ", ".join(
@@ -311,6 +412,20 @@ def cmd_report(a) -> int:
                 f"  - {s}: {len(failed)} case(s) failed ({what}); e.g. `{worst['case']}`: "
                 f"{worst['detail'][:160].replace('|', '/')}"
             )
+    only_changed = sorted(set(version_change) - set(differs))
+    if only_changed:
+        out += [
+            "",
+            "Functions whose only failures against verl 0.8.0 are verl's own change between the versions (each "
+            "failing case passes against 0.9.1; `docs/drift-verl-0.8.0-to-0.9.1.md`), so not the framework's:",
+            "",
+        ]
+        out += [
+            f"- `{k}`: "
+            + ", ".join(f"`{c}`" for c in sorted(version_change[k])[:8])
+            + (" ..." if len(version_change[k]) > 8 else "")
+            for k in only_changed
+        ]
     n_cp = sum(1 for cp, _ in inventory.values() if cp != "-")
     out += [
         "",
@@ -448,7 +563,8 @@ def cmd_readme(a) -> int:
         "`docs/peers/reports_test.py` (CI) checks that it agrees with the reports.",
         "",
         "Cells: the verdict against verl 0.9.1's goldens with its case counts (failed, passed, mistrusted, "
-        "declined); `[0.8.0: ...]` where the verdict against verl 0.8.0's differs. Every function some "
+        "declined); `[0.8.0: ...]` where the verdict against verl 0.8.0's differs; `explore:` the verdict on "
+        "generated cases (`conform explore`, against the oracle). Every function some "
         "framework provides has its row; functions no framework provides are left out.",
         "",
         "| family | function | " + " | ".join(f"[{TITLES.get(n, n)}]({n}.md)" for n in names) + " |",
@@ -462,6 +578,9 @@ def cmd_readme(a) -> int:
             cell = full if v[peer_report.SETS[0]] != "not provided" else "not provided"
             if v[peer_report.SETS[1]] != v[peer_report.SETS[0]]:
                 cell += f" [0.8.0: {v[peer_report.SETS[1]]}]"
+            ex = reports[n].explore.get(key, "not provided").split(" (")[0]
+            if ex != "not provided":
+                cell += f"; explore: {ex}"
             cells.append(cell)
         if all(
             reports[n].verdicts.get(key, {}).get(s, "not provided") == "not provided"
@@ -531,9 +650,11 @@ def main() -> int:
         "--versions",
         "--freeze",
         "--python",
+        "--explore",
         "--out",
     ):
         r.add_argument(opt, required=True)
+    r.add_argument("--sharding")
     r.add_argument("sets", nargs="+", metavar="SET=CHECK.json")
     m = sub.add_parser("readme")
     m.add_argument("--out", required=True)

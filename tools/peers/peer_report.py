@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Tuple
 
-MARKER = "<!-- verlconf peer report, schema 1 -->"
+MARKER = "<!-- verlconf peer report, schema 2 -->"
 VERDICTS = ("conforms", "differs", "not provided")
 SETS = ("verl-0.9.1", "verl-0.8.0")
 
@@ -26,8 +26,14 @@ class Report:
     verdicts: Dict[Tuple[str, str], Dict[str, str]] = field(default_factory=dict)
     # (family, function) -> {set: the whole cell, verdict and case counts}
     cells: Dict[Tuple[str, str], Dict[str, str]] = field(default_factory=dict)
-    # function -> cause line, for every function that differs
-    causes: Dict[str, str] = field(default_factory=dict)
+    # (family, function) -> the explore column's whole cell (generated cases)
+    explore: Dict[Tuple[str, str], str] = field(default_factory=dict)
+    # function -> its causes (one per line under its bullet), for every function that differs
+    causes: Dict[str, List[str]] = field(default_factory=dict)
+    # function -> the explore cases its causes name ("shown by `CASE`")
+    shown_by: Dict[str, List[str]] = field(default_factory=dict)
+    # functions whose only failures are verl's own change between the golden sets
+    verl_change: List[str] = field(default_factory=list)
     # "family/function" -> (counterpart or "-", note): the source inventory
     inventory: Dict[str, Tuple[str, str]] = field(default_factory=dict)
 
@@ -78,6 +84,8 @@ def parse(path: str) -> Report:
         "requirements sha256",
         "inventory",
         "inventory sha256",
+        "explore",
+        "explore sha256",
         "torch",
         "python",
         "environment",
@@ -85,8 +93,8 @@ def parse(path: str) -> Report:
         if not rep.header.get(key):
             raise ReportError(f"{path}: Provenance has no '{key}'")
     for cells in _table(_section(lines, "## Verdicts", path), path, "Verdicts"):
-        if len(cells) != 2 + len(SETS) + 1:
-            raise ReportError(f"{path}: Verdicts row {cells} does not have {3 + len(SETS)} cells")
+        if len(cells) != 2 + len(SETS) + 2:
+            raise ReportError(f"{path}: Verdicts row {cells} does not have {4 + len(SETS)} cells")
         fam, fn = _unquote(cells[0]), _unquote(cells[1])
         v = {}
         for s, cell in zip(SETS, cells[2 : 2 + len(SETS)]):
@@ -98,6 +106,9 @@ def parse(path: str) -> Report:
             raise ReportError(f"{path}: {fam}/{fn} listed twice in Verdicts")
         rep.verdicts[(fam, fn)] = v
         rep.cells[(fam, fn)] = dict(zip(SETS, cells[2 : 2 + len(SETS)]))
+        rep.explore[(fam, fn)] = cells[2 + len(SETS)]
+        if rep.explore[(fam, fn)].split(" (")[0] not in VERDICTS:
+            raise ReportError(f"{path}: {fam}/{fn}: explore verdict '{cells[2 + len(SETS)]}' is not one of {VERDICTS}")
     for cells in _table(_section(lines, "## Source inventory", path), path, "Source inventory"):
         if len(cells) != 4:
             raise ReportError(f"{path}: Source inventory row {cells} does not have 4 cells")
@@ -105,8 +116,25 @@ def parse(path: str) -> Report:
         if key in rep.inventory:
             raise ReportError(f"{path}: {key} listed twice in the Source inventory")
         rep.inventory[key] = (_unquote(cells[2]), cells[3])
+    key = None
     for line in _section(lines, "## Differences and their causes", path):
-        m = re.match(r"^- `([^`]+)`: (.+)$", line)
+        m = re.match(r"^- `([^`]+)`: `", line)
         if m:
-            rep.causes[m.group(1)] = m.group(2)
+            rep.verl_change.append(m.group(1))
+            key = None
+            continue
+        m = re.match(r"^- `([^`]+)`:$", line)
+        if m:
+            key = m.group(1)
+            rep.causes.setdefault(key, [])
+            rep.shown_by.setdefault(key, [])
+            continue
+        if key is None:
+            continue
+        m = re.match(r"^  - (?!verl-)(.+)$", line)
+        if m:
+            rep.causes[key].append(m.group(1))
+        m = re.match(r"^    - shown by `([^`]+)`", line)
+        if m:
+            rep.shown_by[key].append(m.group(1))
     return rep

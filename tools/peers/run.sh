@@ -10,9 +10,18 @@
 #    modules do not import; every package is pinned in those files);
 # 2. runs the candidate harness with that venv's python over fixtures/verl-0.9.1 and
 #    fixtures/verl-0.8.0 and judges each family file with `conform check --format json`;
-# 3. writes docs/peers/NAME.md (tools/peers/make_report.py, with the causes stated in
-#    tools/peers/causes/NAME.tsv and the source inventory in tools/peers/inventory/NAME.tsv)
-#    and regenerates docs/peers/README.md.
+# 3. runs `conform explore` with the adapter (generated cases against the oracle, every
+#    difference shrunk to a minimal case, sharded cases for the data-parallel rows) and keeps
+#    its result, the minimal cases and the framework's results on them in
+#    docs/peers/explore/NAME (committed: CI replays them);
+# 4. writes docs/peers/NAME.md (tools/peers/make_report.py, with the causes stated in
+#    tools/peers/causes/NAME.tsv, each naming the minimal cases that show it, the source
+#    inventory in tools/peers/inventory/NAME.tsv and the trainer's per-rank normaliser in
+#    tools/peers/sharding/NAME.md) and regenerates docs/peers/README.md.
+#
+# PEERS_STEPS=report redoes step 4 only, from the previous run's results (after editing the
+# causes); PEERS_EXPLORE_CASES (default 200) and PEERS_EXPLORE_DP_CASES (default 20) set
+# explore's budget per function (seed 0).
 #
 # Heavy (torch alone is about 7 GB) and never run by CI; CI only checks the committed
 # reports (docs/peers/reports_test.py).
@@ -66,12 +75,18 @@ if [ "$(cat "$FW/.verlconf-stamp" 2>/dev/null)" != "$(stamp tools/peers/torch-re
 fi
 "$FW/bin/python" -c 'import torch, numpy, h5py' || die "$FW: torch, numpy or h5py does not import"
 
+STEPS=${PEERS_STEPS:-all}
+case "$STEPS" in all|report) ;; *) die "PEERS_STEPS must be all or report, not '$STEPS'" ;; esac
+EXPLORE_DIR=docs/peers/explore/$NAME
+SHARDING=tools/peers/sharding/${NAME}.md
+
 # --- 2. harness and judge, per golden set
 if [ -z "${CONFORM:-}" ]; then
   bazel build --config=ci //tools:conform >&2 || die "bazel build //tools:conform failed"
   CONFORM=$REPO/bazel-bin/tools/conform
 fi
 [ -x "$CONFORM" ] || die "$CONFORM: not an executable conform binary"
+if [ "$STEPS" = all ]; then
 rm -rf "$WORK"
 mkdir -p "$WORK"
 : > "$WORK/unjudged.tsv"
@@ -89,7 +104,6 @@ for s in ("verl-0.9.1", "verl-0.8.0"):
 with open(sys.argv[1], "w") as f:
     json.dump(out, f)
 PYEOF
-sets=()
 for set in verl-0.9.1 verl-0.8.0; do
   echo "== $NAME on fixtures/$set"
   "$FW/bin/python" tools/harness/run_candidate.py --adapter "$ADAPTER" --goldens "fixtures/$set" \
@@ -119,12 +133,32 @@ for set in verl-0.9.1 verl-0.8.0; do
     esac
   done
   [ -n "$jsons" ] || die "conform judged no family of fixtures/$set"
-  sets+=("$set=$jsons")
+  printf '%s\n' "$set=$jsons" >> "$WORK/sets.txt"
 done
 
-# --- 3. the report and the cross-framework matrix
+# --- 3. explore: generated cases, shrunk differences
+echo "== $NAME: conform explore"
+rc=0
+"$CONFORM" explore --adapter "$ADAPTER" --python "$FW/bin/python" --seed 0 --cases "${PEERS_EXPLORE_CASES:-200}" \
+  --dp-cases "${PEERS_EXPLORE_DP_CASES:-20}" --jobs 2 --out "$WORK/explore" > "$WORK/explore.txt" 2> "$WORK/explore.stderr.txt" || rc=$?
+case $rc in
+  0|1|4) tail -n 4 "$WORK/explore.txt" ;;
+  *) tail -n 20 "$WORK/explore.stderr.txt" >&2; die "conform explore exited $rc" ;;
+esac
+rm -rf "$EXPLORE_DIR"
+mkdir -p "$EXPLORE_DIR"
+cp -r "$WORK/explore/explore.json" "$EXPLORE_DIR/"
+for d in cases candidate repro; do
+  if [ -d "$WORK/explore/$d" ]; then cp -r "$WORK/explore/$d" "$EXPLORE_DIR/"; fi
+done
+fi
+
+[ -f "$WORK/sets.txt" ] || die "$WORK/sets.txt: no earlier run to report from (run with PEERS_STEPS=all)"
+mapfile -t sets < "$WORK/sets.txt"
+
+# --- 4. the report and the cross-framework matrix
 "$PY" tools/peers/make_report.py report --name "$NAME" --adapter "$ADAPTER" --requirements "$REQ" \
   --causes "$CAUSES" --inventory "$INVENTORY" --unjudged "$WORK/unjudged.tsv" --versions "$WORK/versions.json" --freeze "$WORK/pip-freeze.txt" --python "$(cat "$WORK/python-version.txt")" \
-  --out "docs/peers/$NAME.md" "${sets[@]}" || die "make_report.py report failed"
+  --explore "$EXPLORE_DIR" --sharding "$SHARDING" --out "docs/peers/$NAME.md" "${sets[@]}" || die "make_report.py report failed"
 "$PY" tools/peers/make_report.py readme --out docs/peers/README.md || die "make_report.py readme failed"
 echo "== wrote docs/peers/$NAME.md and docs/peers/README.md"

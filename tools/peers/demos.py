@@ -1,0 +1,196 @@
+"""A peer report's causes and the minimal cases that demonstrate them.
+
+The causes file (tools/peers/causes/NAME.tsv) holds one line per cause,
+
+    family/function<TAB>CASE[ CASE...]<TAB>cause
+
+where each CASE names a difference `conform explore` found with the framework and shrank
+(docs/peers/explore/NAME/explore.json): `family/function/min_FIELD` for a shrunk case, whose
+fixture and the framework's result on it are committed beside it (cases/, candidate/), or
+`family/function/dpK_FIELD` for a sharded one (judged in the explore run, not shrunk). A
+function may have several causes; every cause names at least one case of its own function,
+and every difference explore found is named by a cause. The cause text says why, in the
+framework's source (file and function); the case shows it: shape, inputs, got and want.
+Standard library only: CI runs it with the system python3."""
+
+from __future__ import annotations
+
+import collections
+import json
+import math
+import os
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+EXPLORE_SCHEMA = "verlconf.explore"
+
+
+class DemoError(Exception):
+    pass
+
+
+@dataclass
+class Cause:
+    function: str  # family/function
+    cases: List[str]  # family/function/min_... or family/function/dpK_...
+    text: str
+    line: int
+
+
+def read_causes(path: str) -> Dict[str, List[Cause]]:
+    out: Dict[str, List[Cause]] = collections.defaultdict(list)
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if not line.strip() or line.startswith("#"):
+                continue
+            parts = line.split("\t")
+            if len(parts) != 3 or parts[0].count("/") != 1 or not parts[1].strip() or not parts[2].strip():
+                raise DemoError(f"{path}:{i}: expected 'family/function<TAB>CASE[ CASE...]<TAB>cause'")
+            fn = parts[0]
+            cases = parts[1].split()
+            for c in cases:
+                if not c.startswith(fn + "/") or c.count("/") != 2:
+                    raise DemoError(f"{path}:{i}: {c} is not a case of {fn} (family/function/NAME)")
+            out[fn].append(Cause(fn, cases, parts[2].strip(), i))
+    return dict(out)
+
+
+def load_explore(path: str) -> Dict:
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    if doc.get("schema") != EXPLORE_SCHEMA or doc.get("schema_version") != 1:
+        raise DemoError(f"{path}: not a {EXPLORE_SCHEMA} version 1 result")
+    return doc
+
+
+def differences(doc: Dict) -> Dict[str, Dict]:
+    """Every difference of an explore run by its case name, family/function/NAME."""
+    out = {}
+    for d in doc["differences"]:
+        out[f"{d['function']}/{d['minimal']['name']}"] = d
+    return out
+
+
+def tallies(doc: Dict) -> Dict[Tuple[str, int], Dict]:
+    return {(t["function"], t["dp_ranks"]): t for t in doc["functions"]}
+
+
+def problems(causes: Dict[str, List[Cause]], doc: Dict, causes_path: str) -> List[str]:
+    """What is wrong between the causes and an explore run: a named case that is no difference
+    of the run, or a difference no cause names."""
+    diffs = differences(doc)
+    out = []
+    named = set()
+    for fn, cs in sorted(causes.items()):
+        for c in cs:
+            for case in c.cases:
+                named.add(case)
+                if case not in diffs:
+                    out.append(f"{causes_path}:{c.line}: {case} is no difference of the explore run")
+    for case in sorted(set(diffs) - named):
+        d = diffs[case]
+        out.append(
+            f"{causes_path}: explore's difference {case} ({d['field']}, {d['kind']}, {d['grade']}) is named by no cause"
+        )
+    return out
+
+
+def _number(x) -> str:
+    if x is None:
+        return "nan"
+    if isinstance(x, str):
+        return x
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return f"{x:.10g}"
+
+
+def _literal(shape: List[int], values: List, limit: int = 24) -> str:
+    if len(values) > limit:
+        nz = sum(1 for v in values if v not in (0, 0.0))
+        return f"<{' x '.join(map(str, shape))}: {nz} of {len(values)} nonzero>"
+
+    def rec(dim: int, off: int) -> str:
+        if not shape:
+            return _number(values[0])
+        stride = 1
+        for s in shape[dim + 1 :]:
+            stride *= s
+        items = [
+            _number(values[off + i]) if dim + 1 == len(shape) else rec(dim + 1, off + i * stride)
+            for i in range(shape[dim])
+        ]
+        return "[" + ", ".join(items) + "]"
+
+    return rec(0, 0)
+
+
+def render(case: str, d: Dict, explored: Optional[Dict], max_elements: int = 4) -> str:
+    """One line of Markdown: the case, what fails on it, its inputs and got vs want."""
+    m = d["minimal"]
+    n = explored["cases"] if explored else "?"
+    where = (
+        f"sharded, {d.get('sharding', '')}; not shrunk"
+        if d["dp_ranks"]
+        else f"{m['rows']} row(s) x {m['tokens']} token(s)"
+    )
+    parts = [
+        f"`{case}` (`{d['field']}`, {d['kind']}, {d['grade']}; {d['cases']} of {n} explored cases): "
+        f"{where}, {m['dtype']}"
+    ]
+    ins = "; ".join(f"`{k} = {_literal(v['shape'], v['values'])}`" for k, v in m["inputs"].items())
+    if ins:
+        parts.append(ins)
+    cfg = m.get("config_not_default", {})
+    parts.append("config: " + (", ".join(f"`{k}={v}`" for k, v in cfg.items()) if cfg else "verl's defaults"))
+    if d["field"] == "error":
+        parts.append(f"got `{d.get('got_error', '')}`, want `{d.get('want_error', '')}`")
+    elif d["elements"]:
+        els = [
+            f"{e['index']}{' ' + e['status'] if e['status'] else ''}: got {_number(e['got'])}, "
+            f"want {_number(e['want'])}"
+            for e in d["elements"][:max_elements]
+        ]
+        more = len(d["elements"]) - max_elements
+        parts.append("; ".join(els) + (f"; and {more} more" if more > 0 else ""))
+    return "; ".join(parts).replace("|", "/")
+
+
+def replay_failures(check_doc: Dict) -> Dict[str, Tuple[str, set]]:
+    """From `conform check --format json` over the committed cases: case name ->
+    (outcome, the fields that FAILED); field "error" when the case failed on the error
+    semantics (one side raised) with no field compared."""
+    out = {}
+    for fn in check_doc["functions"]:
+        for c in fn["cases"]:
+            failed = {f["field"] for f in c.get("fields", []) if f["outcome"] == "FAILED"}
+            if c["outcome"] == "FAILED" and not failed:
+                failed = {"error"}
+            out[f"{fn['family']}/{fn['function']}/{c['case']}"] = (c["outcome"], failed)
+    return out
+
+
+def unconfirmed(causes: Dict[str, List[Cause]], doc: Dict, check_doc: Dict) -> List[str]:
+    """Every named shrunk case must fail, for its difference's field, when `conform check`
+    replays the committed fixture against the committed candidate result."""
+    diffs = differences(doc)
+    got = replay_failures(check_doc)
+    out = []
+    for cs in causes.values():
+        for c in cs:
+            for case in c.cases:
+                d = diffs.get(case)
+                if d is None or d["dp_ranks"]:
+                    continue
+                outcome, failed = got.get(case, ("absent", set()))
+                if outcome != "FAILED" or d["field"] not in failed:
+                    out.append(
+                        f"{case}: replayed, it is {outcome} with failing fields {sorted(failed)}; "
+                        f"its cause says {d['field']} fails"
+                    )
+    return out
+
+
+def explore_dir(repo: str, name: str) -> str:
+    return os.path.join(repo, "docs", "peers", "explore", name)
