@@ -23,7 +23,17 @@ const Array* Groups(const FunctionSpec& spec, const Case& c) {
   return nullptr;
 }
 
-// exp(decides - partner) where the deciding input is a log-probability of a pair.
+// How recent a policy's log-probabilities are, by the input's name: a ratio is always the
+// newer policy over the older (verl's ratio is exp(log_prob - old_log_prob), its IS weight
+// exp(old_log_prob - rollout_log_prob)), whichever of the two decides the thresholds.
+int Recency(const std::string& name) {
+  if (name.rfind("ref", 0) == 0) return 0;
+  if (name.find("rollout") != std::string::npos) return 1;
+  if (name.rfind("old", 0) == 0) return 2;
+  return 3;
+}
+
+// The ratio of the pair of log-probabilities the deciding input belongs to.
 std::optional<double> Ratio(const FunctionSpec& spec, const Case& c, int64_t flat) {
   const InputSpec* d = nullptr;
   for (const auto& in : spec.inputs)
@@ -39,7 +49,10 @@ std::optional<double> Ratio(const FunctionSpec& spec, const Case& c, int64_t fla
     if (in.name == d->name || in.role != Role::kTokens) continue;
     if (in.name.find("log_prob") == std::string::npos && in.name.find("logprob") == std::string::npos) continue;
     const Array* p = c.OptionalInput(in.name);
-    if (p && p->shape == x.shape) return std::exp(x[flat] - (*p)[flat]);
+    if (p && p->shape == x.shape) {
+      const double diff = x[flat] - (*p)[flat];
+      return std::exp(Recency(d->name) >= Recency(in.name) ? diff : -diff);
+    }
   }
   return std::nullopt;
 }

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "oracle/core/case.h"
 #include "oracle/core/function_spec.h"
@@ -25,8 +26,12 @@ struct Failure {
   // "exception vs result" (one side raised, or they raised differently), "non-finite" (a
   // NaN or Inf on one side only), "shape" (shape or dtype), or "value".
   std::string kind;
-  bool operator<(const Failure& o) const { return field != o.field ? field < o.field : kind < o.kind; }
-  bool operator==(const Failure& o) const { return field == o.field && kind == o.kind; }
+  // Its size (grade.h: "material", "small", "rounding"). Two mechanisms behind one field
+  // (an epsilon placed differently and a missing clamp) usually differ in size, and each
+  // gets its own minimal case only if the size is part of what must keep failing.
+  std::string grade = "material";
+  bool operator<(const Failure& o) const { return std::tie(field, kind, grade) < std::tie(o.field, o.kind, o.grade); }
+  bool operator==(const Failure& o) const { return field == o.field && kind == o.kind && grade == o.grade; }
 };
 
 }  // namespace verlconf::explore

@@ -13,9 +13,11 @@
 
 #include "oracle/core/errors.h"
 #include "oracle/core/registry.h"
+#include "oracle/explore/elements.h"
 #include "oracle/explore/golden.h"
 #include "oracle/explore/regimes.h"
 #include "oracle/explore/shrink.h"
+#include "oracle/judge/compare.h"
 #include "oracle/judge/validate.h"
 #include "tools/explore/wire.h"
 
@@ -197,6 +199,41 @@ TEST(Golden, TheOraclesErrorIsTheReferenceAndItsRefusalIsNoCase) {
   bad.inputs.at("response_mask")[0] = 0.5;  // not a mask: nothing verl could be handed
   EXPECT_FALSE(OracleGolden(*vanilla, bad, &why).has_value());
   EXPECT_FALSE(why.empty());
+}
+
+// A ratio is the newer policy over the older whichever input decides the thresholds: the
+// policy losses' old_log_prob decides, yet their ratio is exp(log_prob - old_log_prob).
+TEST(Elements, RatioIsNewerPolicyOverOlder) {
+  {
+    const FunctionSpec* kl = FindSpec("kl");
+    Explored e = GenerateExplored(*kl, 2, 0, DType::kFloat64);
+    std::string why;
+    const auto g = OracleGolden(*kl, e.c, &why);
+    ASSERT_TRUE(g.has_value()) << why;
+    Case got = *g;
+    for (double& x : got.outputs.at("kl").data) x += 1.0;
+    const auto els = DifferingElements(*kl, *g, got, "outputs/kl", Tolerance{1e-12, 1e-12});
+    ASSERT_FALSE(els.empty());
+    const int64_t i = els[0].index;
+    const std::string want =
+        "ratio " + ShortNumber(std::exp(g->inputs.at("logprob")[i] - g->inputs.at("ref_logprob")[i]));
+    EXPECT_NE(els[0].status.find(want), std::string::npos) << els[0].status << " / " << want;
+  }
+  // A policy loss: old_log_prob decides its clip decisions, its ratio is still log_prob over old.
+  const FunctionSpec* vanilla = FindSpec("vanilla");
+  Explored e = GenerateExplored(*vanilla, 3, 0, DType::kFloat64);
+  std::string why;
+  const auto g = OracleGolden(*vanilla, e.c, &why);
+  ASSERT_TRUE(g.has_value()) << why;
+  Case got = *g;
+  for (double& x : got.grads.at("log_prob").data) x += 1.0;
+  const auto els = DifferingElements(*vanilla, *g, got, "grads/log_prob", Tolerance{1e-12, 1e-12});
+  ASSERT_FALSE(els.empty());
+  const Array& lp = g->inputs.at("log_prob");
+  const Array& old = g->inputs.at("old_log_prob");
+  const int64_t i = els[0].index;
+  const std::string want = "ratio " + ShortNumber(std::exp(lp[i] - old[i]));
+  EXPECT_NE(els[0].status.find(want), std::string::npos) << els[0].status << " / " << want;
 }
 
 }  // namespace

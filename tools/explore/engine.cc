@@ -12,6 +12,7 @@
 #include "oracle/explore/regimes.h"
 #include "oracle/explore/shrink.h"
 #include "oracle/judge/candidate.h"
+#include "oracle/judge/grade.h"
 #include "oracle/judge/judge.h"
 #include "oracle/sharding/combine.h"
 #include "oracle/sharding/invariance.h"
@@ -32,6 +33,10 @@ std::string MinimalCaseName(const Failure& f) {
   if (f.kind != "value" && f.field != "error") {
     name += '_';
     slug(f.kind);
+  }
+  if (f.grade != "material") {
+    name += '_';
+    slug(f.grade);
   }
   return name;
 }
@@ -76,7 +81,7 @@ std::vector<Failure> FailuresOf(const CaseReport& r) {
       kind = "shape";
     else if (AnyNonFinitePair(f))
       kind = "non-finite";
-    out.push_back({f.field, kind});
+    out.push_back({f.field, kind, GradeName(FieldGrade(f))});
   }
   if (out.empty()) out.push_back({"error", "exception vs result"});
   return out;
