@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""A minimal reproduction found by `conform explore` (verlconf unknown).
+
+policy_loss/actor_kl_loss, outputs/kl_term (value): 1 row x 1 token, float64.
+Run it with the interpreter that has the framework; it calls the adapter's function on
+these literal arrays and prints its result beside the reference's.
+"""
+
+import importlib.util
+import os
+import sys
+
+import numpy as np
+
+ADAPTER = "fixtures/adapters/peers/trl_adapter.py"
+sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer-trl/fixtures/python"]
+_spec = importlib.util.spec_from_file_location("adapter_under_test", ADAPTER)
+adapter = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(adapter)
+fn = adapter.FUNCTIONS.get("policy_loss/actor_kl_loss") or adapter.FUNCTIONS["actor_kl_loss"]
+
+inputs = {
+    "log_prob": np.array([[0]], dtype=np.float64),
+    "ref_log_prob": np.array([[-1]], dtype=np.float64),
+    "response_mask": np.array([[1]], dtype=np.float64),
+}
+cfg = {
+    "kl_loss_type": "low_var_kl",
+    "kl_loss_coef": 0.001,
+    "loss_agg_mode": "seq-mean-token-mean",
+    "dp_size": 1,
+    "batch_num_tokens": None,
+    "global_batch_size": None,
+    "loss_scale_factor": None,
+}
+
+try:
+    result = fn(inputs, cfg, "float64")
+except Exception as ex:  # noqa: BLE001 - an error is a result here
+    result = None
+    print("adapter raised   ", type(ex).__name__ + ": " + str(ex))
+np.set_printoptions(precision=17, floatmode="unique")
+if result is not None:
+    got = (result.get("outputs") or {}).get("kl_term")
+    print("adapter   outputs/kl_term:", None if got is None else np.asarray(got))
+print("reference outputs/kl_term:", np.array(0.000367879437492648, dtype=np.float64))

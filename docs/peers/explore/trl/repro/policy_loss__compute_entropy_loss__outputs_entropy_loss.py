@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""A minimal reproduction found by `conform explore` (verlconf unknown).
+
+policy_loss/compute_entropy_loss, outputs/entropy_loss (non-finite): 1 row x 1 token, float64.
+Run it with the interpreter that has the framework; it calls the adapter's function on
+these literal arrays and prints its result beside the reference's.
+"""
+
+import importlib.util
+import os
+import sys
+
+import numpy as np
+
+ADAPTER = "fixtures/adapters/peers/trl_adapter.py"
+sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer-trl/fixtures/python"]
+_spec = importlib.util.spec_from_file_location("adapter_under_test", ADAPTER)
+adapter = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(adapter)
+fn = adapter.FUNCTIONS.get("policy_loss/compute_entropy_loss") or adapter.FUNCTIONS["compute_entropy_loss"]
+
+inputs = {
+    "logits": np.array([[[0, 0, 0, 0, 0, 0, 0, 0, 0, 0]]], dtype=np.float64),
+    "response_mask": np.array([[0]], dtype=np.float64),
+}
+cfg = {
+    "loss_agg_mode": "token-mean",
+}
+
+try:
+    result = fn(inputs, cfg, "float64")
+except Exception as ex:  # noqa: BLE001 - an error is a result here
+    result = None
+    print("adapter raised   ", type(ex).__name__ + ": " + str(ex))
+np.set_printoptions(precision=17, floatmode="unique")
+if result is not None:
+    got = (result.get("outputs") or {}).get("entropy_loss")
+    print("adapter   outputs/entropy_loss:", None if got is None else np.asarray(got))
+print("reference outputs/entropy_loss:", np.array(float('nan'), dtype=np.float64))
