@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -204,19 +205,22 @@ TEST(Golden, TheOraclesErrorIsTheReferenceAndItsRefusalIsNoCase) {
 // A ratio is the newer policy over the older whichever input decides the thresholds: the
 // policy losses' old_log_prob decides, yet their ratio is exp(log_prob - old_log_prob).
 TEST(Elements, RatioIsNewerPolicyOverOlder) {
-  {
-    const FunctionSpec* kl = FindSpec("kl");
-    Explored e = GenerateExplored(*kl, 2, 0, DType::kFloat64);
-    std::string why;
-    const auto g = OracleGolden(*kl, e.c, &why);
-    ASSERT_TRUE(g.has_value()) << why;
+  {  // A rollout correction: the IS weight is the training policy over the rollout policy.
+    const FunctionSpec* is = FindSpec("decoupled_token_is");
+    std::optional<Case> g;
+    for (uint64_t seed = 2; seed < 40 && !(g && g->outputs.count("rollout_is_weights")); ++seed) {
+      Explored e = GenerateExplored(*is, seed, 0, DType::kFloat64);
+      std::string why;
+      g = OracleGolden(*is, e.c, &why);
+    }
+    ASSERT_TRUE(g && g->outputs.count("rollout_is_weights"));
     Case got = *g;
-    for (double& x : got.outputs.at("kl").data) x += 1.0;
-    const auto els = DifferingElements(*kl, *g, got, "outputs/kl", Tolerance{1e-12, 1e-12});
+    for (double& x : got.outputs.at("rollout_is_weights").data) x += 1.0;
+    const auto els = DifferingElements(*is, *g, got, "outputs/rollout_is_weights", Tolerance{1e-12, 1e-12, ""});
     ASSERT_FALSE(els.empty());
     const int64_t i = els[0].index;
     const std::string want =
-        "ratio " + ShortNumber(std::exp(g->inputs.at("logprob")[i] - g->inputs.at("ref_logprob")[i]));
+        "ratio " + ShortNumber(std::exp(g->inputs.at("old_log_prob")[i] - g->inputs.at("rollout_log_prob")[i]));
     EXPECT_NE(els[0].status.find(want), std::string::npos) << els[0].status << " / " << want;
   }
   // A policy loss: old_log_prob decides its clip decisions, its ratio is still log_prob over old.
@@ -227,7 +231,7 @@ TEST(Elements, RatioIsNewerPolicyOverOlder) {
   ASSERT_TRUE(g.has_value()) << why;
   Case got = *g;
   for (double& x : got.grads.at("log_prob").data) x += 1.0;
-  const auto els = DifferingElements(*vanilla, *g, got, "grads/log_prob", Tolerance{1e-12, 1e-12});
+  const auto els = DifferingElements(*vanilla, *g, got, "grads/log_prob", Tolerance{1e-12, 1e-12, ""});
   ASSERT_FALSE(els.empty());
   const Array& lp = g->inputs.at("log_prob");
   const Array& old = g->inputs.at("old_log_prob");
