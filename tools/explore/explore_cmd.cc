@@ -184,7 +184,7 @@ std::string Repro(const Difference& d, const std::string& adapter_path, const st
   p << "inputs = {\n";
   for (const auto& [name, a] : c.inputs)
     p << "    " << JsonEscape(name) << ": np.array(" << PyList(a) << ", dtype=" << NpDType(a.dtype) << "),\n";
-  p << "}\ncfg = {\n";
+  p << "}\ncfg = {" << (s.config.empty() ? "" : "\n");
   for (const auto& k : s.config) {
     const auto& values = c.config.values();
     const auto it = values.find(k.name);
