@@ -38,6 +38,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import sys
 from typing import Dict, List, Tuple
 
@@ -108,6 +109,10 @@ def read_unjudged(path: str) -> List[Tuple[str, str, str]]:
     return rows
 
 
+# check's label of a dp-invariance row: "vanilla [dp k=4]".
+DP_ROW = re.compile(r" \[dp k=(\d+)\]$")
+
+
 def rel(path: str) -> str:
     return os.path.relpath(os.path.abspath(path), REPO)
 
@@ -169,9 +174,13 @@ def cmd_report(a) -> int:
     with open(a.freeze, encoding="utf-8") as f:
         freeze = [ln.strip() for ln in f if ln.strip()]
     by_fn: Dict[Tuple[str, str], Dict[str, Dict]] = collections.defaultdict(dict)
+    golden_dp: Dict[Tuple[str, str], Dict[str, Dict]] = collections.defaultdict(dict)
     for s, doc in checks.items():
         for fn in doc["functions"]:
-            by_fn[(fn["family"], fn["function"])][s] = fn
+            if DP_ROW.search(fn["function"]):  # check's dp-invariance rows: their own section
+                golden_dp[(fn["family"], fn["function"])][s] = fn
+            else:
+                by_fn[(fn["family"], fn["function"])][s] = fn
     for s, fam, why in unjudged:
         provided = [
             fn["function"] for d in checks.values() for fn in d["functions"] if fn["family"] == fam and fn["provided"]
@@ -214,7 +223,12 @@ def cmd_report(a) -> int:
         print("\n".join(unshown), file=sys.stderr, end="\n" if unshown else "")
         return 1
     dp_rows = sorted({(fn, k) for (fn, k) in tallies if k})
-    if dp_rows and not (a.sharding and os.path.isfile(a.sharding)):
+    golden_dp_rows = {
+        (f"{fam}/{DP_ROW.sub('', name)}", int(DP_ROW.search(name).group(1))): per
+        for (fam, name), per in golden_dp.items()
+        if any(x["provided"] for x in per.values())
+    }
+    if (dp_rows or golden_dp_rows) and not (a.sharding and os.path.isfile(a.sharding)):
         print(
             f"explore has data-parallel rows for {a.name}: say how its trainer computes each rank's "
             f"normaliser in tools/peers/sharding/{a.name}.md (--sharding)",
@@ -345,24 +359,31 @@ def cmd_report(a) -> int:
                 c = mats.get(s, {}).get(fld, collections.Counter())
                 cells.append(f"{c['PASSED']}P {c['FAILED']}F {c['MISTRUSTED']}M {c['UNSUPPORTED']}U")
             out.append(f"| {fam} | `{fn}` | `{fld}` | " + " | ".join(cells) + " |")
-    if dp_rows:
+    if dp_rows or golden_dp_rows:
         with open(a.sharding, encoding="utf-8") as f:
             sharding_text = f.read().strip()
-        ks = sorted({k for _, k in dp_rows})
+        ks = sorted({k for _, k in dp_rows} | {k for _, k in golden_dp_rows})
         out += [
             "",
             "## Data-parallel invariance",
             "",
-            "Explore's sharded cases: each batch split over k ranks and micro-batches as verl 0.9.1's trainer "
-            "splits it, the framework called once per micro-batch, the results combined as DDP/FSDP combine "
-            "gradients (summed within a rank, averaged over ranks) and judged against what verl's semantics "
-            'give for that sharding (`docs/verl-quirks.md`, "Data-parallel sharding").',
+            "Each batch split over k ranks and micro-batches, the framework called once per micro-batch (through "
+            "the adapter's `SHARD` hook where it has one: how the framework's trainer calls its loss on one "
+            "rank), the results combined as DDP/FSDP combine gradients (summed within a rank, averaged over "
+            "ranks) and judged against what verl's semantics give for that sharding (`docs/verl-quirks.md`, "
+            '"Data-parallel sharding"). Per function and k: on the goldens (`conform check`, the harness\'s '
+            f"fixed plan, {peer_report.SETS[0]}) and on generated cases (`conform explore`, random plans).",
             "",
-            "| function | " + " | ".join(f"k={k}" for k in ks) + " |",
-            "|---|" + "---|" * len(ks),
+            "| function | " + " | ".join(f"k={k} goldens | k={k} explore" for k in ks) + " |",
+            "|---|" + "---|---|" * len(ks),
         ]
-        for fn in sorted({fn for fn, _ in dp_rows}):
-            out.append(f"| `{fn}` | " + " | ".join(explore_cell(tallies.get((fn, k))) for k in ks) + " |")
+        for fn in sorted({fn for fn, _ in dp_rows} | {fn for fn, _ in golden_dp_rows}):
+            cells = []
+            for k in ks:
+                g = golden_dp_rows.get((fn, k), {}).get(peer_report.SETS[0])
+                cells.append(verdict(g)[1] if g else "not provided")
+                cells.append(explore_cell(tallies.get((fn, k))))
+            out.append(f"| `{fn}` | " + " | ".join(cells) + " |")
         out += ["", f"How the framework's trainer computes each rank's normaliser (`{rel(a.sharding)}`):", ""]
         out += [sharding_text]
     out += [
