@@ -57,8 +57,8 @@ using CallsOf = std::map<std::pair<int64_t, int64_t>, const Case*>;          // 
 // The plan the calls describe; BadInput naming the first call concerned otherwise.
 sharding::ShardPlan PlanOf(const CallsOf& calls, int64_t dp_size, int64_t batch) {
   const Case& first = *calls.begin()->second;
-  const std::string where = first.file + ":/" + first.function + "/" + ParseDpCallName(first.name)->case_name +
-                            ".dp" + std::to_string(dp_size) + ".*";
+  const std::string where = first.file + ":/" + first.function + "/" + ParseDpCallName(first.name)->case_name + ".dp" +
+                            std::to_string(dp_size) + ".*";
   sharding::ShardPlan plan;
   for (const auto& [at, call] : calls) {
     const auto [rank, mb] = at;
@@ -66,9 +66,9 @@ sharding::ShardPlan PlanOf(const CallsOf& calls, int64_t dp_size, int64_t batch)
       throw BadInput(call->Where() + ": rank " + std::to_string(rank) + " of a batch sharded over " +
                      std::to_string(dp_size) + " ranks");
     if (rank != static_cast<int64_t>(plan.ranks.size()) - (mb > 0 ? 1 : 0))
-      throw BadInput(call->Where() + ": the sharding plan skips " +
-                     (mb > 0 ? "micro-batch 0 of rank " + std::to_string(rank)
-                             : "rank " + std::to_string(plan.ranks.size())));
+      throw BadInput(
+          call->Where() + ": the sharding plan skips " +
+          (mb > 0 ? "micro-batch 0 of rank " + std::to_string(rank) : "rank " + std::to_string(plan.ranks.size())));
     if (mb == 0) plan.ranks.emplace_back();
     auto& mbs = plan.ranks.back().micro_batches;
     if (mb != static_cast<int64_t>(mbs.size()))
@@ -99,8 +99,8 @@ void RequireCallShapes(const FunctionSpec& spec, const Case& cand, const shardin
     const Array* in = call.input.OptionalInput(name);
     if (!in) throw BadInput(cand.Where() + ": grads/" + name + ": not a differentiable input of " + spec.name);
     if (a.shape != in->shape)
-      throw BadInput(cand.Where() + ": grads/" + name + ": shape " + ShapeText(a.shape) + " where the call's " +
-                     name + " is " + ShapeText(in->shape));
+      throw BadInput(cand.Where() + ": grads/" + name + ": shape " + ShapeText(a.shape) + " where the call's " + name +
+                     " is " + ShapeText(in->shape));
   }
 }
 

@@ -260,17 +260,18 @@ void PrintTable(const std::vector<CaseReport>& reports, std::ostream& out, bool 
     int cases = 0;
     for (const auto& r : reports) cases += hidden.count({r.function, r.family}) > 0;
     std::string names;
-    size_t named = 0;
+    size_t functions = 0, dp_rows = 0;
     for (const auto& [fn, family] : absent) {
       if (DpRanksOfRow(fn) && hidden.count({DpBaseFunction(fn), family})) continue;
       int same_name = 0;
       for (const auto& [f2, fam2] : absent) same_name += f2 == fn;
       names += (names.empty() ? "" : ", ") + (same_name > 1 ? family + "/" + fn : fn);
-      ++named;
+      ++(DpRanksOfRow(fn) ? dp_rows : functions);
     }
-    out << "\n"
-        << named << " function(s) not provided (" << cases
-        << " case(s) UNSUPPORTED; --show-unsupported lists them): " << names << "\n";
+    out << "\n";
+    if (functions) out << functions << " function(s)" << (dp_rows ? " and " : "");
+    if (dp_rows) out << dp_rows << " dp-invariance row(s)";
+    out << " not provided (" << cases << " case(s) UNSUPPORTED; --show-unsupported lists them): " << names << "\n";
   }
   out << "\n" << Totals(reports) << "\n";
 }
