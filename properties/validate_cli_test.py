@@ -229,7 +229,9 @@ class OnlyAndJobs(Base):
 
     def test_validate_has_the_dp_invariance_rows(self):
         for bug, code in (("", 0), ("local_token_mean", 1)):
-            c, o, e = validate("--adapter", "numpy_example", "--only", "token-mean,token-sum", "--format", "json", bug=bug)
+            c, o, e = validate(
+                "--adapter", "numpy_example", "--only", "token-mean,token-sum", "--format", "json", bug=bug
+            )
             self.assertEqual(c, code, e)
             rows = {f["function"]: f for f in json.loads(o)["functions"]}
             for k in (2, 4, 8):
