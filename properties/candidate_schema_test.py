@@ -252,7 +252,7 @@ class CandidateSchema(unittest.TestCase):
         self.assertRegex(report, r"\| `vanilla` \| policy_loss \| `outputs/pg_loss` \| 1 \| 0 \| 0 \| 0 \|")
         code, out, err = self.check(path, "--only", "vanilla/" + case, "--require-all")
         self.assertEqual(code, 1, out + err)
-        self.assertIn("--require-all: 0 case(s) and 1 field(s) not provided", err)
+        self.assertIn("--require-all: 3 case(s) and 7 field(s) not provided", err)  # the dp rows too
 
     def test_partial_case_with_a_wrong_field_fails(self):
         path = self.cand("policy_loss")

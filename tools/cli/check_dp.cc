@@ -208,6 +208,7 @@ std::vector<CaseReport> CheckDpInvariance(const fixtures::GoldenSet& golden, con
                      " ranks; the harness shards over 2, 4 and 8");
   }
   std::vector<CaseReport> reports;
+  std::set<CallKey> judged;
   for (const auto& [gkey, g] : golden.index) {
     if (!families.count(g->family) || !only.Selects(*g) || g->expect_error || g->declined) continue;
     const FunctionSpec* spec = SpecFor(*g);
@@ -219,6 +220,7 @@ std::vector<CaseReport> CheckDpInvariance(const fixtures::GoldenSet& golden, con
       if (m->rows() < k) continue;
       const std::string label = DpRowName(g->function, k);
       auto it = by_case.find({g->family, g->function, g->name, k});
+      judged.insert({g->family, g->function, g->name, k});
       CaseReport r;
       if (it == by_case.end()) {
         // The fields a dp row compares: the loss and the gradients.
@@ -238,6 +240,15 @@ std::vector<CaseReport> CheckDpInvariance(const fixtures::GoldenSet& golden, con
       r.repro = repro(*g);
       reports.push_back(std::move(r));
     }
+  }
+  // Calls of a selected case that no row judges (a batch with fewer rows than ranks, a
+  // case verl raises on) are not a sharding the harness writes.
+  for (const auto& [key, of] : by_case) {
+    const auto& [family, function, case_name, k] = key;
+    auto g = golden.index.find({family, function, case_name});
+    if (!judged.count(key) && g != golden.index.end() && families.count(family) && only.Selects(*g->second))
+      throw BadInput(of.begin()->second->Where() + ": sharded calls of a case that has no dp-invariance row over " +
+                     std::to_string(k) + " ranks (fewer rows than ranks, or verl raises on it)");
   }
   return reports;
 }

@@ -294,12 +294,14 @@ class Contract(unittest.TestCase):
                 rows = {cn: f["token-mean"][cn].attrs["why"] for cn in calls}
             first, second = calls[0], calls[1]
             case = first.split(".dp4.")[0]
+            self.assertIn("_4x", case)  # four rows: no sharding over 8 ranks
             for change, want in (
                 (lambda f: f["token-mean"][second].attrs.__setitem__("why", rows[first]), "given twice"),
                 (lambda f: f["token-mean"][first].attrs.__setitem__("why", "dp rows 0 x"), "'x' is not a row number"),
                 (lambda f: f["token-mean"][first].attrs.__setitem__("why", "rows 0"), "a sharded call's is"),
                 (lambda f: f["token-mean"].move(first, case + ".dp4.r0.m7"), "skips micro-batch"),
                 (lambda f: f["token-mean"].move(first, case + ".dp3.r0.m0"), "sharded over 3 ranks"),
+                (lambda f: f["token-mean"].copy(first, case + ".dp8.r0.m0"), "no dp-invariance row over 8 ranks"),
             ):
                 bad = os.path.join(work, "bad")
                 shutil.rmtree(bad, ignore_errors=True)
