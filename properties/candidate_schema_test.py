@@ -242,14 +242,17 @@ class CandidateSchema(unittest.TestCase):
         self.assertEqual(int(cells[10]), 1, out)  # fields not provided
         self.assertIn("partial: judged on", out)
         self.assertIn("not provided: metrics/actor/ppo_kl", out)
-        self.assertRegex(out, r"1 cases: 1 passed, .*; 1 partial, 1 field\(s\) not provided")
+        # A copied golden holds no sharded calls: its dp-invariance rows are not provided
+        # (three, each without the loss and the gradient).
+        self.assertRegex(out, r"4 cases: 1 passed, .* 3 unsupported, .*; 1 partial, 7 field\(s\) not provided")
+        self.assertIn("not provided (3 case(s) UNSUPPORTED; --show-unsupported lists them): vanilla [dp k=2]", out)
         with open(os.path.join(self.tmp, "r.md")) as f:
             report = f.read()
         self.assertRegex(report, r"\| `vanilla` \| policy_loss \| `metrics/actor/ppo_kl` \| 0 \| 0 \| 1 \| 0 \|")
         self.assertRegex(report, r"\| `vanilla` \| policy_loss \| `outputs/pg_loss` \| 1 \| 0 \| 0 \| 0 \|")
         code, out, err = self.check(path, "--only", "vanilla/" + case, "--require-all")
         self.assertEqual(code, 1, out + err)
-        self.assertIn("--require-all: 0 case(s) and 1 field(s) not provided", err)
+        self.assertIn("--require-all: 3 case(s) and 7 field(s) not provided", err)  # the dp rows too
 
     def test_partial_case_with_a_wrong_field_fails(self):
         path = self.cand("policy_loss")

@@ -224,7 +224,26 @@ class OnlyAndJobs(Base):
         d1, d2 = json.loads(o1), json.loads(o2)
         self.assertEqual(d1["totals"], d2["totals"])
         self.assertEqual(case_outcomes(d1), case_outcomes(d2))
-        self.assertEqual({f["function"] for f in d1["functions"]}, {"grpo", "vanilla", "k3"})
+        dp_rows = {f"vanilla [dp k={k}]" for k in (2, 4, 8)}  # the only one of the three with dp_size
+        self.assertEqual({f["function"] for f in d1["functions"]}, {"grpo", "vanilla", "k3"} | dp_rows)
+
+    def test_validate_has_the_dp_invariance_rows(self):
+        for bug, code in (("", 0), ("local_token_mean", 1)):
+            c, o, e = validate(
+                "--adapter", "numpy_example", "--only", "token-mean,token-sum", "--format", "json", bug=bug
+            )
+            self.assertEqual(c, code, e)
+            rows = {f["function"]: f for f in json.loads(o)["functions"]}
+            for k in (2, 4, 8):
+                mean, total = rows[f"token-mean [dp k={k}]"], rows[f"token-sum [dp k={k}]"]
+                self.assertEqual((mean["check"], mean["dp_ranks"]), ("dp-invariance", k))
+                self.assertEqual(total["outcomes"]["FAILED"], 0, k)
+                self.assertGreater(total["outcomes"]["PASSED"], 0, k)
+                if bug:
+                    self.assertGreater(mean["outcomes"]["FAILED"], 0, k)
+                else:
+                    self.assertEqual(mean["outcomes"]["FAILED"], 0, k)
+                    self.assertGreater(mean["outcomes"]["PASSED"], 0, k)
 
 
 class Baseline(Base):

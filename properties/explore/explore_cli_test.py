@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import textwrap
 import unittest
 
 CONFORM = os.path.abspath(sys.argv.pop(1))
@@ -111,6 +112,48 @@ class Faults(unittest.TestCase):
             self.assertEqual(rows[""][k]["failed"], 0)
             self.assertGreater(rows[""][k]["passed"], 0)
             self.assertGreater(rows["local_token_mean"][k]["failed"], 0)
+
+    def test_the_shard_hook_runs_the_sharded_calls(self):
+        # A framework given the batch's token count through its own hook passes; one that
+        # divides by its rank's tokens fails, as a local mean does.
+        src = textwrap.dedent(
+            """
+            import numpy as np
+            name = "hooked"
+            def versions():
+                return {}
+            def loss(loss_mat, mask, dp, n):
+                w = mask * dp / n if n else np.zeros_like(mask)
+                total = (np.where(mask != 0, loss_mat, 0) * w).sum() if n else np.nan
+                return {"outputs": {"loss": np.asarray(total, dtype=loss_mat.dtype)}, "grads": {"loss_mat": w}}
+            def token_mean(inputs, cfg, dtype):
+                n = cfg["batch_num_tokens"]
+                return loss(inputs["loss_mat"], inputs["loss_mask"], cfg["dp_size"] or 1,
+                            inputs["loss_mask"].sum() if n is None else n)
+            def given(inputs, cfg, dtype, shard):
+                return loss(inputs["loss_mat"], inputs["loss_mask"], shard.dp_size, shard.batch_num_tokens)
+            def per_rank(inputs, cfg, dtype, shard):
+                return loss(inputs["loss_mat"], inputs["loss_mask"], 1, shard.rank_inputs["loss_mask"].sum())
+            FUNCTIONS = {"token-mean": token_mean}
+            """
+        )
+        with tempfile.TemporaryDirectory() as tmp:
+            for hook, fails in (("given", False), ("per_rank", True)):
+                path = os.path.join(tmp, hook + "_adapter.py")
+                with open(path, "w") as f:
+                    f.write(src + f"SHARD = {{'token-mean': {hook}}}\n")
+                _, j, err = as_json(
+                    explore("--adapter", path, "--python", sys.executable, "--cases", "20", "--only", "token-mean",
+                            "--format", "json")
+                )  # fmt: skip
+                dp = {f["dp_ranks"]: f for f in j["functions"] if f["dp_ranks"]}
+                self.assertEqual(sorted(dp), [2, 4, 8], err)
+                for k in (2, 4, 8):
+                    if fails:
+                        self.assertGreater(dp[k]["failed"], 0, (hook, k))
+                    else:
+                        self.assertEqual(dp[k]["failed"], 0, (hook, k, dp[k]))
+                        self.assertGreater(dp[k]["passed"], 0, (hook, k))
 
     def test_the_minimal_case_replays_in_check_and_in_python(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -10,6 +10,7 @@
 
 #include "oracle/core/errors.h"
 #include "oracle/core/registry.h"
+#include "tools/cli/check_dp.h"
 
 namespace verlconf::tools {
 namespace {
@@ -37,8 +38,11 @@ std::vector<std::string> FailingKeys(const CaseReport& r) {
   return keys;
 }
 
+// An entry names a function; it covers the function's dp-invariance rows as well (a
+// baseline line has no room for a row label, and an accepted difference of a loss is
+// accepted in its sharded runs too).
 bool Covers(const BaselineEntry& e, const CaseReport& r, const std::string& key) {
-  return e.function == r.function && (e.family.empty() || e.family == r.family) && e.field == key &&
+  return e.function == DpBaseFunction(r.function) && (e.family.empty() || e.family == r.family) && e.field == key &&
          fnmatch(e.case_glob.c_str(), r.case_name.c_str(), 0) == 0;
 }
 
@@ -122,7 +126,8 @@ std::vector<const BaselineEntry*> Baseline::Stale(const std::vector<CaseReport>&
   for (const auto& e : entries) {
     if (e.covered) continue;
     bool judged = false;
-    for (const auto& r : reports) judged |= e.function == r.function && (e.family.empty() || e.family == r.family);
+    for (const auto& r : reports)
+      judged |= e.function == DpBaseFunction(r.function) && (e.family.empty() || e.family == r.family);
     if (judged) out.push_back(&e);
   }
   return out;
@@ -140,7 +145,7 @@ std::string BaselineText(const std::vector<CaseReport>& reports, const Baseline*
             reason = e.reason;
             break;
           }
-      rows.emplace(std::make_tuple(r.family, r.function, key), reason);
+      rows.emplace(std::make_tuple(r.family, DpBaseFunction(r.function), key), reason);
     }
   }
   std::string s =

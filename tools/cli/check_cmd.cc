@@ -22,6 +22,7 @@
 #include "oracle/judge/judge.h"
 #include "oracle/judge/validate.h"
 #include "tools/cli/baseline.h"
+#include "tools/cli/check_dp.h"
 #include "tools/cli/check_report.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/junit.h"
@@ -121,7 +122,16 @@ std::vector<CaseReport> CheckCandidateSet(const CheckOptions& o, const fixtures:
   std::set<std::pair<std::string, std::string>> provided;  // (family, function) with a candidate case
   for (const auto& [key, c] : cand.index) provided.insert({c->family, c->function});
 
-  std::vector<std::pair<fixtures::GoldenSet::Key, const Case*>> cases(cand.index.begin(), cand.index.end());
+  // The calls of a sharded golden case (check_dp.h) are judged together, as dp-invariance rows.
+  std::vector<std::pair<fixtures::GoldenSet::Key, const Case*>> cases;
+  std::vector<const Case*> dp_calls;
+  for (const auto& [key, c] : cand.index) {
+    const auto call = golden.index.count(key) ? std::nullopt : ParseDpCallName(c->name);
+    if (call && golden.index.count({c->family, c->function, call->case_name}))
+      dp_calls.push_back(c);
+    else
+      cases.emplace_back(key, c);
+  }
   const std::string verl = golden.VerlVersion();
   Progress progress(cases.size());
   std::mutex progress_mutex;
@@ -150,6 +160,12 @@ std::vector<CaseReport> CheckCandidateSet(const CheckOptions& o, const fixtures:
     reports.back().not_provided = true;
     reports.back().repro = Repro(o, *g);
   }
+  std::set<std::string> dp_families = families;
+  if (!only.All())
+    for (const auto& f : golden.files) dp_families.insert(f.family);
+  for (CaseReport& r :
+       CheckDpInvariance(golden, dp_calls, only, dp_families, [&](const Case& g) { return Repro(o, g); }))
+    reports.push_back(std::move(r));
   return reports;
 }
 

@@ -14,6 +14,7 @@
 
 #include "oracle/core/json.h"
 #include "oracle/judge/grade.h"
+#include "tools/cli/check_dp.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/version.h"
 
@@ -254,18 +255,23 @@ void PrintTable(const std::vector<CaseReport>& reports, std::ostream& out, bool 
     out << line;
   }
   if (!hidden.empty()) {
-    // Functions not provided at all would be rows of zeros; one line names them all.
+    // Functions not provided at all would be rows of zeros; one line names them all. A
+    // dp-invariance row goes with its function: named only where the function is provided.
     int cases = 0;
     for (const auto& r : reports) cases += hidden.count({r.function, r.family}) > 0;
     std::string names;
+    size_t functions = 0, dp_rows = 0;
     for (const auto& [fn, family] : absent) {
+      if (DpRanksOfRow(fn) && hidden.count({DpBaseFunction(fn), family})) continue;
       int same_name = 0;
       for (const auto& [f2, fam2] : absent) same_name += f2 == fn;
       names += (names.empty() ? "" : ", ") + (same_name > 1 ? family + "/" + fn : fn);
+      ++(DpRanksOfRow(fn) ? dp_rows : functions);
     }
-    out << "\n"
-        << hidden.size() << " function(s) not provided (" << cases
-        << " case(s) UNSUPPORTED; --show-unsupported lists them): " << names << "\n";
+    out << "\n";
+    if (functions) out << functions << " function(s)" << (dp_rows ? " and " : "");
+    if (dp_rows) out << dp_rows << " dp-invariance row(s)";
+    out << " not provided (" << cases << " case(s) UNSUPPORTED; --show-unsupported lists them): " << names << "\n";
   }
   out << "\n" << Totals(reports) << "\n";
 }
@@ -323,7 +329,9 @@ std::string MarkdownReport(const std::string& title, const std::vector<CaseRepor
   o << "# " << title << "\n\n" << Totals(reports) << "\n\n";
   o << "err/tol: the worst element's error as a multiple of the tolerance (<= 1 passes; - where nothing was "
        "compared); abs and rel: that same element's absolute and relative error; worst at: its case, field and "
-       "index.\n\n";
+       "index. A row `FUNCTION [dp k=K]` is the dp-invariance check: each golden case sharded over K ranks and "
+       "micro-batches as verl's trainer shards it, the candidate's results combined as DDP/FSDP combine them and "
+       "compared with what verl's semantics give for that sharding.\n\n";
   o << "| function | family | cases | passed | failed | mistrusted | unsupported | skipped | flips | partial | "
        "fields not provided | worst err/tol | abs | rel | worst at |\n"
        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
@@ -521,6 +529,9 @@ std::string CheckJson(const std::vector<CaseReport>& reports, const Provenance& 
     j.BeginObject();
     j.Key("function").String(key.first);
     j.Key("family").String(key.second);
+    // "golden": the golden cases as they are; "dp-invariance": each sharded over dp_ranks ranks.
+    j.Key("check").String(DpRanksOfRow(key.first) ? "dp-invariance" : "golden");
+    j.Key("dp_ranks").Int(DpRanksOfRow(key.first));
     j.Key("provided").Bool(!not_provided.count(key));
     j.Key("cases_total").Int(row.cases);
     j.Key("outcomes").BeginObject();

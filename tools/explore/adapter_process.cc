@@ -29,6 +29,27 @@ void AppendArrays(std::string& out, const char* key, const std::map<std::string,
   out += "}";
 }
 
+void AppendRows(std::string& out, const char* key, const std::vector<int64_t>& rows) {
+  out += ",\"";
+  out += key;
+  out += "\":[";
+  for (size_t i = 0; i < rows.size(); ++i) out += (i ? "," : "") + std::to_string(rows[i]);
+  out += "]";
+}
+
+// ,"shard":{...}: the request's sharding context (serve.py _shard_context).
+void AppendShard(std::string& out, const ShardContext& s) {
+  out += ",\"shard\":{\"rank\":" + std::to_string(s.rank) + ",\"dp_size\":" + std::to_string(s.dp_size) +
+         ",\"micro_batch\":" + std::to_string(s.micro_batch) + ",\"micro_batches\":" + std::to_string(s.micro_batches) +
+         ",\"horizon\":" + std::to_string(s.horizon) + ",\"batch_size\":" + std::to_string(s.batch_size) +
+         ",\"batch_num_tokens\":" + std::to_string(s.batch_num_tokens) +
+         ",\"global_batch_size\":" + std::to_string(s.global_batch_size);
+  AppendRows(out, "rows", s.rows);
+  AppendRows(out, "rank_rows", s.rank_rows);
+  AppendArrays(out, "rank_inputs", s.rank_inputs);
+  out += "}";
+}
+
 std::map<std::string, Array> Arrays(const Json& response, const char* key, const std::string& where) {
   std::map<std::string, Array> out;
   if (const Json* j = response.Find(key))
@@ -114,7 +135,7 @@ void AdapterProcess::WriteLine(const std::string& line) {
     throw BadInput("the adapter server (" + options_.adapter + ") stopped reading its input; its messages are above");
 }
 
-Case AdapterProcess::Call(const Case& c, std::map<std::string, Array>* recorded) {
+Case AdapterProcess::Call(const Case& c, std::map<std::string, Array>* recorded, const ShardContext* shard) {
   const std::string key = c.family + "/" + c.function;
   const int64_t id = next_id_++;
   std::string req = "{\"id\":" + std::to_string(id) + ",\"function\":" + JsonEscape(key) +
@@ -129,6 +150,7 @@ Case AdapterProcess::Call(const Case& c, std::map<std::string, Array>* recorded)
   }
   req += "}";
   if (!c.projections.empty()) AppendArrays(req, "projections", c.projections);
+  if (shard) AppendShard(req, *shard);
   req += "}";
   WriteLine(req);
   const std::string where = c.Where();

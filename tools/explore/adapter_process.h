@@ -3,6 +3,7 @@
 // the candidate harness, without a process or a file per case.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -19,6 +20,16 @@ struct AdapterOptions {
   std::string script;   // serve_adapter.py
   std::string adapter;  // a module path or a bundled adapter name
   std::string conform;  // this binary: the server reads the registry from its `spec --json`
+};
+
+// Where a call sits in a sharded batch, as the server hands it to an adapter's SHARD hook
+// (docs/adapter-contract.md, "Sharded calls"; fixtures/python/verlconf/sharding.py
+// ShardContext has the same fields).
+struct ShardContext {
+  int64_t rank = 0, dp_size = 1, micro_batch = 0, micro_batches = 1, horizon = 1, batch_size = 0;
+  int64_t batch_num_tokens = 0, global_batch_size = 0;
+  std::vector<int64_t> rows, rank_rows;
+  std::map<std::string, Array> rank_inputs;  // the rank's rows, at its widest micro-batch's width
 };
 
 class AdapterProcess {
@@ -42,7 +53,8 @@ class AdapterProcess {
   // `recorded`, when given, receives the inputs the adapter recorded of a choice its
   // function made itself (clip_cov's random draw, kl_cov's top-k): a reference's choice
   // that the golden must carry as an input, as the capture writes it.
-  Case Call(const Case& c, std::map<std::string, Array>* recorded = nullptr);
+  // `shard`, when given, makes the call one micro-batch of a sharded batch.
+  Case Call(const Case& c, std::map<std::string, Array>* recorded = nullptr, const ShardContext* shard = nullptr);
 
  private:
   std::string ReadLine();

@@ -1,5 +1,6 @@
 #include "tools/explore/engine.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <chrono>
@@ -151,17 +152,46 @@ constexpr int64_t kDpRanks[] = {2, 4, 8};
 
 // An adapter's answer as an implementation: a result, verl's error (the kind before the
 // first ':'), or Unsupported for a decline.
+Result AdapterResult(const Case& got) {
+  if (got.declined) throw Unsupported(*got.declined);
+  if (got.expect_error) {
+    const std::string& e = *got.expect_error;
+    const size_t colon = e.find(':');
+    throw VerlError(e.substr(0, colon), colon == std::string::npos ? "" : e.substr(colon + 2));
+  }
+  return Result::Of(got);
+}
+
 RunFn AdapterRun(AdapterProcess& p) {
-  return [&p](const Case& c) {
-    const Case got = p.Call(c);
-    if (got.declined) throw Unsupported(*got.declined);
-    if (got.expect_error) {
-      const std::string& e = *got.expect_error;
-      const size_t colon = e.find(':');
-      throw VerlError(e.substr(0, colon), colon == std::string::npos ? "" : e.substr(colon + 2));
-    }
-    return Result::Of(got);
-  };
+  return [&p](const Case& c) { return AdapterResult(p.Call(c)); };
+}
+
+// sharding::RunSharded on an adapter: each call carries its place in the sharding, so
+// that an adapter's SHARD hook runs it as its trainer would.
+Result RunShardedOnAdapter(const FunctionSpec& spec, AdapterProcess& p, const Case& full,
+                           const sharding::ShardPlan& plan) {
+  const sharding::ShardedCase sharded = sharding::ShardCase(spec, full, plan);
+  std::vector<Result> results;
+  for (const sharding::ShardCall& call : sharded.calls) {
+    ShardContext ctx;
+    ctx.rank = call.rank;
+    ctx.dp_size = sharded.dp_size;
+    ctx.micro_batch = call.micro_batch;
+    const auto& rank = plan.ranks.at(static_cast<size_t>(call.rank));
+    ctx.micro_batches = static_cast<int64_t>(rank.micro_batches.size());
+    ctx.horizon = call.horizon;
+    ctx.batch_size = full.Input(sharding::LossMaskInput(spec)->name).rows();
+    ctx.batch_num_tokens = sharded.counts.batch_num_tokens;
+    ctx.global_batch_size = sharded.counts.global_batch_size;
+    ctx.rows = call.rows;
+    ctx.rank_rows = plan.RankRows(call.rank);
+    int64_t width = 1;
+    for (const auto& mb : rank.micro_batches)
+      width = std::max(width, sharding::MicroBatchHorizon(spec, full, mb.rows, plan.trainer.horizon));
+    ctx.rank_inputs = sharding::SliceRows(spec, full, ctx.rank_rows, width).inputs;
+    results.push_back(AdapterResult(p.Call(call.input, nullptr, &ctx)));
+  }
+  return sharding::Combine(spec, full, sharded, results);
 }
 
 }  // namespace
@@ -223,7 +253,8 @@ std::optional<Worker::Judged> Worker::ExploreSharded(const FunctionSpec& spec, i
     Judged j{golden, {}, e.regime + " sharded " + plan.Describe(), {}, {}};
     const RunFn run = candidate_ ? AdapterRun(*candidate_) : *spec.Implementation(o_.impl);
     try {
-      const Result got = sharding::RunSharded(spec, run, full, plan);
+      const Result got =
+          candidate_ ? RunShardedOnAdapter(spec, *candidate_, full, plan) : sharding::RunSharded(spec, run, full, plan);
       Result only;
       only.outputs[loss] = got.outputs.count(loss) ? got.outputs.at(loss) : Array();
       for (const std::string& gname : spec.grads)

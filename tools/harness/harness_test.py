@@ -74,6 +74,18 @@ def row(out, function):
     raise AssertionError(f"no row for {function}")
 
 
+def dp_row(out, function, k):
+    """The dp-invariance row of function over k ranks, as row() gives a function's."""
+    label = f"{function} [dp k={k}]"
+    for line in out.splitlines():
+        if line.startswith(label + " "):
+            return [label] + line[len(label) :].split()
+    raise AssertionError(f"no row for {label}")
+
+
+DP_FUNCTIONS = ("token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm")
+
+
 class Harness(unittest.TestCase):
     def test_example_passes_what_it_implements(self):
         with tempfile.TemporaryDirectory(dir=os.environ.get("TEST_TMPDIR")) as out:
@@ -95,6 +107,35 @@ class Harness(unittest.TestCase):
             cells = row(text, "grpo_vectorized")
             self.assertEqual(int(cells[3]), 0)
             self.assertEqual(int(cells[6]), int(cells[2]))
+
+    def test_dp_rows_pass_for_the_example_and_fail_for_a_local_mean(self):
+        with tempfile.TemporaryDirectory(dir=os.environ.get("TEST_TMPDIR")) as out:
+            harness(out)
+            code, text = check(out)
+            self.assertEqual(code, 0, text)
+            for fn in DP_FUNCTIONS + ("vanilla",):
+                for k in (2, 4, 8):
+                    cases, passed, failed = (int(x) for x in dp_row(text, fn, k)[2:5])
+                    self.assertEqual(failed, 0, (fn, k))
+                    self.assertGreater(passed, 0, (fn, k))
+            code, doc = check(out, "--format", "json", "--only", "vanilla")
+            rows = {f["function"]: f for f in json.loads(doc.split("\n", 1)[0])["functions"]}
+            self.assertEqual(rows["vanilla [dp k=4]"]["check"], "dp-invariance")
+            self.assertEqual(rows["vanilla [dp k=4]"]["dp_ranks"], 4)
+            self.assertEqual(rows["vanilla"]["check"], "golden")
+        with tempfile.TemporaryDirectory(dir=os.environ.get("TEST_TMPDIR")) as out:
+            harness(out, bug="local_token_mean")
+            code, text = check(out)
+            self.assertEqual(code, 1, text)
+            for k in (2, 4, 8):
+                self.assertGreater(int(dp_row(text, "token-mean", k)[4]), 0, k)
+                self.assertGreater(int(dp_row(text, "vanilla", k)[4]), 0, k)  # token-mean is its default mode
+                self.assertEqual(int(dp_row(text, "token-sum", k)[4]), 0, k)
+            self.assertIn("FAILED token-mean [dp k=2]/", text)
+            report = os.path.join(out, "report.md")
+            check(out, "--report", report)
+            with open(report) as f:
+                self.assertIn("| `token-mean [dp k=4]` | aggregation |", f.read())
 
     def test_planted_bug_is_named(self):
         with tempfile.TemporaryDirectory(dir=os.environ.get("TEST_TMPDIR")) as out:
@@ -193,6 +234,84 @@ class Contract(unittest.TestCase):
                 )
                 for cn in f[function]
             }
+
+    # token-mean as verl's agg_loss computes it, and SHARD hooks that say how a framework
+    # runs one micro-batch: one given the batch's token count (verl's semantics), one that
+    # divides by its rank's own tokens.
+    TOKEN_MEAN = """
+        import numpy as np
+        name = "mine"
+        def versions():
+            return {}
+        def loss(loss_mat, mask, dp, n):
+            w = mask * dp / n if n else np.zeros_like(mask)
+            total = (np.where(mask != 0, loss_mat, 0) * w).sum() if n else np.nan
+            return {"outputs": {"loss": np.asarray(total, dtype=loss_mat.dtype)}, "grads": {"loss_mat": w}}
+        def token_mean(inputs, cfg, dtype):
+            n = cfg["batch_num_tokens"]
+            n = inputs["loss_mask"].sum() if n is None else n
+            return loss(inputs["loss_mat"], inputs["loss_mask"], cfg["dp_size"] or 1, n)
+        def given_count(inputs, cfg, dtype, shard):
+            return loss(inputs["loss_mat"], inputs["loss_mask"], shard.dp_size, shard.batch_num_tokens)
+        def rank_count(inputs, cfg, dtype, shard):
+            return loss(inputs["loss_mat"], inputs["loss_mask"], 1, shard.rank_inputs["loss_mask"].sum())
+        FUNCTIONS = {"token-mean": token_mean}
+        """
+
+    def test_shard_hook_with_verls_counts_passes_and_a_local_one_fails(self):
+        for hook, fails in (("given_count", False), ("rank_count", True)):
+            with tmpdir() as work:
+                src = textwrap.dedent(self.TOKEN_MEAN) + f"SHARD = {{'aggregation/token-mean': {hook}}}\n"
+                code, text, out, gold = self.harness(work, src, files=("aggregation.h5",))
+                self.assertEqual(code, 0, text)
+                code, text = self.conform(out, gold)
+                for k in (2, 4, 8):
+                    cells = dp_row(text, "token-mean", k)
+                    if fails:
+                        self.assertGreater(int(cells[4]), 0, (hook, k, text))
+                    else:
+                        self.assertEqual(int(cells[4]), 0, (hook, k, text))
+                        self.assertGreater(int(cells[3]), 0, (hook, k, text))
+
+    def test_shard_hook_that_is_never_called_fails_at_load(self):
+        for table, want in (
+            ("{'token-sum': given_count}", "SHARD[aggregation/token-sum]: the function is not in FUNCTIONS"),
+            ("{'k1': given_count}", "SHARD[kl/k1]: the function takes no global-batch arguments"),
+        ):
+            with tmpdir() as work:
+                src = textwrap.dedent(self.TOKEN_MEAN) + f"FUNCTIONS['k1'] = token_mean\nSHARD = {table}\n"
+                code, text, _, _ = self.harness(work, src, files=("aggregation.h5",))
+                self.assertEqual(code, 2, text)
+                self.assertIn(want, text)
+
+    def test_a_sharding_plan_that_is_not_one_is_exit_2(self):
+        with tmpdir() as work:
+            code, text, out, gold = self.harness(work, self.TOKEN_MEAN, files=("aggregation.h5",))
+            self.assertEqual(code, 0, text)
+            path = os.path.join(out, "aggregation.h5")
+            with h5py.File(path, "r") as f:
+                calls = sorted(cn for cn in f["token-mean"] if ".dp4." in cn)
+                rows = {cn: f["token-mean"][cn].attrs["why"] for cn in calls}
+            first, second = calls[0], calls[1]
+            case = first.split(".dp4.")[0]
+            self.assertIn("_4x", case)  # four rows: no sharding over 8 ranks
+            for change, want in (
+                (lambda f: f["token-mean"][second].attrs.__setitem__("why", rows[first]), "given twice"),
+                (lambda f: f["token-mean"][first].attrs.__setitem__("why", "dp rows 0 x"), "'x' is not a row number"),
+                (lambda f: f["token-mean"][first].attrs.__setitem__("why", "rows 0"), "a sharded call's is"),
+                (lambda f: f["token-mean"].move(first, case + ".dp4.r0.m7"), "skips micro-batch"),
+                (lambda f: f["token-mean"].move(first, case + ".dp3.r0.m0"), "sharded over 3 ranks"),
+                (lambda f: f["token-mean"].copy(first, case + ".dp8.r0.m0"), "no dp-invariance row over 8 ranks"),
+            ):
+                bad = os.path.join(work, "bad")
+                shutil.rmtree(bad, ignore_errors=True)
+                shutil.copytree(out, bad)
+                with h5py.File(os.path.join(bad, "aggregation.h5"), "a") as f:
+                    change(f)
+                code, text = self.conform(bad, gold)
+                self.assertEqual(code, 2, text)
+                self.assertIn(want, text)
+                self.assertIn("aggregation.h5:/token-mean/" + case, text)
 
     def test_declines_by_none_and_by_exception(self):
         with tmpdir() as work:

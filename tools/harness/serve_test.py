@@ -434,6 +434,55 @@ class Scratch(unittest.TestCase):
             self.assertIn(printed, err)
         self.assertEqual(self.s.p.stdout.read(), b"")
 
+    def test_a_sharded_call_goes_to_the_shard_hook(self):
+        d = os.path.join(self._tmp.name, "hook")
+        os.makedirs(d)
+        with open(os.path.join(d, "h_adapter.py"), "w") as f:
+            f.write(
+                textwrap.dedent(
+                    """
+                    import numpy as np
+                    name = "h"
+                    def versions():
+                        return {}
+                    def plain(inputs, cfg, dtype):
+                        return {"outputs": {"loss": np.float64(-1.0)}}
+                    def hook(inputs, cfg, dtype, shard):
+                        # The context as numbers the test can read back.
+                        code = (shard.rank, shard.dp_size, shard.micro_batch, shard.micro_batches, shard.horizon,
+                                shard.batch_size, shard.batch_num_tokens, shard.global_batch_size)
+                        return {"outputs": {"loss": np.float64(sum(v * 10.0 ** i for i, v in enumerate(code)))},
+                                "grads": {"loss_mat": shard.rank_inputs["loss_mask"] + sum(shard.rows)}}
+                    FUNCTIONS = {"token-mean": plain}
+                    SHARD = {"token-mean": hook}
+                    """
+                )
+            )
+        s = Session(os.path.join(d, "h_adapter.py"), self.spec)
+        x = enc(np.ones((2, 3)))
+        shard = {
+            "rank": 1, "dp_size": 2, "micro_batch": 0, "micro_batches": 1, "horizon": 3, "batch_size": 4,
+            "batch_num_tokens": 5, "global_batch_size": 4, "rows": [2, 3], "rank_rows": [2, 3],
+            "rank_inputs": {"loss_mask": x},
+        }  # fmt: skip
+        base = dict(function="aggregation/token-mean", case="c", dtype="float64", config={})
+        base["inputs"] = {"loss_mat": x, "loss_mask": x}
+        r = s.request(id=1, **base)
+        self.assertEqual(float(dec(r["outputs"]["loss"])), -1.0, r)  # no shard: the function
+        r = s.request(id=2, shard=shard, **base)
+        self.assertEqual(r["kind"], "result", r)
+        self.assertEqual(float(dec(r["outputs"]["loss"])), 45431021.0)  # digits: the fields, in order
+        same_bits(self, dec(r["grads"]["loss_mat"]), np.full((2, 3), 6.0), "grads")
+        r = s.request(id=3, shard=dict(shard, rank=2, rows="x", extra=1), **base)
+        self.assertEqual(r["kind"], "protocol", r)
+        self.assertEqual(
+            r["problems"],
+            ["shard: unknown key(s) extra", "shard/rows: not a list of non-negative integers"],
+        )
+        r = s.request(id=4, shard=dict(shard, rank=2), **base)
+        self.assertEqual(r["problems"], ["shard: rank or micro_batch beyond dp_size or micro_batches"])
+        self.assertEqual(s.close()[0], 0)
+
     def test_booleans_arrive_as_ints(self):
         d = os.path.join(self._tmp.name, "bools")
         os.makedirs(d)

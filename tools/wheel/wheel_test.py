@@ -78,7 +78,7 @@ class Command(unittest.TestCase):
         self.assertIn("/site-packages/verlconf/_data/fixtures/verl-0.9.1 (verl 0.9.1)", out.splitlines()[0])
         self.assertEqual(int(row(out, "grpo")[3]), 28)
         self.assertEqual(int(row(out, "vanilla")[3]), 48)
-        self.assertIn("1528 cases: 234 passed, 0 failed", out)
+        self.assertIn("2994 cases: 638 passed, 0 failed", out)  # the dp-invariance rows included
 
     def test_planted_bug_in_another_interpreter_fails_with_a_verlconf_repro(self):
         # Debian's python3 has numpy and h5py but not verlconf: the harness loads the
@@ -126,11 +126,11 @@ class Plugin(unittest.TestCase):
     def test_pristine_example_all_pass(self):
         code, out, err = self.pytest("--verlconf-adapter=numpy_example")
         self.assertEqual(code, 0, out + err)
-        self.assertRegex(out, r"\n=+ 12 passed, 85 skipped in ")
+        self.assertRegex(out, r"\n=+ 30 passed, 151 skipped in ")  # 97 functions, 84 dp rows
         self.assertIn("PASSED verlconf::advantage/grpo", out)
         self.assertIn("PASSED verlconf::advantage/gae", out)
         self.assertIn("SKIPPED [1] verlconf:1: advantage/gdpo: not provided by adapter numpy_example", out)
-        self.assertIn("verlconf: verlconf validate --adapter numpy_example --format json: exit 0; 1528 cases", out)
+        self.assertIn("verlconf: verlconf validate --adapter numpy_example --format json: exit 0; 2994 cases", out)
 
     def test_planted_bug_fails_the_grpo_item_alone(self):
         only = "--verlconf-only=grpo,vanilla,k1,k3,token-mean"
@@ -144,7 +144,8 @@ class Plugin(unittest.TestCase):
         self.assertIn("  outputs/advantages: FAILED", out)
         self.assertIn("  repro: verlconf validate --adapter numpy_example --only grpo/", out)
         self.assertIn("PASSED verlconf::aggregation/token-mean", out)
-        self.assertRegex(out, r"\n=+ 1 failed, 4 passed in ")
+        self.assertIn("PASSED verlconf::aggregation/token-mean [dp k=4]", out)
+        self.assertRegex(out, r"\n=+ 1 failed, 10 passed in ")
 
     def test_a_baseline_accepts_the_difference_and_keywords_select(self):
         with open(os.path.join(work, "accepted.txt"), "w") as f:
