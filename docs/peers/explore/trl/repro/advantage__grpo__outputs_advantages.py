@@ -13,7 +13,7 @@ import sys
 import numpy as np
 
 ADAPTER = "fixtures/adapters/peers/trl_adapter.py"
-sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer-trl/fixtures/python"]
+sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer2-trl/fixtures/python"]
 _spec = importlib.util.spec_from_file_location("adapter_under_test", ADAPTER)
 adapter = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(adapter)
@@ -22,11 +22,11 @@ fn = adapter.FUNCTIONS.get("advantage/grpo") or adapter.FUNCTIONS["grpo"]
 inputs = {
     "index": np.array([0, 0], dtype=np.int64),
     "response_mask": np.array([[1], [1]], dtype=np.float64),
-    "token_level_rewards": np.array([[0], [1]], dtype=np.float64),
+    "token_level_rewards": np.array([[0], [-0.4]], dtype=np.float64),
 }
 cfg = {
     "epsilon": 1e-06,
-    "norm_adv_by_std_in_grpo": 1,
+    "norm_adv_by_std_in_grpo": 0,
 }
 
 try:
@@ -38,4 +38,4 @@ np.set_printoptions(precision=17, floatmode="unique")
 if result is not None:
     got = (result.get("outputs") or {}).get("advantages")
     print("adapter   outputs/advantages:", None if got is None else np.asarray(got))
-print("reference outputs/advantages:", np.array([[-0.7071057811879616], [0.7071057811879616]], dtype=np.float64))
+print("reference outputs/advantages:", np.array([[0.2], [-0.2]], dtype=np.float64))

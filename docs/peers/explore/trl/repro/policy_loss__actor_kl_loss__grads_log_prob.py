@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A minimal reproduction found by `conform explore` (verlconf unknown).
 
-policy_loss/actor_kl_loss, grads/log_prob (value): 1 row x 1 token, float64.
+policy_loss/actor_kl_loss, grads/log_prob (value): 1 row x 1 token, float32.
 Run it with the interpreter that has the framework; it calls the adapter's function on
 these literal arrays and prints its result beside the reference's.
 """
@@ -13,21 +13,21 @@ import sys
 import numpy as np
 
 ADAPTER = "fixtures/adapters/peers/trl_adapter.py"
-sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer-trl/fixtures/python"]
+sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer2-trl/fixtures/python"]
 _spec = importlib.util.spec_from_file_location("adapter_under_test", ADAPTER)
 adapter = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(adapter)
 fn = adapter.FUNCTIONS.get("policy_loss/actor_kl_loss") or adapter.FUNCTIONS["actor_kl_loss"]
 
 inputs = {
-    "log_prob": np.array([[0]], dtype=np.float64),
-    "ref_log_prob": np.array([[-1]], dtype=np.float64),
-    "response_mask": np.array([[1]], dtype=np.float64),
+    "log_prob": np.array([[11]], dtype=np.float32),
+    "ref_log_prob": np.array([[0]], dtype=np.float32),
+    "response_mask": np.array([[1]], dtype=np.float32),
 }
 cfg = {
     "kl_loss_type": "low_var_kl",
     "kl_loss_coef": 0.001,
-    "loss_agg_mode": "seq-mean-token-mean",
+    "loss_agg_mode": "token-mean",
     "dp_size": 1,
     "batch_num_tokens": None,
     "global_batch_size": None,
@@ -35,7 +35,7 @@ cfg = {
 }
 
 try:
-    result = fn(inputs, cfg, "float64")
+    result = fn(inputs, cfg, "float32")
 except Exception as ex:  # noqa: BLE001 - an error is a result here
     result = None
     print("adapter raised   ", type(ex).__name__ + ": " + str(ex))
@@ -43,4 +43,4 @@ np.set_printoptions(precision=17, floatmode="unique")
 if result is not None:
     got = (result.get("grads") or {}).get("log_prob")
     print("adapter   grads/log_prob:", None if got is None else np.asarray(got))
-print("reference grads/log_prob:", np.array([[0.0006321205525073523]], dtype=np.float64))
+print("reference grads/log_prob:", np.array([[0]], dtype=np.float32))

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A minimal reproduction found by `conform explore` (verlconf unknown).
 
-policy_loss/actor_kl_loss, outputs/kl_term (value): 1 row x 1 token, float64.
+policy_loss/actor_kl_loss, outputs/kl_term (value): 2 rows x 1 token, float64.
 Run it with the interpreter that has the framework; it calls the adapter's function on
 these literal arrays and prints its result beside the reference's.
 """
@@ -13,16 +13,16 @@ import sys
 import numpy as np
 
 ADAPTER = "fixtures/adapters/peers/trl_adapter.py"
-sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer-trl/fixtures/python"]
+sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer2-trl/fixtures/python"]
 _spec = importlib.util.spec_from_file_location("adapter_under_test", ADAPTER)
 adapter = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(adapter)
 fn = adapter.FUNCTIONS.get("policy_loss/actor_kl_loss") or adapter.FUNCTIONS["actor_kl_loss"]
 
 inputs = {
-    "log_prob": np.array([[0]], dtype=np.float64),
-    "ref_log_prob": np.array([[-1]], dtype=np.float64),
-    "response_mask": np.array([[1]], dtype=np.float64),
+    "log_prob": np.array([[0], [0]], dtype=np.float64),
+    "ref_log_prob": np.array([[0], [-1]], dtype=np.float64),
+    "response_mask": np.array([[0], [1]], dtype=np.float64),
 }
 cfg = {
     "kl_loss_type": "low_var_kl",

@@ -13,14 +13,14 @@ import sys
 import numpy as np
 
 ADAPTER = "fixtures/adapters/peers/trl_adapter.py"
-sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer-trl/fixtures/python"]
+sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer2-trl/fixtures/python"]
 _spec = importlib.util.spec_from_file_location("adapter_under_test", ADAPTER)
 adapter = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(adapter)
 fn = adapter.FUNCTIONS.get("policy_loss/sapo") or adapter.FUNCTIONS["sapo"]
 
 inputs = {
-    "advantages": np.array([[1]], dtype=np.float64),
+    "advantages": np.array([[-1]], dtype=np.float64),
     "log_prob": np.array([[0]], dtype=np.float64),
     "old_log_prob": np.array([[0]], dtype=np.float64),
     "response_mask": np.array([[1]], dtype=np.float64),
@@ -28,7 +28,7 @@ inputs = {
 cfg = {
     "tau_pos": 1,
     "tau_neg": 1.05,
-    "loss_agg_mode": "seq-mean-token-sum",
+    "loss_agg_mode": "seq-mean-token-sum-norm",
     "dp_size": 1,
     "batch_num_tokens": None,
     "global_batch_size": None,
@@ -44,4 +44,4 @@ np.set_printoptions(precision=17, floatmode="unique")
 if result is not None:
     got = (result.get("grads") or {}).get("log_prob")
     print("adapter   grads/log_prob:", None if got is None else np.asarray(got))
-print("reference grads/log_prob:", np.array([[-0.9999999900000002]], dtype=np.float64))
+print("reference grads/log_prob:", np.array([[0.9999999900000002]], dtype=np.float64))

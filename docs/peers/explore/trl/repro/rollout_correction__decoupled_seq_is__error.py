@@ -13,7 +13,7 @@ import sys
 import numpy as np
 
 ADAPTER = "fixtures/adapters/peers/trl_adapter.py"
-sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer-trl/fixtures/python"]
+sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer2-trl/fixtures/python"]
 _spec = importlib.util.spec_from_file_location("adapter_under_test", ADAPTER)
 adapter = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(adapter)
@@ -21,7 +21,7 @@ fn = adapter.FUNCTIONS.get("rollout_correction/decoupled_seq_is") or adapter.FUN
 
 inputs = {
     "old_log_prob": np.array([[0]], dtype=np.float64),
-    "response_mask": np.array([[1]], dtype=np.float64),
+    "response_mask": np.array([[0]], dtype=np.float64),
     "rollout_log_prob": np.array([[0]], dtype=np.float64),
 }
 cfg = {
@@ -33,6 +33,6 @@ try:
 except Exception as ex:  # noqa: BLE001 - an error is a result here
     result = None
     print("adapter raised   ", type(ex).__name__ + ": " + str(ex))
-print("reference        ", "returns a result")
+print("reference        ", "ValueError: response_mask must contain at least one valid token (1).")
 if result is not None:
     print("adapter returned ", result)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A minimal reproduction found by `conform explore` (verlconf unknown).
 
-rollout_correction/decoupled_token_is, error (exception vs result): 1 row x 1 token, float64.
+rollout_correction/decoupled_token_is, error (exception vs result): 1 row x 1 token, float32.
 Run it with the interpreter that has the framework; it calls the adapter's function on
 these literal arrays and prints its result beside the reference's.
 """
@@ -13,26 +13,26 @@ import sys
 import numpy as np
 
 ADAPTER = "fixtures/adapters/peers/trl_adapter.py"
-sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer-trl/fixtures/python"]
+sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer2-trl/fixtures/python"]
 _spec = importlib.util.spec_from_file_location("adapter_under_test", ADAPTER)
 adapter = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(adapter)
 fn = adapter.FUNCTIONS.get("rollout_correction/decoupled_token_is") or adapter.FUNCTIONS["decoupled_token_is"]
 
 inputs = {
-    "old_log_prob": np.array([[0]], dtype=np.float64),
-    "response_mask": np.array([[1]], dtype=np.float64),
-    "rollout_log_prob": np.array([[0]], dtype=np.float64),
+    "old_log_prob": np.array([[0]], dtype=np.float32),
+    "response_mask": np.array([[0]], dtype=np.float32),
+    "rollout_log_prob": np.array([[0]], dtype=np.float32),
 }
 cfg = {
     "threshold": 2,
 }
 
 try:
-    result = fn(inputs, cfg, "float64")
+    result = fn(inputs, cfg, "float32")
 except Exception as ex:  # noqa: BLE001 - an error is a result here
     result = None
     print("adapter raised   ", type(ex).__name__ + ": " + str(ex))
-print("reference        ", "returns a result")
+print("reference        ", "ValueError: response_mask must contain at least one valid token (1).")
 if result is not None:
     print("adapter returned ", result)
