@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A minimal reproduction found by `conform explore` (verlconf unknown).
 
-advantage/gae, outputs/advantages (value): 1 row x 3 tokens, float32.
+advantage/gae, outputs/advantages (value): 1 row x 2 tokens, float64.
 Run it with the interpreter that has the framework; it calls the adapter's function on
 these literal arrays and prints its result beside the reference's.
 """
@@ -13,16 +13,16 @@ import sys
 import numpy as np
 
 ADAPTER = "fixtures/adapters/peers/skyrl_adapter.py"
-sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer-skyrl/fixtures/python"]
+sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer2-skyrl/fixtures/python"]
 _spec = importlib.util.spec_from_file_location("adapter_under_test", ADAPTER)
 adapter = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(adapter)
 fn = adapter.FUNCTIONS.get("advantage/gae") or adapter.FUNCTIONS["gae"]
 
 inputs = {
-    "response_mask": np.array([[1, 1, 0]], dtype=np.float32),
-    "token_level_rewards": np.array([[0, 0, 0]], dtype=np.float32),
-    "values": np.array([[0, 0, -1]], dtype=np.float32),
+    "response_mask": np.array([[1, 1]], dtype=np.float64),
+    "token_level_rewards": np.array([[0, 0]], dtype=np.float64),
+    "values": np.array([[0, 1]], dtype=np.float64),
 }
 cfg = {
     "gamma": 1,
@@ -30,7 +30,7 @@ cfg = {
 }
 
 try:
-    result = fn(inputs, cfg, "float32")
+    result = fn(inputs, cfg, "float64")
 except Exception as ex:  # noqa: BLE001 - an error is a result here
     result = None
     print("adapter raised   ", type(ex).__name__ + ": " + str(ex))
@@ -38,4 +38,4 @@ np.set_printoptions(precision=17, floatmode="unique")
 if result is not None:
     got = (result.get("outputs") or {}).get("advantages")
     print("adapter   outputs/advantages:", None if got is None else np.asarray(got))
-print("reference outputs/advantages:", np.array([[0, 0, 0]], dtype=np.float32))
+print("reference outputs/advantages:", np.array([[0.7071067723477128, -0.7071067794187805]], dtype=np.float64))

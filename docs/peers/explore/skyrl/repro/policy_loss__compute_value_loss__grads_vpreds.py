@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A minimal reproduction found by `conform explore` (verlconf unknown).
 
-policy_loss/compute_value_loss, grads/vpreds (value): 2 rows x 1 token, float32.
+policy_loss/compute_value_loss, grads/vpreds (value): 1 row x 1 token, float64.
 Run it with the interpreter that has the framework; it calls the adapter's function on
 these literal arrays and prints its result beside the reference's.
 """
@@ -13,17 +13,17 @@ import sys
 import numpy as np
 
 ADAPTER = "fixtures/adapters/peers/skyrl_adapter.py"
-sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer-skyrl/fixtures/python"]
+sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer2-skyrl/fixtures/python"]
 _spec = importlib.util.spec_from_file_location("adapter_under_test", ADAPTER)
 adapter = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(adapter)
 fn = adapter.FUNCTIONS.get("policy_loss/compute_value_loss") or adapter.FUNCTIONS["compute_value_loss"]
 
 inputs = {
-    "response_mask": np.array([[1], [0]], dtype=np.float32),
-    "returns": np.array([[-1], [0]], dtype=np.float32),
-    "values": np.array([[0], [0]], dtype=np.float32),
-    "vpreds": np.array([[0], [0]], dtype=np.float32),
+    "response_mask": np.array([[1]], dtype=np.float64),
+    "returns": np.array([[0]], dtype=np.float64),
+    "values": np.array([[0]], dtype=np.float64),
+    "vpreds": np.array([[-1]], dtype=np.float64),
 }
 cfg = {
     "cliprange_value": 0.2,
@@ -35,7 +35,7 @@ cfg = {
 }
 
 try:
-    result = fn(inputs, cfg, "float32")
+    result = fn(inputs, cfg, "float64")
 except Exception as ex:  # noqa: BLE001 - an error is a result here
     result = None
     print("adapter raised   ", type(ex).__name__ + ": " + str(ex))
@@ -43,4 +43,4 @@ np.set_printoptions(precision=17, floatmode="unique")
 if result is not None:
     got = (result.get("grads") or {}).get("vpreds")
     print("adapter   grads/vpreds:", None if got is None else np.asarray(got))
-print("reference grads/vpreds:", np.array([[1], [0]], dtype=np.float32))
+print("reference grads/vpreds:", np.array([[-0.9999999900000002]], dtype=np.float64))

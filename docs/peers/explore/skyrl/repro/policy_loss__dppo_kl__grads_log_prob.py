@@ -13,16 +13,16 @@ import sys
 import numpy as np
 
 ADAPTER = "fixtures/adapters/peers/skyrl_adapter.py"
-sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer-skyrl/fixtures/python"]
+sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer2-skyrl/fixtures/python"]
 _spec = importlib.util.spec_from_file_location("adapter_under_test", ADAPTER)
 adapter = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(adapter)
 fn = adapter.FUNCTIONS.get("policy_loss/dppo_kl") or adapter.FUNCTIONS["dppo_kl"]
 
 inputs = {
-    "advantages": np.array([[-1]], dtype=np.float64),
-    "log_prob": np.array([[0]], dtype=np.float64),
-    "old_log_prob": np.array([[1]], dtype=np.float64),
+    "advantages": np.array([[1]], dtype=np.float64),
+    "log_prob": np.array([[-1]], dtype=np.float64),
+    "old_log_prob": np.array([[0]], dtype=np.float64),
     "response_mask": np.array([[1]], dtype=np.float64),
 }
 cfg = {
@@ -46,4 +46,4 @@ np.set_printoptions(precision=17, floatmode="unique")
 if result is not None:
     got = (result.get("grads") or {}).get("log_prob")
     print("adapter   grads/log_prob:", None if got is None else np.asarray(got))
-print("reference grads/log_prob:", np.array([[0]], dtype=np.float64))
+print("reference grads/log_prob:", np.array([[-0.36787944117144233]], dtype=np.float64))

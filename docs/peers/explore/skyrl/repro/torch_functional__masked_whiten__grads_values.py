@@ -13,7 +13,7 @@ import sys
 import numpy as np
 
 ADAPTER = "fixtures/adapters/peers/skyrl_adapter.py"
-sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer-skyrl/fixtures/python"]
+sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer2-skyrl/fixtures/python"]
 _spec = importlib.util.spec_from_file_location("adapter_under_test", ADAPTER)
 adapter = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(adapter)
@@ -21,10 +21,10 @@ fn = adapter.FUNCTIONS.get("torch_functional/masked_whiten") or adapter.FUNCTION
 
 inputs = {
     "mask": np.array([[1, 1]], dtype=np.float64),
-    "values": np.array([[0, 0]], dtype=np.float64),
+    "values": np.array([[0, 1]], dtype=np.float64),
 }
 cfg = {
-    "shift_mean": 1,
+    "shift_mean": 0,
 }
 
 try:
@@ -36,4 +36,4 @@ np.set_printoptions(precision=17, floatmode="unique")
 if result is not None:
     got = (result.get("grads") or {}).get("values")
     print("adapter   grads/values:", None if got is None else np.asarray(got))
-print("reference grads/values:", np.array([[4.999999969612645e-05, 4.999999969612645e-05]], dtype=np.float64))
+print("reference grads/values:", np.array([[1.0000000091421353, 0.9999999950000001]], dtype=np.float64))
