@@ -13,7 +13,8 @@
 # 3. runs `conform explore` with the adapter (generated cases against the oracle, every
 #    difference shrunk to a minimal case, sharded cases for the data-parallel rows) and keeps
 #    its result, the minimal cases and the framework's results on them in
-#    docs/peers/explore/NAME (committed: CI replays them);
+#    docs/peers/explore/NAME (committed: CI replays them; the Python repros stay in the
+#    scratch folder, PEERS_WORK/explore/repro);
 # 4. writes docs/peers/NAME.md (tools/peers/make_report.py, with the causes stated in
 #    tools/peers/causes/NAME.tsv, each naming the minimal cases that show it, the source
 #    inventory in tools/peers/inventory/NAME.tsv and the trainer's per-rank normaliser in
@@ -148,7 +149,7 @@ esac
 rm -rf "$EXPLORE_DIR"
 mkdir -p "$EXPLORE_DIR"
 cp -r "$WORK/explore/explore.json" "$EXPLORE_DIR/"
-for d in cases candidate repro; do
+for d in cases candidate; do
   if [ -d "$WORK/explore/$d" ]; then cp -r "$WORK/explore/$d" "$EXPLORE_DIR/"; fi
 done
 fi
