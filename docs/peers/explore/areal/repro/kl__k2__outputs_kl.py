@@ -13,18 +13,17 @@ import sys
 import numpy as np
 
 ADAPTER = "fixtures/adapters/peers/areal_adapter.py"
-sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer-areal/fixtures/python"]
+sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer2-areal/fixtures/python"]
 _spec = importlib.util.spec_from_file_location("adapter_under_test", ADAPTER)
 adapter = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(adapter)
 fn = adapter.FUNCTIONS.get("kl/k2") or adapter.FUNCTIONS["k2"]
 
 inputs = {
-    "logprob": np.array([[0]], dtype=np.float64),
-    "ref_logprob": np.array([[-2.2]], dtype=np.float64),
+    "logprob": np.array([[-2]], dtype=np.float64),
+    "ref_logprob": np.array([[-5.8]], dtype=np.float64),
 }
-cfg = {
-}
+cfg = {}
 
 try:
     result = fn(inputs, cfg, "float64")
@@ -35,4 +34,4 @@ np.set_printoptions(precision=17, floatmode="unique")
 if result is not None:
     got = (result.get("outputs") or {}).get("kl")
     print("adapter   outputs/kl:", None if got is None else np.asarray(got))
-print("reference outputs/kl:", np.array([[2.4200000000000004]], dtype=np.float64))
+print("reference outputs/kl:", np.array([[7.22]], dtype=np.float64))

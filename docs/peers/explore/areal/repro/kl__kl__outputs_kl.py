@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A minimal reproduction found by `conform explore` (verlconf unknown).
 
-kl/kl, outputs/kl (shape): 1 row x 1 token, float64.
+kl/kl, outputs/kl (value): 1 row x 1 token, float64.
 Run it with the interpreter that has the framework; it calls the adapter's function on
 these literal arrays and prints its result beside the reference's.
 """
@@ -13,7 +13,7 @@ import sys
 import numpy as np
 
 ADAPTER = "fixtures/adapters/peers/areal_adapter.py"
-sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer-areal/fixtures/python"]
+sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer2-areal/fixtures/python"]
 _spec = importlib.util.spec_from_file_location("adapter_under_test", ADAPTER)
 adapter = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(adapter)
@@ -21,10 +21,9 @@ fn = adapter.FUNCTIONS.get("kl/kl") or adapter.FUNCTIONS["kl"]
 
 inputs = {
     "logprob": np.array([[0]], dtype=np.float64),
-    "ref_logprob": np.array([[0]], dtype=np.float64),
+    "ref_logprob": np.array([[-5.7]], dtype=np.float64),
 }
-cfg = {
-}
+cfg = {}
 
 try:
     result = fn(inputs, cfg, "float64")
@@ -35,4 +34,4 @@ np.set_printoptions(precision=17, floatmode="unique")
 if result is not None:
     got = (result.get("outputs") or {}).get("kl")
     print("adapter   outputs/kl:", None if got is None else np.asarray(got))
-print("reference outputs/kl:", np.array([[0]], dtype=np.float64))
+print("reference outputs/kl:", np.array([[5.7]], dtype=np.float64))

@@ -13,20 +13,19 @@ import sys
 import numpy as np
 
 ADAPTER = "fixtures/adapters/peers/areal_adapter.py"
-sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer-areal/fixtures/python"]
+sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer2-areal/fixtures/python"]
 _spec = importlib.util.spec_from_file_location("adapter_under_test", ADAPTER)
 adapter = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(adapter)
 fn = adapter.FUNCTIONS.get("kl/mse") or adapter.FUNCTIONS["mse"]
 
 inputs = {
-    "logprob": np.array([[0]], dtype=np.float64),
-    "ref_logprob": np.array([[-1]], dtype=np.float64),
+    "logprob": np.array([[-1]], dtype=np.float64),
+    "ref_logprob": np.array([[0]], dtype=np.float64),
 }
-cfg = {
-}
+cfg = {}
 projections = {
-    "kl": np.array([[0.0919887907911968]], dtype=np.float64),
+    "kl": np.array([[0.7579960476420109]], dtype=np.float64),
 }
 
 try:
@@ -38,4 +37,4 @@ np.set_printoptions(precision=17, floatmode="unique")
 if result is not None:
     got = (result.get("vjps") or {}).get("kl/logprob")
     print("adapter   vjps/kl/logprob:", None if got is None else np.asarray(got))
-print("reference vjps/kl/logprob:", np.array([[0.0919887907911968]], dtype=np.float64))
+print("reference vjps/kl/logprob:", np.array([[-0.7579960476420109]], dtype=np.float64))

@@ -13,7 +13,7 @@ import sys
 import numpy as np
 
 ADAPTER = "fixtures/adapters/peers/areal_adapter.py"
-sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer-areal/fixtures/python"]
+sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer2-areal/fixtures/python"]
 _spec = importlib.util.spec_from_file_location("adapter_under_test", ADAPTER)
 adapter = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(adapter)
