@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""A minimal reproduction found by `conform explore` (verlconf unknown).
+
+torch_functional/masked_whiten, outputs/output (value): 1 row x 2 tokens, float64.
+Run it with the interpreter that has the framework; it calls the adapter's function on
+these literal arrays and prints its result beside the reference's.
+"""
+
+import importlib.util
+import os
+import sys
+
+import numpy as np
+
+ADAPTER = "fixtures/adapters/peers/areal_adapter.py"
+sys.path[:0] = [os.path.dirname(ADAPTER), "/work/wt-peer2-areal/fixtures/python"]
+_spec = importlib.util.spec_from_file_location("adapter_under_test", ADAPTER)
+adapter = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(adapter)
+fn = adapter.FUNCTIONS.get("torch_functional/masked_whiten") or adapter.FUNCTIONS["masked_whiten"]
+
+inputs = {
+    "mask": np.array([[1, 1]], dtype=np.float64),
+    "values": np.array([[0, -2]], dtype=np.float64),
+}
+cfg = {
+    "shift_mean": 1,
+}
+
+try:
+    result = fn(inputs, cfg, "float64")
+except Exception as ex:  # noqa: BLE001 - an error is a result here
+    result = None
+    print("adapter raised   ", type(ex).__name__ + ": " + str(ex))
+np.set_printoptions(precision=17, floatmode="unique")
+if result is not None:
+    got = (result.get("outputs") or {}).get("output")
+    print("adapter   outputs/output:", None if got is None else np.asarray(got))
+print("reference outputs/output:", np.array([[0.7071067776510136, -0.7071067847220813]], dtype=np.float64))
