@@ -477,6 +477,63 @@ TEST(JudgeFractions, AnUlpPassesAndOneCountFailsForEveryFractionMetric) {
   EXPECT_GT(exact, judged / 2);  // most with no allowance at all: one count fails there
 }
 
+// A fraction of rows moves by one row over the rows when a row's decision sits on a
+// bound, whatever the row's length. verl's float32 row mean of raw IS weights [0, 1, 1]
+// is float32(2) / 3, which rounds onto float32(1 / 1.5) itself (not below the lower
+// bound); the exact mean 2/3 is below it. Row 1 is 3 of the 11 valid tokens but 1 of
+// the 3 rows: rollout_is_seq_fraction_low may move by 1/3, and not by two rows' worth.
+TEST(JudgeFractions, ARowFractionMovesByTheBoundaryRowsShare) {
+  const FunctionSpec& spec = *FindSpec("compute_is_metrics");
+  Case c = spec.generate(GenParams{1, 3, 4, DType::kFloat32});
+  c.name = "row_on_lower_bound";
+  c.config = Config(c.Where());
+  c.config.Set("rollout_is", std::string("token"));
+  c.config.Set("rollout_is_threshold", 1.5);
+  c.inputs.erase("log_ratio_sum");
+  Array raw = Array::Matrix(3, 4, DType::kFloat32), lr = raw, mask = raw;
+  const double raw_rows[3][4] = {{0.1, 0.1, 0.1, 0.1}, {0.0, 1.0, 1.0, 0.0}, {1.0, 1.0, 1.0, 1.0}};
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t t = 0; t < 4; ++t) {
+      raw.at(i, t) = static_cast<float>(raw_rows[i][t]);
+      lr.at(i, t) = raw_rows[i][t] > 0 ? static_cast<float>(std::log(static_cast<float>(raw_rows[i][t]))) : -30.0;
+      mask.at(i, t) = i == 1 && t == 3 ? 0.0 : 1.0;
+    }
+  c.inputs["raw_rollout_is_weights"] = raw;
+  c.inputs["rollout_is_weights"] = raw;
+  c.inputs["log_ratio_for_metrics"] = lr;
+  c.inputs["response_mask"] = mask;
+  Case storage;
+  Case golden = Resolved(spec, c, storage);
+  const Result ref = spec.oracle(golden);
+  ASSERT_EQ(ref.boundary.at(1, 0), 1.0);
+  ASSERT_EQ(ref.boundary.at(0, 0), 0.0);
+  ASSERT_EQ(ref.boundary.at(2, 0), 0.0);
+  const std::string m = "rollout_is_seq_fraction_low", field = "metrics/" + m;
+  ASSERT_DOUBLE_EQ(ref.metrics.at(m), static_cast<double>(static_cast<float>(2.0 / 3.0)));  // rows 0 and 1
+  golden.outputs = ref.outputs;
+  golden.metrics = ref.metrics;
+  golden.metrics[m] = static_cast<double>(static_cast<float>(1.0 / 3.0));  // verl's: row 0 only
+  // Either decision for row 1, on either side.
+  EXPECT_NE(Field(CompareResult(spec, golden, &ref, std::nullopt), field).outcome, Outcome::kFailed);
+  Result got = ref;
+  got.metrics[m] = golden.metrics[m];
+  Case other = golden;
+  other.metrics[m] = ref.metrics.at(m);
+  EXPECT_NE(Field(CompareResult(spec, other, &got, std::nullopt), field).outcome, Outcome::kFailed);
+  // Rows 0 and 2 are far from both bounds: moving them too fails, each way.
+  for (double wrong : {0.0, 1.0}) {
+    got.metrics[m] = wrong;
+    const CaseReport r = CompareResult(spec, golden, &got, std::nullopt);
+    EXPECT_EQ(Field(r, field).outcome, Outcome::kFailed) << wrong << "\n" << r.Describe();
+  }
+  // A token fraction keeps the tokens' share: the token-level ratio fraction moved by a
+  // third (more than row 1's 3 of 11 tokens) fails.
+  const std::string tf = "rollout_is_ratio_fraction_low";
+  got = ref;
+  got.metrics[tf] = ref.metrics.at(tf) + 1.0 / 3.0;
+  EXPECT_EQ(Field(CompareResult(spec, golden, &got, std::nullopt), "metrics/" + tf).outcome, Outcome::kFailed);
+}
+
 // The critic's clip fraction over every token instead of the valid ones is a different
 // definition; it must fail even though most tokens sit strictly inside the clip range,
 // where the clip returns v itself and no decision is rounding-dependent.
