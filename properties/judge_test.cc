@@ -277,7 +277,10 @@ struct IcePopAtBounds {
     Case c = golden;
     for (int k = 0; k < kOnBound; ++k) {
       const bool upper = k != 1, keep = (kept >> k) & 1u;
-      c.inputs[decides][k] += (upper == keep ? -1.0 : 1.0) * 2e-6;
+      // Each token its own step: the weights are float32, and tokens 0 and 2 (both at
+      // ratio 5) moved alike would round to the same kept weight, the subsets' means
+      // then coinciding.
+      c.inputs[decides][k] += (upper == keep ? -1.0 : 1.0) * 2e-6 * (1.0 + 0.25 * k);
     }
     return spec->oracle(c);
   }
@@ -354,7 +357,10 @@ TEST(JudgeDecisions, AnErrorThatHangsOnABoundaryDecisionAllowsTheOtherDecisionsR
   Case storage;
   c = Case(Resolved(*spec, c, storage));
   Array old_lp = Array::Matrix(1, 1, DType::kFloat32), rollout = old_lp, mask = old_lp;
-  old_lp[0] = -6.6085205078125;  // minus rollout: 2e-9 under log(0.5)
+  // Minus rollout: log(0.5) less 4.8e-7, one float32 step of the log-prob; the float32
+  // weight is 0.49999976, a float32 ulp or so under the bound (2e-9 under log(0.5) would
+  // round to 0.5 itself, on the bound and kept).
+  old_lp[0] = -6.608520984649658;
   rollout[0] = -5.9153733253479;
   mask[0] = 1.0;
   c.inputs["old_log_prob"] = old_lp;
@@ -520,12 +526,14 @@ TEST(JudgeFractions, ARowFractionMovesByTheBoundaryRowsShare) {
   Case other = golden;
   other.metrics[m] = ref.metrics.at(m);
   EXPECT_NE(Field(CompareResult(spec, other, &got, std::nullopt), field).outcome, Outcome::kFailed);
-  // Rows 0 and 2 are far from both bounds: moving them too fails, each way.
-  for (double wrong : {0.0, 1.0}) {
-    got.metrics[m] = wrong;
-    const CaseReport r = CompareResult(spec, golden, &got, std::nullopt);
-    EXPECT_EQ(Field(r, field).outcome, Outcome::kFailed) << wrong << "\n" << r.Describe();
-  }
+  // Two rows' worth away from the reference is more than row 1 can explain (rows 0 and 2
+  // are far from both bounds), whichever decision the reference took.
+  got.metrics[m] = 1.0;
+  CaseReport r = CompareResult(spec, golden, &got, std::nullopt);
+  EXPECT_EQ(Field(r, field).outcome, Outcome::kFailed) << r.Describe();
+  got.metrics[m] = 0.0;
+  r = CompareResult(spec, other, &got, std::nullopt);
+  EXPECT_EQ(Field(r, field).outcome, Outcome::kFailed) << r.Describe();
   // A token fraction keeps the tokens' share: the token-level ratio fraction moved by a
   // third (more than row 1's 3 of 11 tokens) fails.
   const std::string tf = "rollout_is_ratio_fraction_low";

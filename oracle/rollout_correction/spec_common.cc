@@ -236,14 +236,31 @@ std::optional<double> RsClampBound(const RolloutCorrectionSettings& st, const st
 void AddCorrectionMetrics(FunctionSpec& s, const std::string& prefix, bool is,
                           const std::vector<std::string>& rs_options, bool offpolicy,
                           std::function<RolloutCorrectionSettings(const Case&)> settings) {
-  if (!settings) settings = [](const Case& c) { return ReadRolloutSettings(c.config); };
+  if (!settings) {
+    // The case's rollout_* keys among those the spec declares (an undeclared one is None).
+    std::set<std::string> keys;
+    for (const ConfigKey& k : s.config) keys.insert(k.name);
+    settings = [keys](const Case& c) {
+      auto get = [&](const char* name) { return keys.count(name) ? c.config.Value(name) : ConfigValue{}; };
+      RolloutCorrectionSettings st;
+      st.rollout_is = get("rollout_is");
+      st.rollout_is_threshold = get("rollout_is_threshold");
+      st.rollout_rs = get("rollout_rs");
+      st.rollout_rs_threshold = get("rollout_rs_threshold");
+      return st;
+    };
+  }
   // The RS options named seq_* compare one value per row (verl's level "sequence").
   SetCountsRows(
       s,
       [settings](const Case& c) {
-        const ConfigValue level = settings(c).rollout_is;
-        const auto* v = std::get_if<std::string>(&level);
-        return v && *v == "sequence";
+        try {
+          const ConfigValue level = settings(c).rollout_is;
+          const auto* v = std::get_if<std::string>(&level);
+          return v && *v == "sequence";
+        } catch (const std::exception&) {
+          return false;  // a config verl refuses: no fraction to judge
+        }
       },
       [](const Case&, const std::string& option) { return option.rfind("seq_", 0) == 0; });
   std::vector<std::string> names, discrete, stds;
