@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <set>
 #include <stdexcept>
@@ -540,6 +541,105 @@ TEST(JudgeFractions, ARowFractionMovesByTheBoundaryRowsShare) {
   got = ref;
   got.metrics[tf] = ref.metrics.at(tf) + 1.0 / 3.0;
   EXPECT_EQ(Field(CompareResult(spec, golden, &got, std::nullopt), "metrics/" + tf).outcome, Outcome::kFailed);
+}
+
+// Rollout-correction metrics whose float32 rounding scales with the case's own sizes,
+// each held both ways: verl's differently rounded value passes, a genuinely different
+// one fails.
+struct RolloutCase {
+  const FunctionSpec& spec;
+  Case golden;
+  Result ref;
+  RolloutCase(const std::string& name, int64_t rows, int64_t tokens, DType d, const std::function<void(Case&)>& fill)
+      : spec(*FindSpec(name)) {
+    Case c = spec.generate(GenParams{1, rows, tokens, d});
+    c.name = "scaled";
+    c.config = Config(c.Where());
+    fill(c);
+    Case storage;
+    golden = Resolved(spec, c, storage);
+    ref = spec.oracle(golden);
+    golden.outputs = ref.outputs;
+    golden.grads = ref.grads;
+    golden.metrics = ref.metrics;
+  }
+  // The outcome when verl's metric `m` is `want` and the oracle's value is the candidate.
+  Outcome With(const std::string& m, double want) const {
+    Case g = golden;
+    g.metrics[m] = want;
+    return Field(CompareResult(spec, g, &ref, std::nullopt), "metrics/" + m).outcome;
+  }
+};
+
+// Every token past the clamp, the k3 statistic (~4.85e8) clamped to the threshold 10 for
+// the std: sqrt(E[x^2] - E[x]^2) of 64 equal values of 10 is what float32 leaves of
+// 100 - 100. verl gives ~2.4e-3 there (measured at 3169 tokens: the table's fixed 2e-3
+// failed it); E[x^2] is bounded by the threshold's square, not by the unclamped mean.
+TEST(JudgeTolerances, AFloat32StdIsBoundedByItsClampedValues) {
+  const RolloutCase t("seq_mean_k3", 1, 64, DType::kFloat32, [](Case& c) {
+    for (double& x : c.inputs["log_ratio"].data) x = 25.0;
+    for (double& x : c.inputs["response_mask"].data) x = 1.0;
+    c.config.Set("rollout_rs_threshold", std::string("10"));
+  });
+  const std::string m = "rollout_rs_seq_mean_k3_std";
+  ASSERT_LT(t.ref.metrics.at(m), 1e-3);
+  EXPECT_NE(t.With(m, 2.4e-3), Outcome::kFailed);
+  EXPECT_NE(t.With(m, 8e-3), Outcome::kFailed);  // sqrt(eps32 * 100 * 5): a few ulps of E[x^2]
+  EXPECT_EQ(t.With(m, 0.05), Outcome::kFailed);  // a spread of the clamped values
+  EXPECT_EQ(t.With(m, 1.0), Outcome::kFailed);
+}
+
+// The std of per-row sums past the clamp: two float32 rows of 16 tokens at 4.85e8 each are
+// ~7.8e9 apiece, where a float32 ulp is 512; verl's std of two such sums may be 0 or
+// hundreds where the exact value differs. A spread of 1e-3 of the values is no rounding.
+TEST(JudgeTolerances, APerRowStdKeepsThePerRowValuesRounding) {
+  for (const DType d : {DType::kFloat32, DType::kFloat64}) {
+    const RolloutCase t("seq_sum_k3", 2, 16, d, [](Case& c) {
+      Array& lr = c.inputs["log_ratio"];
+      for (int64_t k = 0; k < lr.size(); ++k) lr[k] = k == 3 ? 24.0 : 21.0;  // all past the clamp
+      for (double& x : c.inputs["response_mask"].data) x = 1.0;
+      c.config.Set("rollout_rs_threshold", 0.1);
+    });
+    const std::string m = "rollout_rs_seq_sum_k3_seq_std";
+    const double v = t.ref.metrics.at("rollout_rs_seq_sum_k3_seq_max");
+    ASSERT_GT(v, 7e9);
+    const double ulp = d == DType::kFloat32 ? 1024.0 : 2e-6;  // a couple of ulps of the sums
+    EXPECT_NE(t.With(m, t.ref.metrics.at(m) + ulp), Outcome::kFailed) << DTypeName(d);
+    EXPECT_EQ(t.With(m, t.ref.metrics.at(m) + 1e-3 * v), Outcome::kFailed) << DTypeName(d);
+  }
+}
+
+// Sequence-level IS: rollout_is_min is exp of a row's float32 sum of log-ratios, and a
+// float32 sum of 1000 stale log-ratios (|lr| ~ 1) is good to ~1e-4 absolute, which exp
+// makes a relative error of the metric. The same sum accumulated one token at a time in
+// float32 (another order) passes; the sum with one log-ratio 1% off fails.
+TEST(JudgeTolerances, ASequenceWeightKeepsItsLogSumsRounding) {
+  const RolloutCase t("decoupled_seq_is", 1, 1000, DType::kFloat32, [](Case& c) {
+    Array& old_lp = c.inputs["old_log_prob"];
+    Array& rollout = c.inputs["rollout_log_prob"];
+    for (int64_t k = 0; k < old_lp.size(); ++k) {
+      rollout[k] = -2.0;
+      old_lp[k] = static_cast<float>(-2.0 + (k % 2 ? 1.0 : -1.0) * (0.9 + 1e-4 * static_cast<double>(k % 97)));
+    }
+    old_lp[0] = static_cast<float>(-2.0 + 3.0);  // a positive sum: the row's weight is far from 0
+    for (double& x : c.inputs["response_mask"].data) x = 1.0;
+    c.config.Set("threshold", 1e6);
+  });
+  const Array& old_lp = t.golden.Input("old_log_prob");
+  const Array& rollout = t.golden.Input("rollout_log_prob");
+  float sequential = 0.0f;
+  double exact = 0.0;
+  for (int64_t k = 0; k < old_lp.size(); ++k) {
+    const float lr = static_cast<float>(old_lp[k]) - static_cast<float>(rollout[k]);
+    sequential += lr;
+    exact += static_cast<double>(lr);
+  }
+  const std::string m = "rollout_corr/rollout_is_min";
+  ASSERT_NEAR(std::log(t.ref.metrics.at(m)), exact, 1e-9);
+  EXPECT_NE(t.With(m, static_cast<double>(std::exp(sequential))), Outcome::kFailed);
+  const double without = exact - (static_cast<double>(static_cast<float>(old_lp[2])) - rollout[2]) +
+                         0.99 * (static_cast<double>(static_cast<float>(old_lp[2])) - rollout[2]);
+  EXPECT_EQ(t.With(m, std::exp(without)), Outcome::kFailed);
 }
 
 // The critic's clip fraction over every token instead of the valid ones is a different

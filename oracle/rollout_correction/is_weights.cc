@@ -122,8 +122,8 @@ struct RawWeights {
 
 // token: w = exp(clamp(lr, +-20)) * mask, held in the case's dtype as verl's tensor is:
 // in a float32 case exp(float32(log 2)) is 2.0000000028, which float32 stores as 2.0, on
-// IcePop's upper bound and kept, where the unrounded value would be dropped. Besides each token's weight, the per-row means
-// of the raw weights decide rollout_is_seq_fraction_*, so rows near a bound are marked too.
+// IcePop's upper bound and kept, where the unrounded value would be dropped. Besides each token's weight, the per-row
+// means of the raw weights decide rollout_is_seq_fraction_*, so rows near a bound are marked too.
 RawWeights TokenWeights(const Array& log_ratio, const Array& mask, LogRatioError lr_err, double upper,
                         double metric_lower, Boundary& boundary) {
   const int64_t B = mask.rows(), T = mask.cols();

@@ -290,18 +290,18 @@ void AddCorrectionMetrics(FunctionSpec& s, const std::string& prefix, bool is,
   append(s.metrics, names);
   append(s.discrete_metrics, discrete);
   const std::string rs_prefix = prefix + "rollout_rs_";
-  AddStdMetricTolerances(
-      s, stds, [settings, rs_prefix](const Case& c, const std::string& name) -> std::optional<double> {
-        if (name.rfind(rs_prefix, 0) != 0) return std::nullopt;  // IS: std^2 + mean^2 is exact
-        const std::string option = name.substr(rs_prefix.size(), name.size() - rs_prefix.size() - 4);
-        std::optional<double> bound;
-        try {
-          bound = RsClampBound(settings(c), option);
-        } catch (const std::exception&) {
-        }
-        if (!bound) return std::nullopt;
-        return *bound * *bound;
-      });
+  AddStdMetricTolerances(s, stds,
+                         [settings, rs_prefix](const Case& c, const std::string& name) -> std::optional<double> {
+                           if (name.rfind(rs_prefix, 0) != 0) return std::nullopt;  // IS: std^2 + mean^2 is exact
+                           const std::string option = name.substr(rs_prefix.size(), name.size() - rs_prefix.size() - 4);
+                           std::optional<double> bound;
+                           try {
+                             bound = RsClampBound(settings(c), option);
+                           } catch (const std::exception&) {
+                           }
+                           if (!bound) return std::nullopt;
+                           return *bound * *bound;
+                         });
   AddSeqStdMetricTolerances(s, seq_stds);
   if (is) AddSeqIsExtremeTolerances(s, prefix, settings);
 }
