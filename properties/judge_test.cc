@@ -642,6 +642,31 @@ TEST(JudgeTolerances, ASequenceWeightKeepsItsLogSumsRounding) {
   EXPECT_EQ(t.With(m, std::exp(without)), Outcome::kFailed);
 }
 
+// A float64 case whose fraction is float32 all the same (verl's .float().mean() over the
+// rows): row 2's log-ratio sum is log(1.5), between libm's and torch's float32 log of the
+// threshold, so verl counts no row high and the oracle one of three, float32(1/3) =
+// 0.33333334, a hair over the row's share 1/3. That passes; two rows' worth does not.
+TEST(JudgeFractions, AFloat32FractionOfAFloat64CaseMovesByARowsFloat32Share) {
+  const RolloutCase t("decoupled_seq_is", 3, 1, DType::kFloat64, [](Case& c) {
+    c.inputs["old_log_prob"] = Array::Matrix(3, 1);
+    c.inputs["rollout_log_prob"] = Array::Matrix(3, 1);
+    c.inputs["old_log_prob"][2] = -2.0 + std::log(1.5);
+    c.inputs["rollout_log_prob"][2] = -2.0;
+    c.inputs["response_mask"] = Array::Matrix(3, 1);
+    for (double& x : c.inputs["response_mask"].data) x = 1.0;
+    c.config.Set("threshold", std::string("1.5"));
+  });
+  const std::string m = "rollout_corr/rollout_is_ratio_fraction_high";
+  const double third = static_cast<double>(static_cast<float>(1.0 / 3.0));
+  ASSERT_EQ(t.ref.metrics.at(m), third);
+  EXPECT_NE(t.With(m, 0.0), Outcome::kFailed);
+  Case g = t.golden;
+  Result got = t.ref;
+  got.metrics[m] = static_cast<double>(static_cast<float>(2.0 / 3.0));
+  g.metrics[m] = 0.0;
+  EXPECT_EQ(Field(CompareResult(t.spec, g, &got, std::nullopt), "metrics/" + m).outcome, Outcome::kFailed);
+}
+
 // The critic's clip fraction over every token instead of the valid ones is a different
 // definition; it must fail even though most tokens sit strictly inside the clip range,
 // where the clip returns v itself and no decision is rounding-dependent.
