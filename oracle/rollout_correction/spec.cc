@@ -248,7 +248,7 @@ FunctionSpec RejectionOption(const std::string& option) {
   oracle::AddCorrectionMetrics(s, "", /*is=*/false, {option}, /*offpolicy=*/false, [option](const Case& c) {
     oracle::RolloutCorrectionSettings st;
     st.rollout_rs = option;
-    st.rollout_rs_threshold = c.config.Value("rollout_rs_threshold");
+    st.rollout_rs_threshold = oracle::RawConfig(c.config, "rollout_rs_threshold", ConfigValue{});
     return st;
   });
   s.oracle = [option](const Case& c) { return RunRejection(c, option); };

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iterator>
+#include <map>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -237,11 +238,16 @@ void AddCorrectionMetrics(FunctionSpec& s, const std::string& prefix, bool is,
                           const std::vector<std::string>& rs_options, bool offpolicy,
                           std::function<RolloutCorrectionSettings(const Case&)> settings) {
   if (!settings) {
-    // The case's rollout_* keys among those the spec declares (an undeclared one is None).
-    std::set<std::string> keys;
-    for (const ConfigKey& k : s.config) keys.insert(k.name);
+    // The case's rollout_* keys among those the spec declares (an undeclared one is None),
+    // read as verl sees them whether or not the config was resolved against the spec: an
+    // absent key is the spec's default, or None where the capture passes None.
+    std::map<std::string, ConfigValue> keys;
+    for (const ConfigKey& k : s.config) keys[k.name] = k.absent_is_none ? ConfigValue{} : k.verl_default;
     settings = [keys](const Case& c) {
-      auto get = [&](const char* name) { return keys.count(name) ? c.config.Value(name) : ConfigValue{}; };
+      auto get = [&](const char* name) {
+        auto it = keys.find(name);
+        return it == keys.end() ? ConfigValue{} : RawConfig(c.config, name, it->second);
+      };
       RolloutCorrectionSettings st;
       st.rollout_is = get("rollout_is");
       st.rollout_is_threshold = get("rollout_is_threshold");
