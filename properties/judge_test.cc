@@ -640,6 +640,11 @@ TEST(JudgeTolerances, ASequenceWeightKeepsItsLogSumsRounding) {
   const double without = exact - (static_cast<double>(static_cast<float>(old_lp[2])) - rollout[2]) +
                          0.99 * (static_cast<double>(static_cast<float>(old_lp[2])) - rollout[2]);
   EXPECT_EQ(t.With(m, std::exp(without)), Outcome::kFailed);
+  // chi2_seq of the one row, exp(2 * sum) - 1: the same two sums, doubled in the exponent.
+  const std::string chi2 = "rollout_corr/chi2_seq";
+  ASSERT_NEAR(std::log(t.ref.metrics.at(chi2) + 1.0), 2.0 * exact, 1e-9);
+  EXPECT_NE(t.With(chi2, std::exp(2.0 * static_cast<double>(sequential)) - 1.0), Outcome::kFailed);
+  EXPECT_EQ(t.With(chi2, std::exp(2.0 * without) - 1.0), Outcome::kFailed);
 }
 
 // A float64 case whose fraction is float32 all the same (verl's .float().mean() over the

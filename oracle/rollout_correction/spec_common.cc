@@ -309,7 +309,7 @@ void AddCorrectionMetrics(FunctionSpec& s, const std::string& prefix, bool is,
                            return *bound * *bound;
                          });
   AddSeqStdMetricTolerances(s, seq_stds);
-  if (is) AddSeqIsExtremeTolerances(s, prefix, settings);
+  if (is || offpolicy) AddSeqIsExtremeTolerances(s, prefix, settings, is, offpolicy);
 }
 
 // Sequence-level IS: rollout_is_max and rollout_is_min are exp of one row's log-ratio sum,
@@ -318,19 +318,26 @@ void AddCorrectionMetrics(FunctionSpec& s, const std::string& prefix, bool is,
 // relative error of the metric: the rtol grows by it (float32 rows of ~1000 tokens of
 // stale log-ratios: ~3e-5). The log-ratios come from the case's inputs, and the
 // tolerance from the case alone.
+// chi2_seq is the mean over rows of exp(2 * clamp(sum, +-20)) less 1: twice the sum's
+// error, relative to chi2_seq + 1, as an absolute allowance.
 void AddSeqIsExtremeTolerances(FunctionSpec& s, const std::string& prefix,
-                               std::function<RolloutCorrectionSettings(const Case&)> settings) {
-  const std::set<std::string> fields = {"metrics/" + prefix + "rollout_is_max", "metrics/" + prefix + "rollout_is_min"};
+                               std::function<RolloutCorrectionSettings(const Case&)> settings, bool is,
+                               bool offpolicy) {
+  std::set<std::string> fields;
+  if (is) fields = {"metrics/" + prefix + "rollout_is_max", "metrics/" + prefix + "rollout_is_min"};
+  const std::string chi2 = "metrics/" + prefix + "chi2_seq";
+  if (offpolicy) fields.insert(chi2);
   auto previous = s.case_tolerance;
-  s.case_tolerance = [fields, previous, settings](const Case& c, const std::string& field) -> std::optional<Tolerance> {
+  s.case_tolerance = [fields, previous, settings, chi2](const Case& c,
+                                                        const std::string& field) -> std::optional<Tolerance> {
     if (!fields.count(field)) return previous ? previous(c, field) : std::nullopt;
-    try {
-      const ConfigValue level = settings(c).rollout_is;
-      const auto* v = std::get_if<std::string>(&level);
-      if (!v || *v != "sequence") return std::nullopt;
-    } catch (const std::exception&) {
-      return std::nullopt;
-    }
+    if (field != chi2) try {
+        const ConfigValue level = settings(c).rollout_is;
+        const auto* v = std::get_if<std::string>(&level);
+        if (!v || *v != "sequence") return std::nullopt;
+      } catch (const std::exception&) {
+        return std::nullopt;
+      }
     const Array* mask = c.OptionalInput("response_mask");
     if (!mask || mask->shape.size() != 2) return std::nullopt;
     // Every log-ratio the case's inputs can make: log_ratio itself, or a log-prob minus the
@@ -362,8 +369,13 @@ void AddSeqIsExtremeTolerances(FunctionSpec& s, const std::string& prefix,
     char why[200];
     std::snprintf(why, sizeof why,
                   "exp of a row's log-ratio sum (sum of |log-ratio| up to %.3g, %lld tokens) rounded in the case's "
-                  "dtype: rtol + %.3g",
-                  worst, static_cast<long long>(mask->cols()), extra);
+                  "dtype: %s + %.3g",
+                  worst, static_cast<long long>(mask->cols()), field == chi2 ? "atol" : "rtol", extra);
+    if (field == chi2) {
+      const auto want = c.metrics.find(field.substr(std::string("metrics/").size()));
+      if (want == c.metrics.end() || !std::isfinite(want->second)) return std::nullopt;
+      return Tolerance{d.rtol, d.atol + 2.0 * extra * (std::fabs(want->second) + 1.0), why};
+    }
     return Tolerance{d.rtol + extra, d.atol, why};
   };
 }

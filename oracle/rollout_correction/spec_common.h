@@ -89,10 +89,11 @@ void SetCountsRows(FunctionSpec& s, std::function<bool(const Case&)> sequence_is
 void AddStdMetricTolerances(
     FunctionSpec& s, const std::vector<std::string>& std_metrics,
     std::function<std::optional<double>(const Case&, const std::string&)> second_moment = nullptr);
-// The case tolerance of sequence-level IS's rollout_is_max / rollout_is_min (with
-// `prefix`): exp of a row's log-ratio sum rounded in the case's dtype.
+// The case tolerance of sequence-level IS's rollout_is_max / rollout_is_min (`is`) and of
+// chi2_seq (`offpolicy`), with `prefix`: exp of a row's log-ratio sum rounded in the
+// case's dtype.
 void AddSeqIsExtremeTolerances(FunctionSpec& s, const std::string& prefix,
-                               std::function<RolloutCorrectionSettings(const Case&)> settings);
+                               std::function<RolloutCorrectionSettings(const Case&)> settings, bool is, bool offpolicy);
 // The case tolerance of `*_seq_std` metrics (full keys): the per-row values' own rounding.
 void AddSeqStdMetricTolerances(FunctionSpec& s, const std::vector<std::string>& seq_std_metrics);
 
