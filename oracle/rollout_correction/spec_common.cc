@@ -312,24 +312,31 @@ void AddCorrectionMetrics(FunctionSpec& s, const std::string& prefix, bool is,
   if (is || offpolicy) AddSeqIsExtremeTolerances(s, prefix, settings, is, offpolicy);
 }
 
-// Sequence-level IS: rollout_is_max and rollout_is_min are exp of one row's log-ratio sum,
-// which verl sums in the case's dtype. That sum is good to (ceil(log2 T) + 8) eps times the
-// row's sum of |log-ratio|, and exp turns an absolute error of the sum into the same
-// relative error of the metric: the rtol grows by it (float32 rows of ~1000 tokens of
-// stale log-ratios: ~3e-5). The log-ratios come from the case's inputs, and the
-// tolerance from the case alone.
+// Sequence-level IS: the weights are exp of a row's log-ratio sum, which verl sums in the
+// case's dtype. That sum is good to (ceil(log2 T) + 8) eps times the row's sum of
+// |log-ratio|, and exp turns an absolute error of the sum into the same relative error of
+// each weight, so of rollout_is_max / _min and the weights' means: the rtol grows by it
+// (float32 rows of ~1000 tokens of stale log-ratios: ~3e-5). The log-ratios come from the
+// case's inputs, and the tolerance from the case alone.
 // chi2_seq is the mean over rows of exp(2 * clamp(sum, +-20)) less 1: twice the sum's
 // error, relative to chi2_seq + 1, as an absolute allowance.
 void AddSeqIsExtremeTolerances(FunctionSpec& s, const std::string& prefix,
                                std::function<RolloutCorrectionSettings(const Case&)> settings, bool is,
                                bool offpolicy) {
   std::set<std::string> fields;
-  if (is) fields = {"metrics/" + prefix + "rollout_is_max", "metrics/" + prefix + "rollout_is_min"};
+  // The weight-valued IS metrics move with every row's weight; the ESS,
+  // (mean + 1e-8)^2 / E[w^2], by up to twice as much where the 1e-8 is not negligible
+  // (weights near exp(-20)).
+  const std::string ess = "metrics/" + prefix + "rollout_is_eff_sample_size";
+  if (is)
+    for (const char* m : {"rollout_is_max", "rollout_is_min", "rollout_is_mean", "rollout_is_seq_mean",
+                          "rollout_is_seq_max", "rollout_is_seq_min", "rollout_is_eff_sample_size"})
+      fields.insert("metrics/" + prefix + m);
   const std::string chi2 = "metrics/" + prefix + "chi2_seq";
   if (offpolicy) fields.insert(chi2);
   auto previous = s.case_tolerance;
-  s.case_tolerance = [fields, previous, settings, chi2](const Case& c,
-                                                        const std::string& field) -> std::optional<Tolerance> {
+  s.case_tolerance = [fields, previous, settings, chi2, ess](const Case& c,
+                                                             const std::string& field) -> std::optional<Tolerance> {
     if (!fields.count(field)) return previous ? previous(c, field) : std::nullopt;
     if (field != chi2) try {
         const ConfigValue level = settings(c).rollout_is;
@@ -376,7 +383,7 @@ void AddSeqIsExtremeTolerances(FunctionSpec& s, const std::string& prefix,
       if (want == c.metrics.end() || !std::isfinite(want->second)) return std::nullopt;
       return Tolerance{d.rtol, d.atol + 2.0 * extra * (std::fabs(want->second) + 1.0), why};
     }
-    return Tolerance{d.rtol + extra, d.atol, why};
+    return Tolerance{d.rtol + (field == ess ? 2.0 : 1.0) * extra, d.atol, why};
   };
 }
 
