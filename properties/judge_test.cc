@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <set>
 #include <stdexcept>
@@ -277,7 +278,10 @@ struct IcePopAtBounds {
     Case c = golden;
     for (int k = 0; k < kOnBound; ++k) {
       const bool upper = k != 1, keep = (kept >> k) & 1u;
-      c.inputs[decides][k] += (upper == keep ? -1.0 : 1.0) * 2e-6;
+      // Each token its own step: the weights are float32, and tokens 0 and 2 (both at
+      // ratio 5) moved alike would round to the same kept weight, the subsets' means
+      // then coinciding.
+      c.inputs[decides][k] += (upper == keep ? -1.0 : 1.0) * 2e-6 * (1.0 + 0.25 * k);
     }
     return spec->oracle(c);
   }
@@ -354,7 +358,10 @@ TEST(JudgeDecisions, AnErrorThatHangsOnABoundaryDecisionAllowsTheOtherDecisionsR
   Case storage;
   c = Case(Resolved(*spec, c, storage));
   Array old_lp = Array::Matrix(1, 1, DType::kFloat32), rollout = old_lp, mask = old_lp;
-  old_lp[0] = -6.6085205078125;  // minus rollout: 2e-9 under log(0.5)
+  // Minus rollout: log(0.5) less 4.8e-7, one float32 step of the log-prob; the float32
+  // weight is 0.49999976, a float32 ulp or so under the bound (2e-9 under log(0.5) would
+  // round to 0.5 itself, on the bound and kept).
+  old_lp[0] = -6.608520984649658;
   rollout[0] = -5.9153733253479;
   mask[0] = 1.0;
   c.inputs["old_log_prob"] = old_lp;
@@ -475,6 +482,194 @@ TEST(JudgeFractions, AnUlpPassesAndOneCountFailsForEveryFractionMetric) {
   }
   EXPECT_GT(judged, 100);
   EXPECT_GT(exact, judged / 2);  // most with no allowance at all: one count fails there
+}
+
+// A fraction of rows moves by one row over the rows when a row's decision sits on a
+// bound, whatever the row's length. verl's float32 row mean of raw IS weights [0, 1, 1]
+// is float32(2) / 3, which rounds onto float32(1 / 1.5) itself (not below the lower
+// bound); the exact mean 2/3 is below it. Row 1 is 3 of the 11 valid tokens but 1 of
+// the 3 rows: rollout_is_seq_fraction_low may move by 1/3, and not by two rows' worth.
+TEST(JudgeFractions, ARowFractionMovesByTheBoundaryRowsShare) {
+  const FunctionSpec& spec = *FindSpec("compute_is_metrics");
+  Case c = spec.generate(GenParams{1, 3, 4, DType::kFloat32});
+  c.name = "row_on_lower_bound";
+  c.config = Config(c.Where());
+  c.config.Set("rollout_is", std::string("token"));
+  c.config.Set("rollout_is_threshold", 1.5);
+  c.inputs.erase("log_ratio_sum");
+  Array raw = Array::Matrix(3, 4, DType::kFloat32), lr = raw, mask = raw;
+  const double raw_rows[3][4] = {{0.1, 0.1, 0.1, 0.1}, {0.0, 1.0, 1.0, 0.0}, {1.0, 1.0, 1.0, 1.0}};
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t t = 0; t < 4; ++t) {
+      raw.at(i, t) = static_cast<float>(raw_rows[i][t]);
+      lr.at(i, t) = raw_rows[i][t] > 0 ? static_cast<float>(std::log(static_cast<float>(raw_rows[i][t]))) : -30.0;
+      mask.at(i, t) = i == 1 && t == 3 ? 0.0 : 1.0;
+    }
+  c.inputs["raw_rollout_is_weights"] = raw;
+  c.inputs["rollout_is_weights"] = raw;
+  c.inputs["log_ratio_for_metrics"] = lr;
+  c.inputs["response_mask"] = mask;
+  Case storage;
+  Case golden = Resolved(spec, c, storage);
+  const Result ref = spec.oracle(golden);
+  ASSERT_EQ(ref.boundary.at(1, 0), 1.0);
+  ASSERT_EQ(ref.boundary.at(0, 0), 0.0);
+  ASSERT_EQ(ref.boundary.at(2, 0), 0.0);
+  const std::string m = "rollout_is_seq_fraction_low", field = "metrics/" + m;
+  ASSERT_DOUBLE_EQ(ref.metrics.at(m), static_cast<double>(static_cast<float>(2.0 / 3.0)));  // rows 0 and 1
+  golden.outputs = ref.outputs;
+  golden.metrics = ref.metrics;
+  golden.metrics[m] = static_cast<double>(static_cast<float>(1.0 / 3.0));  // verl's: row 0 only
+  // Either decision for row 1, on either side.
+  EXPECT_NE(Field(CompareResult(spec, golden, &ref, std::nullopt), field).outcome, Outcome::kFailed);
+  Result got = ref;
+  got.metrics[m] = golden.metrics[m];
+  Case other = golden;
+  other.metrics[m] = ref.metrics.at(m);
+  EXPECT_NE(Field(CompareResult(spec, other, &got, std::nullopt), field).outcome, Outcome::kFailed);
+  // Two rows' worth away from the reference is more than row 1 can explain (rows 0 and 2
+  // are far from both bounds), whichever decision the reference took.
+  got.metrics[m] = 1.0;
+  CaseReport r = CompareResult(spec, golden, &got, std::nullopt);
+  EXPECT_EQ(Field(r, field).outcome, Outcome::kFailed) << r.Describe();
+  got.metrics[m] = 0.0;
+  r = CompareResult(spec, other, &got, std::nullopt);
+  EXPECT_EQ(Field(r, field).outcome, Outcome::kFailed) << r.Describe();
+  // A token fraction keeps the tokens' share: the token-level ratio fraction moved by a
+  // third (more than row 1's 3 of 11 tokens) fails.
+  const std::string tf = "rollout_is_ratio_fraction_low";
+  got = ref;
+  got.metrics[tf] = ref.metrics.at(tf) + 1.0 / 3.0;
+  EXPECT_EQ(Field(CompareResult(spec, golden, &got, std::nullopt), "metrics/" + tf).outcome, Outcome::kFailed);
+}
+
+// Rollout-correction metrics whose float32 rounding scales with the case's own sizes,
+// each held both ways: verl's differently rounded value passes, a genuinely different
+// one fails.
+struct RolloutCase {
+  const FunctionSpec& spec;
+  Case golden;
+  Result ref;
+  RolloutCase(const std::string& name, int64_t rows, int64_t tokens, DType d, const std::function<void(Case&)>& fill)
+      : spec(*FindSpec(name)) {
+    Case c = spec.generate(GenParams{1, rows, tokens, d});
+    c.name = "scaled";
+    c.config = Config(c.Where());
+    fill(c);
+    Case storage;
+    golden = Resolved(spec, c, storage);
+    ref = spec.oracle(golden);
+    golden.outputs = ref.outputs;
+    golden.grads = ref.grads;
+    golden.metrics = ref.metrics;
+  }
+  // The outcome when verl's metric `m` is `want` and the oracle's value is the candidate.
+  Outcome With(const std::string& m, double want) const {
+    Case g = golden;
+    g.metrics[m] = want;
+    return Field(CompareResult(spec, g, &ref, std::nullopt), "metrics/" + m).outcome;
+  }
+};
+
+// Every token past the clamp, the k3 statistic (~4.85e8) clamped to the threshold 10 for
+// the std: sqrt(E[x^2] - E[x]^2) of 64 equal values of 10 is what float32 leaves of
+// 100 - 100. verl gives ~2.4e-3 there (measured at 3169 tokens: the table's fixed 2e-3
+// failed it); E[x^2] is bounded by the threshold's square, not by the unclamped mean.
+TEST(JudgeTolerances, AFloat32StdIsBoundedByItsClampedValues) {
+  const RolloutCase t("seq_mean_k3", 1, 64, DType::kFloat32, [](Case& c) {
+    for (double& x : c.inputs["log_ratio"].data) x = 25.0;
+    for (double& x : c.inputs["response_mask"].data) x = 1.0;
+    c.config.Set("rollout_rs_threshold", std::string("10"));
+  });
+  const std::string m = "rollout_rs_seq_mean_k3_std";
+  ASSERT_LT(t.ref.metrics.at(m), 1e-3);
+  EXPECT_NE(t.With(m, 2.4e-3), Outcome::kFailed);
+  EXPECT_NE(t.With(m, 8e-3), Outcome::kFailed);  // sqrt(eps32 * 100 * 5): a few ulps of E[x^2]
+  EXPECT_EQ(t.With(m, 0.05), Outcome::kFailed);  // a spread of the clamped values
+  EXPECT_EQ(t.With(m, 1.0), Outcome::kFailed);
+}
+
+// The std of per-row sums past the clamp: two float32 rows of 16 tokens at 4.85e8 each are
+// ~7.8e9 apiece, where a float32 ulp is 512; verl's std of two such sums may be 0 or
+// hundreds where the exact value differs. A spread of 1e-3 of the values is no rounding.
+TEST(JudgeTolerances, APerRowStdKeepsThePerRowValuesRounding) {
+  for (const DType d : {DType::kFloat32, DType::kFloat64}) {
+    const RolloutCase t("seq_sum_k3", 2, 16, d, [](Case& c) {
+      Array& lr = c.inputs["log_ratio"];
+      for (int64_t k = 0; k < lr.size(); ++k) lr[k] = k == 3 ? 24.0 : 21.0;  // all past the clamp
+      for (double& x : c.inputs["response_mask"].data) x = 1.0;
+      c.config.Set("rollout_rs_threshold", 0.1);
+    });
+    const std::string m = "rollout_rs_seq_sum_k3_seq_std";
+    const double v = t.ref.metrics.at("rollout_rs_seq_sum_k3_seq_max");
+    ASSERT_GT(v, 7e9);
+    const double ulp = d == DType::kFloat32 ? 1024.0 : 2e-6;  // a couple of ulps of the sums
+    EXPECT_NE(t.With(m, t.ref.metrics.at(m) + ulp), Outcome::kFailed) << DTypeName(d);
+    EXPECT_EQ(t.With(m, t.ref.metrics.at(m) + 1e-3 * v), Outcome::kFailed) << DTypeName(d);
+  }
+}
+
+// Sequence-level IS: rollout_is_min is exp of a row's float32 sum of log-ratios, and a
+// float32 sum of 1000 stale log-ratios (|lr| ~ 1) is good to ~1e-4 absolute, which exp
+// makes a relative error of the metric. The same sum accumulated one token at a time in
+// float32 (another order) passes; the sum with one log-ratio 1% off fails.
+TEST(JudgeTolerances, ASequenceWeightKeepsItsLogSumsRounding) {
+  const RolloutCase t("decoupled_seq_is", 1, 1000, DType::kFloat32, [](Case& c) {
+    Array& old_lp = c.inputs["old_log_prob"];
+    Array& rollout = c.inputs["rollout_log_prob"];
+    for (int64_t k = 0; k < old_lp.size(); ++k) {
+      rollout[k] = -2.0;
+      old_lp[k] = static_cast<float>(-2.0 + (k % 2 ? 1.0 : -1.0) * (0.9 + 1e-4 * static_cast<double>(k % 97)));
+    }
+    old_lp[0] = static_cast<float>(-2.0 + 3.0);  // a positive sum: the row's weight is far from 0
+    for (double& x : c.inputs["response_mask"].data) x = 1.0;
+    c.config.Set("threshold", 1e6);
+  });
+  const Array& old_lp = t.golden.Input("old_log_prob");
+  const Array& rollout = t.golden.Input("rollout_log_prob");
+  float sequential = 0.0f;
+  double exact = 0.0;
+  for (int64_t k = 0; k < old_lp.size(); ++k) {
+    const float lr = static_cast<float>(old_lp[k]) - static_cast<float>(rollout[k]);
+    sequential += lr;
+    exact += static_cast<double>(lr);
+  }
+  const std::string m = "rollout_corr/rollout_is_min";
+  ASSERT_NEAR(std::log(t.ref.metrics.at(m)), exact, 1e-9);
+  EXPECT_NE(t.With(m, static_cast<double>(std::exp(sequential))), Outcome::kFailed);
+  const double without = exact - (static_cast<double>(static_cast<float>(old_lp[2])) - rollout[2]) +
+                         0.99 * (static_cast<double>(static_cast<float>(old_lp[2])) - rollout[2]);
+  EXPECT_EQ(t.With(m, std::exp(without)), Outcome::kFailed);
+  // chi2_seq of the one row, exp(2 * sum) - 1: the same two sums, doubled in the exponent.
+  const std::string chi2 = "rollout_corr/chi2_seq";
+  ASSERT_NEAR(std::log(t.ref.metrics.at(chi2) + 1.0), 2.0 * exact, 1e-9);
+  EXPECT_NE(t.With(chi2, std::exp(2.0 * static_cast<double>(sequential)) - 1.0), Outcome::kFailed);
+  EXPECT_EQ(t.With(chi2, std::exp(2.0 * without) - 1.0), Outcome::kFailed);
+}
+
+// A float64 case whose fraction is float32 all the same (verl's .float().mean() over the
+// rows): row 2's log-ratio sum is log(1.5), between libm's and torch's float32 log of the
+// threshold, so verl counts no row high and the oracle one of three, float32(1/3) =
+// 0.33333334, a hair over the row's share 1/3. That passes; two rows' worth does not.
+TEST(JudgeFractions, AFloat32FractionOfAFloat64CaseMovesByARowsFloat32Share) {
+  const RolloutCase t("decoupled_seq_is", 3, 1, DType::kFloat64, [](Case& c) {
+    c.inputs["old_log_prob"] = Array::Matrix(3, 1);
+    c.inputs["rollout_log_prob"] = Array::Matrix(3, 1);
+    c.inputs["old_log_prob"][2] = -2.0 + std::log(1.5);
+    c.inputs["rollout_log_prob"][2] = -2.0;
+    c.inputs["response_mask"] = Array::Matrix(3, 1);
+    for (double& x : c.inputs["response_mask"].data) x = 1.0;
+    c.config.Set("threshold", std::string("1.5"));
+  });
+  const std::string m = "rollout_corr/rollout_is_ratio_fraction_high";
+  const double third = static_cast<double>(static_cast<float>(1.0 / 3.0));
+  ASSERT_EQ(t.ref.metrics.at(m), third);
+  EXPECT_NE(t.With(m, 0.0), Outcome::kFailed);
+  Case g = t.golden;
+  Result got = t.ref;
+  got.metrics[m] = static_cast<double>(static_cast<float>(2.0 / 3.0));
+  g.metrics[m] = 0.0;
+  EXPECT_EQ(Field(CompareResult(t.spec, g, &got, std::nullopt), "metrics/" + m).outcome, Outcome::kFailed);
 }
 
 // The critic's clip fraction over every token instead of the valid ones is a different

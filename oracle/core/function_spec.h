@@ -138,6 +138,12 @@ struct FunctionSpec {
   // Metrics that are fractions of tokens (clip fractions): exact in float64; in
   // float32 allowed to move by the boundary tokens' share, reported as flips.
   std::vector<std::string> discrete_metrics;
+  // Which of discrete_metrics count rows in this case (a per-sequence statistic against a
+  // threshold: one decision per row) rather than tokens. A decision at a boundary then
+  // moves the fraction by one row over the rows, whatever the row's length; the judge
+  // allows the boundary rows' share instead of their tokens'. Null: every fraction counts
+  // tokens.
+  std::function<bool(const Case& golden, const std::string& metric)> counts_rows;
   // Advantage estimators: the keyword arguments verl's compute_advantage dispatcher
   // (ray_trainer.compute_advantage) hands this estimator when the batch holds every
   // optional key. properties/advantage/dispatch_test.py holds them against what the capture

@@ -497,7 +497,7 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
   };
   compare_map("outputs", golden.outputs, got->outputs, ref.result.outputs);
   compare_map("grads", golden.grads, got->grads, ref.result.grads);
-  const double share = ref.DecisionShare(flipped);
+  const double share = ref.DecisionShare(flipped), row_share = ref.DecisionShare(flipped, /*rows=*/true);
   // Stop-gradients (vjps/<output>/<input>), held to the gradients' tolerances. A VJP
   // that verl makes exactly zero (a detached output) is a real check, not an all-zero
   // reference that proves nothing: an implementation that lets gradient through fails it.
@@ -522,7 +522,8 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
     const bool discrete =
         std::find(spec.discrete_metrics.begin(), spec.discrete_metrics.end(), name) != spec.discrete_metrics.end();
     const Tolerance floating = CaseTolerance(spec, field, golden, &ref.result.magnitude);
-    const Tolerance tol = discrete ? FractionTolerance(floating, w, golden, share) : floating;
+    const double own_share = discrete && spec.counts_rows && spec.counts_rows(golden, name) ? row_share : share;
+    const Tolerance tol = discrete ? FractionTolerance(floating, w, golden, own_share) : floating;
     // A statistic of decided values (the largest kept IS weight, their mean) takes the
     // other decision's value when a decision at a boundary goes the other way: that value,
     // from the same push the tensors' branches come from, is a flip like theirs.
@@ -549,7 +550,7 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
           explained("metrics", name, w, exact, own == ref.result.metrics.end() ? nullptr : &own->second))
         f = std::move(again);
     }
-    if (discrete && f.outcome == Outcome::kFailed) f.note = FractionNote(f, golden, tol, share);
+    if (discrete && f.outcome == Outcome::kFailed) f.note = FractionNote(f, golden, tol, own_share);
     r.fields.push_back(std::move(f));
   }
   FoldOutcome(r);

@@ -75,14 +75,35 @@ struct ReferenceDecisions {
   // fraction is then the only witness, and a correct implementation may decide either
   // way). Where the reference makes no close decision (a clip that returns its input
   // unchanged), nothing is allowed.
-  double DecisionShare(const std::set<int64_t>& flipped) const {
+  // `rows`: the same for a fraction of rows (FunctionSpec::counts_rows): a row with such a
+  // token counts once, over the rows that have a valid token (verl divides by those or by
+  // every row; the smaller denominator bounds both).
+  double DecisionShare(const std::set<int64_t>& flipped, bool rows = false) const {
     if (!mask || !boundary.size()) return 0.0;
+    auto moves = [&](int64_t k) {
+      return (*mask)[k] != 0.0 && boundary[k] != 0.0 && (flipped.count(k) || unobservable.count(k));
+    };
     double moved = 0, total = 0;
+    if (rows && mask->shape.size() == 2) {
+      const int64_t T = mask->cols();
+      for (int64_t i = 0; i < mask->rows(); ++i) {
+        bool valid = false, moved_row = false;
+        for (int64_t k = i * T; k < (i + 1) * T; ++k) {
+          valid = valid || (*mask)[k] != 0.0;
+          moved_row = moved_row || moves(k);
+        }
+        total += valid ? 1.0 : 0.0;
+        moved += moved_row ? 1.0 : 0.0;
+      }
+      return total > 0 ? moved / total : 0.0;
+    }
     for (int64_t k = 0; k < mask->size(); ++k) {
       total += (*mask)[k];
-      if (boundary[k] != 0.0 && (flipped.count(k) || unobservable.count(k))) moved += (*mask)[k];
+      if (moves(k)) moved += (*mask)[k];
     }
-    return moved / (total + 1e-8);
+    // Exactly 1 when every valid token may move (not 1 - 1e-8: a one-row fraction
+    // moves by all of it).
+    return total > 0 ? moved / total : 0.0;
   }
 };
 

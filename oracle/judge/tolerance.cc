@@ -140,7 +140,11 @@ Tolerance FractionTolerance(const Tolerance& floating, double want, const Case& 
   const double half_count = 0.5 / static_cast<double>(CountedElements(c));
   double arithmetic = floating.atol + floating.rtol * std::fabs(want);
   if (!std::isfinite(arithmetic)) arithmetic = half_count;  // verl's NaN (0/0) is matched as a value
-  Tolerance t{0.0, std::min(arithmetic, half_count) + share, ""};
+  // verl reduces a boolean fraction in float32 whatever the case's dtype (.float().mean()),
+  // so a fraction the share moves arrives as float32(k / n), not k / n: each side within
+  // half a float32 ulp of its exact count ratio.
+  const double rounding = share > 0 ? kEps32 * (std::fabs(want) + share) : 0.0;
+  Tolerance t{0.0, std::min(arithmetic, half_count) + share + rounding, ""};
   t.reason =
       "a fraction: the count it implies exactly, the division to " +
       std::string(arithmetic < half_count ? "the dtype's tolerance"

@@ -21,6 +21,17 @@ double TorchDefaultDtypeLog(double x) {
   return static_cast<double>(std::log(static_cast<float>(f)));
 }
 
+// Whether a log-ratio (or a row's log-ratio sum) compared with such a float32 log
+// threshold sits within the threshold's own uncertainty, whatever the case's dtype. torch
+// takes that log with its vectorised float32 kernel, which is not correctly rounded: for
+// 1.5 it gives 0.40546513 where libm gives 0.40546510, one float32 ulp apart. A float64
+// sum of exactly log(1.5) then lies between the two, and verl and the oracle count it on
+// opposite sides; the oracle cannot know torch's last bit, so it marks the decision.
+bool NearFloat32Log(double x, double log_bound) {
+  return std::isfinite(x) && std::isfinite(log_bound) &&
+         std::fabs(x - log_bound) <= kDecisionUlps * kEps32 * std::max(std::fabs(log_bound), 1e-30);
+}
+
 // torch.clamp(x, max=hi) (NaN bound or value gives NaN).
 double ClampMax(double x, double hi) { return (std::isnan(x) || std::isnan(hi)) ? kNaN : std::min(x, hi); }
 
@@ -109,15 +120,17 @@ struct RawWeights {
   std::vector<double> log_for_metrics;
 };
 
-// token: w = exp(clamp(lr, +-20)) * mask. Besides each token's weight, the per-row means
-// of the raw weights decide rollout_is_seq_fraction_*, so rows near a bound are marked too.
+// token: w = exp(clamp(lr, +-20)) * mask, held in the case's dtype as verl's tensor is:
+// in a float32 case exp(float32(log 2)) is 2.0000000028, which float32 stores as 2.0, on
+// IcePop's upper bound and kept, where the unrounded value would be dropped. Besides each token's weight, the per-row
+// means of the raw weights decide rollout_is_seq_fraction_*, so rows near a bound are marked too.
 RawWeights TokenWeights(const Array& log_ratio, const Array& mask, LogRatioError lr_err, double upper,
                         double metric_lower, Boundary& boundary) {
   const int64_t B = mask.rows(), T = mask.cols();
   RawWeights out{Array(mask.shape, mask.dtype), log_ratio.data};
   Array& raw = out.raw;
   for (int64_t k = 0; k < mask.size(); ++k) {
-    const double w = std::exp(Clamp(log_ratio[k], -kRolloutSafetyBound, kRolloutSafetyBound));
+    const double w = TensorScalar(std::exp(Clamp(log_ratio[k], -kRolloutSafetyBound, kRolloutSafetyBound)), mask.dtype);
     raw[k] = w * mask[k];
     if (mask[k] == 0.0) continue;
     const double err = w * (LrErr(log_ratio, lr_err, k) + 2.0);
@@ -139,7 +152,8 @@ RawWeights TokenWeights(const Array& log_ratio, const Array& mask, LogRatioError
   return out;
 }
 
-// sequence: w = exp(clamp(sum_t mask*lr, +-20)) on every valid token of the row. The
+// sequence: w = exp(clamp(sum_t mask*lr, +-20)) on every valid token of the row, in the
+// case's dtype (as for tokens). The
 // metrics compare the log sums with float32 log thresholds, so a row is marked when its
 // weight or its log sum sits on a bound. `upper_py` / `metric_lower_py` are the Python
 // floats, `upper` / `metric_lower` the same in the tensor's dtype.
@@ -153,7 +167,7 @@ RawWeights SequenceWeights(const Array& log_ratio, const Array& mask, LogRatioEr
   for (int64_t i = 0; i < B; ++i) {
     const double s = sums[static_cast<size_t>(i)];
     out.log_for_metrics.push_back(s);
-    const double w = std::exp(Clamp(s, -kRolloutSafetyBound, kRolloutSafetyBound));
+    const double w = TensorScalar(std::exp(Clamp(s, -kRolloutSafetyBound, kRolloutSafetyBound)), mask.dtype);
     double err_s = 0, n = 0;
     for (int64_t t = 0; t < T; ++t) {
       const int64_t k = i * T + t;
@@ -165,7 +179,7 @@ RawWeights SequenceWeights(const Array& log_ratio, const Array& mask, LogRatioEr
     if (n == 0) continue;
     const double err_w = w * (err_s + 3.0);
     if (boundary.Near(w, upper, err_w) || boundary.Near(w, metric_lower, err_w) || boundary.Near(s, log_upper, err_s) ||
-        boundary.Near(s, log_lower, err_s))
+        boundary.Near(s, log_lower, err_s) || NearFloat32Log(s, log_upper) || NearFloat32Log(s, log_lower))
       boundary.MarkRow(i);
   }
   return out;
@@ -285,13 +299,9 @@ MetricsResult compute_is_metrics(const Array& w, const Array& raw, const Array& 
   // log thresholds, which are good to a float32 ulp whatever the case's dtype.
   if (sequence && log_ratio_for_metrics.size() == B) {
     const double log_upper = TorchDefaultDtypeLog(upper_py), log_lower = TorchDefaultDtypeLog(lower_py);
-    auto near32 = [](double x, double bound) {
-      return std::isfinite(x) && std::isfinite(bound) &&
-             std::fabs(x - bound) <= kDecisionUlps * kEps32 * std::max(std::fabs(bound), 1e-30);
-    };
     for (int64_t i = 0; i < B; ++i) {
       const double s = log_ratio_for_metrics[i];
-      if (near32(s, log_upper) || near32(s, log_lower)) boundary.MarkRow(i);
+      if (NearFloat32Log(s, log_upper) || NearFloat32Log(s, log_lower)) boundary.MarkRow(i);
     }
   }
   out.boundary = boundary.Take();

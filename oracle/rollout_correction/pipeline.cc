@@ -117,8 +117,10 @@ CorrectionResult compute_rollout_correction_and_rejection_mask(const Array& old_
   // A log-ratio formed here carries the rounding of both log-probs (in epsilons), which
   // for a small difference of large log-probs is far more than its own 1 + |lr|.
   Array lr(mask.shape, mask.dtype), err(mask.shape, mask.dtype);
+  // verl subtracts two tensors of the case's dtype: in a float32 case the log-ratio is
+  // float32 too, and every IS and RS decision is taken on that rounded value.
   for (int64_t k = 0; k < mask.size(); ++k) {
-    lr[k] = old_log_prob[k] - rollout_log_prob[k];
+    lr[k] = TensorScalar(old_log_prob[k] - rollout_log_prob[k], mask.dtype);
     err[k] = 1.0 + std::fabs(old_log_prob[k]) + std::fabs(rollout_log_prob[k]);
   }
   CorrectionResult out;

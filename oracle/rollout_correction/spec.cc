@@ -245,7 +245,12 @@ FunctionSpec RejectionOption(const std::string& option) {
   FunctionSpec s = RejectionBase(option);
   s.config = {{"rollout_rs_threshold", kThresholdType, kNone,
                option.back() == '1' ? "\"lower_upper\" ratio bounds, or u = [1/u, u]" : "upper bound (no '_')"}};
-  oracle::AddCorrectionMetrics(s, "", /*is=*/false, {option}, /*offpolicy=*/false);
+  oracle::AddCorrectionMetrics(s, "", /*is=*/false, {option}, /*offpolicy=*/false, [option](const Case& c) {
+    oracle::RolloutCorrectionSettings st;
+    st.rollout_rs = option;
+    st.rollout_rs_threshold = oracle::RawConfig(c.config, "rollout_rs_threshold", ConfigValue{});
+    return st;
+  });
   s.oracle = [option](const Case& c) { return RunRejection(c, option); };
   s.check_config = [option](const Case& c) {
     oracle::ThrowIfRefused(c, oracle::CheckRsConfig(option, c.config.Value("rollout_rs_threshold")));

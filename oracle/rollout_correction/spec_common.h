@@ -67,12 +67,35 @@ std::vector<std::string> AllRsOptions();
 // `rs_options` plus the overall fractions when there are any, the off-policy metrics
 // when `offpolicy`), each prefixed with `prefix`, to s.metrics, the discrete ones to
 // s.discrete_metrics, and the std metrics' tolerances.
+// `settings`: the settings a case runs the pipeline with (its IS level says what the
+// ratio fractions count, its RS thresholds bound the RS std metrics); null: the case's
+// five rollout_* keys (ReadRolloutSettings).
 void AddCorrectionMetrics(FunctionSpec& s, const std::string& prefix, bool is,
-                          const std::vector<std::string>& rs_options, bool offpolicy);
+                          const std::vector<std::string>& rs_options, bool offpolicy,
+                          std::function<RolloutCorrectionSettings(const Case&)> settings = nullptr);
+
+// FunctionSpec::counts_rows for the rollout-correction metrics (any prefix): the
+// per-sequence ones (`*_seq_fraction_*`, `*_seq_masked_fraction`), an RS option's
+// `_fraction_*` where `sequence_rs` says the option compares per-row values, and the IS
+// ratio fractions where `sequence_is` says IS compares the rows' log-ratio sums.
+void SetCountsRows(FunctionSpec& s, std::function<bool(const Case&)> sequence_is,
+                   std::function<bool(const Case&, const std::string& option)> sequence_rs);
 
 // The tolerance override every std metric needs (verl's sqrt(E[x^2] - E[x]^2) cancels),
 // for each of `std_metrics` (full keys) in both dtypes.
-void AddStdMetricTolerances(FunctionSpec& s, const std::vector<std::string>& std_metrics);
+// `second_moment`: a bound on E[x^2] of the values behind a std metric (full key) for a
+// case, where the case's X_mean is not theirs (RS: the mean is of the unclamped
+// statistic); nullopt or null: std^2 + mean^2 from the case's metrics.
+void AddStdMetricTolerances(
+    FunctionSpec& s, const std::vector<std::string>& std_metrics,
+    std::function<std::optional<double>(const Case&, const std::string&)> second_moment = nullptr);
+// The case tolerance of sequence-level IS's rollout_is_max / rollout_is_min (`is`) and of
+// chi2_seq (`offpolicy`), with `prefix`: exp of a row's log-ratio sum rounded in the
+// case's dtype.
+void AddSeqIsExtremeTolerances(FunctionSpec& s, const std::string& prefix,
+                               std::function<RolloutCorrectionSettings(const Case&)> settings, bool is, bool offpolicy);
+// The case tolerance of `*_seq_std` metrics (full keys): the per-row values' own rounding.
+void AddSeqStdMetricTolerances(FunctionSpec& s, const std::vector<std::string>& seq_std_metrics);
 
 // ---------------------------------------------------------------- registration
 

@@ -121,6 +121,15 @@ FunctionSpec IsMetricsSpec() {
   for (const auto& n : oracle::IsDiscreteMetricNames())
     if (n != "rollout_is_oob_ratio") s.discrete_metrics.push_back(n);
   oracle::AddStdMetricTolerances(s, {"rollout_is_std"});
+  oracle::AddSeqStdMetricTolerances(s, {"rollout_is_seq_std"});
+  oracle::SetCountsRows(
+      s,
+      [](const Case& c) {
+        const ConfigValue level = oracle::RawConfig(c.config, "rollout_is", ConfigValue{});
+        const auto* v = std::get_if<std::string>(&level);
+        return v && *v == "sequence";
+      },
+      nullptr);
   s.oracle = RunIsMetrics;
   s.check_config = oracle::CheckIsLogRatioInputs;
   s.generate = GenerateIsMetrics;
@@ -233,12 +242,32 @@ FunctionSpec RsMetricsSpec() {
               {"apply_lower_threshold", "bool", kNone, "required: report values below the lower threshold"}};
   // The keys carry the option name; "<option>" stands for it.
   s.metrics = oracle::RsMetricsNames("<option>");
-  std::vector<std::string> stds;
+  std::vector<std::string> stds, seq_stds;
   for (const auto& o : oracle::AllRsOptions()) {
     for (const auto& n : oracle::RsMetricsDiscreteNames(o)) s.discrete_metrics.push_back(n);
     stds.push_back("rollout_rs_" + o + "_std");
+    seq_stds.push_back("rollout_rs_" + o + "_seq_std");
   }
-  oracle::AddStdMetricTolerances(s, stds);
+  oracle::AddSeqStdMetricTolerances(s, seq_stds);
+  // verl clamps the statistic to [lower if applied else 0, upper] before the std.
+  oracle::AddStdMetricTolerances(s, stds, [](const Case& c, const std::string&) -> std::optional<double> {
+    try {
+      const std::optional<double> hi = c.config.OptionalDouble("rollout_rs_threshold");
+      const std::optional<double> lo = c.config.OptionalDouble("rollout_rs_threshold_lower");
+      if (!hi) return std::nullopt;
+      const bool apply = c.config.OptionalBool("apply_lower_threshold").value_or(false);
+      const double m = std::max(std::fabs(*hi), apply && lo ? std::fabs(*lo) : 0.0);
+      return m * m;
+    } catch (const std::exception&) {
+      return std::nullopt;  // a config verl refuses
+    }
+  });
+  // The option name is any string here; the level key says what the fractions count.
+  oracle::SetCountsRows(s, nullptr, [](const Case& c, const std::string&) {
+    const ConfigValue level = oracle::RawConfig(c.config, "level", ConfigValue{});
+    const auto* v = std::get_if<std::string>(&level);
+    return v && *v == "sequence";
+  });
   s.oracle = RunRsMetrics;
   s.generate = GenerateRsMetrics;
   s.notes =

@@ -22,11 +22,14 @@ using oracle::IsNone;
 using oracle::RolloutPreset;
 
 // The metric keys the pipeline reports with the preset's default arguments.
-void AddPresetMetrics(FunctionSpec& s, const oracle::RolloutCorrectionFields& f) {
+void AddPresetMetrics(FunctionSpec& s, const RolloutPreset& preset, const oracle::RolloutCorrectionFields& f) {
   const bool is = !IsNone(f.rollout_is) && !IsNone(f.rollout_is_threshold);
   const auto* rs = std::get_if<std::string>(&f.rollout_rs);
   const std::vector<std::string> rs_options = rs ? oracle::ParseRolloutRsOptions(*rs) : std::vector<std::string>{};
-  oracle::AddCorrectionMetrics(s, "rollout_corr/", is, rs_options, /*offpolicy=*/true);
+  // The case's settings are the factory's, with the case's keyword arguments.
+  const RolloutPreset* p = &preset;
+  oracle::AddCorrectionMetrics(s, "rollout_corr/", is, rs_options, /*offpolicy=*/true,
+                               [p](const Case& c) { return oracle::ExpandPreset(*p, c.config).Settings(); });
 }
 
 // A random value for a factory keyword, valid for that factory (and sometimes absent).
@@ -109,7 +112,7 @@ FunctionSpec Decoupled(const RolloutPreset& preset) {
   if (is_on) s.outputs.push_back({"rollout_is_weights"});
   s.outputs.push_back({"response_mask", OutputKind::kTensor, /*discrete=*/true});
   oracle::DeclareDetachedOutputs(s, "old_log_prob");
-  AddPresetMetrics(s, defaults);
+  AddPresetMetrics(s, preset, defaults);
   const RolloutPreset* p = &preset;
   s.oracle = [p](const Case& c) {
     const oracle::RolloutCorrectionFields f = oracle::ExpandPreset(*p, c.config);
@@ -162,7 +165,7 @@ FunctionSpec Bypass(const RolloutPreset& preset) {
   } else {
     s.metrics = {"actor/ppo_kl"};
   }
-  AddPresetMetrics(s, defaults);
+  AddPresetMetrics(s, preset, defaults);
   const RolloutPreset* p = &preset;
   s.oracle = [p](const Case& c) { return oracle::PackPolicyLoss(RunBypassPreset(*p, c, nullptr), c.dtype); };
   // The pipeline runs under no_grad: weights and mask are constants to autograd, taken

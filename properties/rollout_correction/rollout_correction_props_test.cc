@@ -692,5 +692,48 @@ TEST(RolloutParsers, EmptyMaskErrors) {
             "ValueError");
 }
 
+// verl's weights are tensors of the case's dtype, and IcePop decides on them: float32's
+// log-ratio float32(log 2) = 0.69314718246 has exp 2.0000000028, which float32 stores as
+// 2.0, on the upper bound of "1.0_2.0" and kept (torch gives exactly 2.0 there). The same
+// log-ratio in a float64 case is above the bound and dropped.
+TEST(RolloutWeights, IcePopDecidesOnTheWeightInTheCasesDtype) {
+  const double lr_f32 = static_cast<double>(static_cast<float>(std::log(2.0)));
+  ASSERT_GT(std::exp(lr_f32), 2.0);
+  for (const DType d : {DType::kFloat32, DType::kFloat64}) {
+    Array lr = Array::Matrix(1, 2, d), mask = Array::Matrix(1, 2, d);
+    lr[0] = lr_f32;
+    lr[1] = 0.25;  // inside the band either way
+    mask[0] = mask[1] = 1.0;
+    const auto r =
+        oracle::compute_rollout_correction_weights(lr, mask, std::string("token"), std::string("1.0_2.0"), false);
+    if (d == DType::kFloat32) {
+      EXPECT_EQ(r.weights[0], 2.0);
+      EXPECT_EQ(r.metrics.at("rollout_is_oob_ratio"), 0.0);
+      EXPECT_EQ(r.boundary[0], 1.0) << "torch's float32 exp may round the other way";
+    } else {
+      EXPECT_EQ(r.weights[0], 0.0);  // 2.8e-9 over the bound is far beyond float64 rounding
+      EXPECT_NEAR(r.metrics.at("rollout_is_oob_ratio"), 0.5, 1e-8);  // masked_mean's 1 / (2 + 1e-8)
+      EXPECT_EQ(r.boundary[0], 0.0);
+    }
+    EXPECT_EQ(r.boundary[1], 0.0);
+  }
+}
+
+// rollout_is_ratio_fraction_* at sequence level compares the float64 row sums with
+// torch.log of a float32 threshold, which torch does not round correctly (log(1.5f):
+// 0.40546513, libm 0.40546510). A float64 row sum between the two (log(1.5) + 1e-8: far
+// from the weight's bound 1.5 in float64 terms) is counted high by one and not by the
+// other: the row is a decision the oracle cannot settle, and is marked; a row 1e-6 away
+// is not.
+TEST(RolloutWeights, ARowSumWithinAFloat32UlpOfTheLogThresholdIsADecision) {
+  Array lr = Array::Matrix(2, 1), mask = Array::Matrix(2, 1);
+  lr[0] = std::log(1.5) + 1e-8;
+  lr[1] = std::log(1.5) + 1e-6;
+  mask[0] = mask[1] = 1.0;
+  const auto r = oracle::compute_rollout_correction_weights(lr, mask, std::string("sequence"), 1.5, false);
+  EXPECT_EQ(r.boundary[0], 1.0);
+  EXPECT_EQ(r.boundary[1], 0.0);
+}
+
 }  // namespace
 }  // namespace verlconf
