@@ -120,8 +120,9 @@ std::vector<std::string> AllRsOptions() { return {std::begin(kRolloutRsOptions),
 // E[x^2] is `second_moment`'s bound for the case, or std^2 + mean^2 from the case's own
 // X_std and X_mean; a well-spread metric keeps the default bound and only a cancelling
 // one gets more. The float32 table entry stays as a floor.
-void AddStdMetricTolerances(FunctionSpec& s, const std::vector<std::string>& std_metrics,
-                            std::function<std::optional<double>(const Case&, const std::string&)> second_moment) {
+void AddStdMetricTolerances(
+    FunctionSpec& s, const std::vector<std::string>& std_metrics,
+    const std::function<std::optional<double>(const Case&, const std::string&)>& second_moment) {
   std::set<std::string> fields;
   for (const auto& m : std_metrics) {
     s.tolerances.push_back({"metrics/" + m, DType::kFloat32, 3.1e-5, 2e-3,
@@ -321,7 +322,7 @@ void AddCorrectionMetrics(FunctionSpec& s, const std::string& prefix, bool is,
 // chi2_seq is the mean over rows of exp(2 * clamp(sum, +-20)) less 1: twice the sum's
 // error, relative to chi2_seq + 1, as an absolute allowance.
 void AddSeqIsExtremeTolerances(FunctionSpec& s, const std::string& prefix,
-                               std::function<RolloutCorrectionSettings(const Case&)> settings, bool is,
+                               const std::function<RolloutCorrectionSettings(const Case&)>& settings, bool is,
                                bool offpolicy) {
   std::set<std::string> fields;
   // The weight-valued IS metrics move with every row's weight; the ESS,

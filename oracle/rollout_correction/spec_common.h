@@ -88,12 +88,13 @@ void SetCountsRows(FunctionSpec& s, std::function<bool(const Case&)> sequence_is
 // statistic); nullopt or null: std^2 + mean^2 from the case's metrics.
 void AddStdMetricTolerances(
     FunctionSpec& s, const std::vector<std::string>& std_metrics,
-    std::function<std::optional<double>(const Case&, const std::string&)> second_moment = nullptr);
+    const std::function<std::optional<double>(const Case&, const std::string&)>& second_moment = nullptr);
 // The case tolerance of sequence-level IS's rollout_is_max / rollout_is_min (`is`) and of
 // chi2_seq (`offpolicy`), with `prefix`: exp of a row's log-ratio sum rounded in the
 // case's dtype.
 void AddSeqIsExtremeTolerances(FunctionSpec& s, const std::string& prefix,
-                               std::function<RolloutCorrectionSettings(const Case&)> settings, bool is, bool offpolicy);
+                               const std::function<RolloutCorrectionSettings(const Case&)>& settings, bool is,
+                               bool offpolicy);
 // The case tolerance of `*_seq_std` metrics (full keys): the per-row values' own rounding.
 void AddSeqStdMetricTolerances(FunctionSpec& s, const std::vector<std::string>& seq_std_metrics);
 
