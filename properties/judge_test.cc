@@ -12,6 +12,8 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "oracle/core/errors.h"
 #include "oracle/core/registry.h"
@@ -609,24 +611,18 @@ TEST(JudgeTolerances, APerRowStdKeepsThePerRowValuesRounding) {
   }
 }
 
-// Sequence-level IS: rollout_is_min is exp of a row's float32 sum of log-ratios, and a
-// float32 sum of 1000 stale log-ratios (|lr| ~ 1) is good to ~1e-4 absolute, which exp
-// makes a relative error of the metric. The same sum accumulated one token at a time in
-// float32 (another order) passes; the sum with one log-ratio 1% off fails.
-TEST(JudgeTolerances, ASequenceWeightKeepsItsLogSumsRounding) {
-  const RolloutCase t("decoupled_seq_is", 1, 1000, DType::kFloat32, [](Case& c) {
-    Array& old_lp = c.inputs["old_log_prob"];
-    Array& rollout = c.inputs["rollout_log_prob"];
-    for (int64_t k = 0; k < old_lp.size(); ++k) {
-      rollout[k] = -2.0;
-      old_lp[k] = static_cast<float>(-2.0 + (k % 2 ? 1.0 : -1.0) * (0.9 + 1e-4 * static_cast<double>(k % 97)));
-    }
-    old_lp[0] = static_cast<float>(-2.0 + 3.0);  // a positive sum: the row's weight is far from 0
-    for (double& x : c.inputs["response_mask"].data) x = 1.0;
-    c.config.Set("threshold", 1e6);
-  });
-  const Array& old_lp = t.golden.Input("old_log_prob");
-  const Array& rollout = t.golden.Input("rollout_log_prob");
+// A row of stale log-ratios, about +-0.9 alternating from token `begin` on (a float32 sum of
+// a thousand of them rounds visibly), against a rollout log-prob of -2.
+void FillStaleLogProbs(Array& old_lp, Array& rollout, int64_t begin, int64_t n) {
+  for (int64_t t = 0; t < n; ++t) {
+    rollout[begin + t] = -2.0;
+    old_lp[begin + t] = static_cast<float>(-2.0 + (t % 2 ? 1.0 : -1.0) * (0.9 + 1e-4 * static_cast<double>(t % 97)));
+  }
+}
+
+// The float32 log-ratios' sum accumulated one token at a time in float32 (one order verl
+// may take) and exactly.
+std::pair<float, double> LogRatioSums(const Array& old_lp, const Array& rollout) {
   float sequential = 0.0f;
   double exact = 0.0;
   for (int64_t k = 0; k < old_lp.size(); ++k) {
@@ -634,6 +630,24 @@ TEST(JudgeTolerances, ASequenceWeightKeepsItsLogSumsRounding) {
     sequential += lr;
     exact += static_cast<double>(lr);
   }
+  return {sequential, exact};
+}
+
+// Sequence-level IS: rollout_is_min is exp of a row's float32 sum of log-ratios, and a
+// float32 sum of 1000 stale log-ratios (|lr| ~ 1) is good to ~1e-4 absolute, which exp
+// makes a relative error of the metric. The same sum accumulated one token at a time in
+// float32 (another order) passes; the sum with one log-ratio 1% off fails.
+TEST(JudgeTolerances, ASequenceWeightKeepsItsLogSumsRounding) {
+  const RolloutCase t("decoupled_seq_is", 1, 1000, DType::kFloat32, [](Case& c) {
+    Array& old_lp = c.inputs["old_log_prob"];
+    FillStaleLogProbs(old_lp, c.inputs["rollout_log_prob"], 0, old_lp.size());
+    old_lp[0] = static_cast<float>(-2.0 + 3.0);  // a positive sum: the row's weight is far from 0
+    for (double& x : c.inputs["response_mask"].data) x = 1.0;
+    c.config.Set("threshold", 1e6);
+  });
+  const Array& old_lp = t.golden.Input("old_log_prob");
+  const Array& rollout = t.golden.Input("rollout_log_prob");
+  const auto [sequential, exact] = LogRatioSums(old_lp, rollout);
   const std::string m = "rollout_corr/rollout_is_min";
   ASSERT_NEAR(std::log(t.ref.metrics.at(m)), exact, 1e-9);
   EXPECT_NE(t.With(m, static_cast<double>(std::exp(sequential))), Outcome::kFailed);
@@ -645,6 +659,74 @@ TEST(JudgeTolerances, ASequenceWeightKeepsItsLogSumsRounding) {
   ASSERT_NEAR(std::log(t.ref.metrics.at(chi2) + 1.0), 2.0 * exact, 1e-9);
   EXPECT_NE(t.With(chi2, std::exp(2.0 * static_cast<double>(sequential)) - 1.0), Outcome::kFailed);
   EXPECT_EQ(t.With(chi2, std::exp(2.0 * without) - 1.0), Outcome::kFailed);
+}
+
+// chi2_seq called directly (compute_offpolicy_metrics, and the same under the rollout_corr/
+// prefix): exp(2 * the row's float32 log-ratio sum) - 1 keeps that sum's rounding as it does
+// in the pipeline. The sum accumulated one token at a time in float32 passes; one
+// log-ratio 1% off fails.
+TEST(JudgeTolerances, ADirectChi2SeqKeepsItsLogSumsRounding) {
+  for (const auto& [name, old_name, m] :
+       {std::tuple<std::string, std::string, std::string>{"compute_offpolicy_metrics", "old_log_prob", "chi2_seq"},
+        {"compute_rollout_corr_metrics_from_logprobs", "log_prob", "rollout_corr/chi2_seq"}}) {
+    const std::string old_input = old_name;  // (a structured binding is not captured before C++20)
+    const RolloutCase t(name, 1, 1000, DType::kFloat32, [&old_input](Case& c) {
+      c.inputs["rollout_log_prob"] = c.inputs.at(old_input);  // optional in the generator: drawn or not
+      Array& old_lp = c.inputs[old_input];
+      FillStaleLogProbs(old_lp, c.inputs["rollout_log_prob"], 0, old_lp.size());
+      old_lp[0] = static_cast<float>(-2.0 + 3.0);
+      for (double& x : c.inputs["response_mask"].data) x = 1.0;
+    });
+    const Array& old_lp = t.golden.Input(old_name);
+    const Array& rollout = t.golden.Input("rollout_log_prob");
+    const auto [sequential, exact] = LogRatioSums(old_lp, rollout);
+    ASSERT_NEAR(std::log(t.ref.metrics.at(m) + 1.0), 2.0 * exact, 1e-9) << name;
+    ASSERT_GT(std::fabs(static_cast<double>(sequential) - exact), 1e-6) << name;  // the rounding is there
+    EXPECT_NE(t.With(m, std::exp(2.0 * static_cast<double>(sequential)) - 1.0), Outcome::kFailed) << name;
+    const double lr2 = static_cast<double>(static_cast<float>(old_lp[2])) - rollout[2];
+    EXPECT_EQ(t.With(m, std::exp(2.0 * (exact - 0.01 * lr2)) - 1.0), Outcome::kFailed) << name;
+  }
+}
+
+// The ESS, 1 / mean((w / (mean(w) + 1e-8))^2), of sequence weights near exp(-20): the 1e-8
+// does not scale with the weights, so a shift d of every row's log-ratio sum (what their
+// float32 rounding may do) moves the ESS by nearly 2d relative, twice what it does to a
+// weight. Sums shifted by 0.95 of the allowed rounding pass; by three times it, fail.
+TEST(JudgeTolerances, TheEssKeepsTwiceItsLogSumsRounding) {
+  const RolloutCase t("decoupled_seq_is", 2, 1000, DType::kFloat32, [](Case& c) {
+    Array& old_lp = c.inputs["old_log_prob"];
+    for (int64_t i = 0; i < 2; ++i) FillStaleLogProbs(old_lp, c.inputs["rollout_log_prob"], i * 1000, 1000);
+    // The other 999 tokens sum to about +0.9: row sums near -19.4 and -19.7, inside the +-20 clamp.
+    old_lp[0] = static_cast<float>(-2.0 - 20.3);
+    old_lp[1000] = static_cast<float>(-2.0 - 20.6);
+    for (double& x : c.inputs["response_mask"].data) x = 1.0;
+    c.config.Set("threshold", 1e6);
+  });
+  const std::string m = "rollout_corr/rollout_is_eff_sample_size";
+  const Array& old_lp = t.golden.Input("old_log_prob");
+  const Array& rollout = t.golden.Input("rollout_log_prob");
+  double sums[2] = {0.0, 0.0};
+  for (int64_t k = 0; k < old_lp.size(); ++k) sums[k / 1000] += old_lp[k] - rollout[k];
+  for (const double sum : sums) {
+    ASSERT_LT(sum, -19.0);
+    ASSERT_GT(sum, -20.0);
+  }
+  // Every token of a row carries the row's weight, so the ESS is that of the two weights.
+  auto ess = [](double s0, double s1) {
+    const double w0 = std::exp(s0), w1 = std::exp(s1), mean = (w0 + w1) / 2.0;
+    const double n0 = w0 / (mean + 1e-8), n1 = w1 / (mean + 1e-8);
+    return 1.0 / ((n0 * n0 + n1 * n1) / 2.0);
+  };
+  ASSERT_NEAR(t.ref.metrics.at(m), ess(sums[0], sums[1]), 1e-6 * t.ref.metrics.at(m));  // the weights are float32
+  const auto tol = t.spec.case_tolerance(t.golden, "metrics/" + m);
+  ASSERT_TRUE(tol.has_value());
+  const double allowed = tol->rtol - DefaultTolerance(DType::kFloat32).rtol;  // the sums' rounding, doubled
+  ASSERT_GT(allowed, 0.0);
+  const double d = allowed / 2.0;  // what one sum may carry
+  const double moved = ess(sums[0] + 0.95 * d, sums[1] + 0.95 * d);
+  ASSERT_GT(std::fabs(moved / t.ref.metrics.at(m) - 1.0), 1.2 * d);  // more than one sum's share
+  EXPECT_NE(t.With(m, moved), Outcome::kFailed);
+  EXPECT_EQ(t.With(m, ess(sums[0] + 3.0 * d, sums[1] + 3.0 * d)), Outcome::kFailed);
 }
 
 // A float64 case whose fraction is float32 all the same (verl's .float().mean() over the

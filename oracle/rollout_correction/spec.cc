@@ -282,6 +282,14 @@ std::vector<std::string> Prefixed(const std::vector<std::string>& names) {
   return out;
 }
 
+// chi2_seq exponentiates each row's log-ratio sum, whose rounding in the case's dtype
+// verl's own pipeline metrics are allowed (AddSeqIsExtremeTolerances); called directly the
+// metric rounds the same way. Nothing else here depends on an IS setting.
+void AddChi2SeqTolerance(FunctionSpec& s, const std::string& prefix) {
+  oracle::AddSeqIsExtremeTolerances(
+      s, prefix, [](const Case&) { return oracle::RolloutCorrectionSettings{}; }, /*is=*/false, /*offpolicy=*/true);
+}
+
 FunctionSpec Offpolicy() {
   FunctionSpec s = HelperSpec("compute_offpolicy_metrics");
   s.inputs = {{"old_log_prob", Role::kTokens, false, false, "training-policy log-probs", /*decides=*/true},
@@ -295,6 +303,7 @@ FunctionSpec Offpolicy() {
     return out;
   };
   s.generate = [](const GenParams& p) { return GenerateLogProbPair(p, "old_log_prob", true); };
+  AddChi2SeqTolerance(s, "");
   s.notes =
       "PPLs: per-row masked means (padding-only rows: 0, so ppl 1) averaged over every row; kl = "
       "masked_mean(rollout - old); k3_kl uses the unclamped exp; chi2_token / chi2_seq clamp the log-ratio "
@@ -316,6 +325,7 @@ FunctionSpec MetricsFromLogprobs() {
     return out;
   };
   s.generate = [](const GenParams& p) { return GenerateLogProbPair(p, "log_prob", false); };
+  AddChi2SeqTolerance(s, "rollout_corr/");
   s.notes = "compute_offpolicy_metrics(log_prob, rollout_log_prob, mask) with every key prefixed rollout_corr/.";
   return s;
 }

@@ -636,6 +636,28 @@ class CaptureShares(unittest.TestCase):
             )
             self.assertEqual(code, 1, text)
             self.assertRegex(text, r"capture: FAILED: k1/[a-z0-9_]+_f64: outputs/kl_value: not a field of kl/k1")
+            self.assertFalse(os.path.exists(os.path.join(work, "out", "kl.h5")), text)
+
+    def test_a_failed_capture_keeps_the_previous_file(self):
+        with tmpdir() as work:
+            good = """
+                name = "mine"
+                def versions(): return {}
+                def k1(inputs, cfg, dtype):
+                    return {"outputs": {"kl": inputs["logprob"] - inputs["ref_logprob"]}}
+                FUNCTIONS = {"k1": k1}
+            """
+            code, text = self.capture(work, good)
+            self.assertEqual(code, 0, text)
+            path = os.path.join(work, "out", "kl.h5")
+            with open(path, "rb") as f:
+                before = f.read()
+            code, text = self.capture(work, good.replace('FUNCTIONS = {"k1": k1}', 'FUNCTIONS = {"k1": lambda i, c, d: 1 / 0}'))
+            self.assertEqual(code, 1, text)
+            self.assertIn("kl.h5 not written", text)
+            with open(path, "rb") as f:
+                self.assertEqual(f.read(), before)
+            self.assertEqual(sorted(os.listdir(os.path.join(work, "out"))), ["kl.h5"])
 
 
 class Projections(unittest.TestCase):
