@@ -132,6 +132,11 @@ DpVerdict Classify(const FunctionSpec& spec, const Case& full, const ShardPlan& 
   return {};
 }
 
+Case JudgedFullBatch(const FunctionSpec& spec, Case full) {
+  if (spec.FindInput("cov_selected")) full.inputs.erase("cov_selected");
+  return full;
+}
+
 Result FullBatchReference(const FunctionSpec& spec, const RunFn& impl, const Case& full) {
   Case c = full;
   if (TakesGlobalBatchInfo(spec)) ClearGlobalCounts(c);

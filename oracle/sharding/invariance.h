@@ -57,6 +57,14 @@ bool RejectsInsideLoss(const FunctionSpec& spec, const Case& c);
 
 DpVerdict Classify(const FunctionSpec& spec, const Case& full, const ShardPlan& plan);
 
+// The full batch a candidate's sharded calls are judged against. A choice the function
+// makes from the batch it is given (clip_cov's and kl_cov's covariance token pick) is made
+// again in every micro-batch, by verl as by a framework that follows it; a pick recorded
+// over the full batch (a golden's cov_selected) is no reference for those calls, so it is
+// dropped and the case classifies as a local statistic. Sharded semantics given a pick
+// stay the oracle's to state (Classify on a case that keeps it).
+Case JudgedFullBatch(const FunctionSpec& spec, Case full);
+
 // `impl` on the full batch as agg_loss sees it alone: dp_size 1, no global counts.
 Result FullBatchReference(const FunctionSpec& spec, const RunFn& impl, const Case& full);
 

@@ -12,7 +12,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import textwrap
 import unittest
 
 CONFORM = os.path.abspath(sys.argv.pop(1))
@@ -116,29 +115,10 @@ class Faults(unittest.TestCase):
     def test_the_shard_hook_runs_the_sharded_calls(self):
         # A framework given the batch's token count through its own hook passes; one that
         # divides by its rank's tokens fails, as a local mean does.
-        src = textwrap.dedent(
-            """
-            import numpy as np
-            name = "hooked"
-            def versions():
-                return {}
-            def loss(loss_mat, mask, dp, n):
-                w = mask * dp / n if n else np.zeros_like(mask)
-                total = (np.where(mask != 0, loss_mat, 0) * w).sum() if n else np.nan
-                return {"outputs": {"loss": np.asarray(total, dtype=loss_mat.dtype)}, "grads": {"loss_mat": w}}
-            def token_mean(inputs, cfg, dtype):
-                n = cfg["batch_num_tokens"]
-                return loss(inputs["loss_mat"], inputs["loss_mask"], cfg["dp_size"] or 1,
-                            inputs["loss_mask"].sum() if n is None else n)
-            def given(inputs, cfg, dtype, shard):
-                return loss(inputs["loss_mat"], inputs["loss_mask"], shard.dp_size, shard.batch_num_tokens)
-            def per_rank(inputs, cfg, dtype, shard):
-                return loss(inputs["loss_mat"], inputs["loss_mask"], 1, shard.rank_inputs["loss_mask"].sum())
-            FUNCTIONS = {"token-mean": token_mean}
-            """
-        )
+        with open(os.path.join(ROOT, "tools", "harness", "testdata", "token_mean_adapter.py")) as f:
+            src = f.read()
         with tempfile.TemporaryDirectory() as tmp:
-            for hook, fails in (("given", False), ("per_rank", True)):
+            for hook, fails in (("given_count", False), ("rank_count", True)):
                 path = os.path.join(tmp, hook + "_adapter.py")
                 with open(path, "w") as f:
                     f.write(src + f"SHARD = {{'token-mean': {hook}}}\n")

@@ -180,6 +180,31 @@ TEST(DpExceptions, TheLocalStatisticsAreTheDocumentedOnes) {
   EXPECT_EQ(local, documented);
 }
 
+// A golden's covariance pick is the full batch's; a candidate (verl itself included) picks
+// again in each micro-batch, so its sharded calls are judged as a local statistic, not
+// against the recorded pick. Only the cov losses lose their pick.
+TEST(DpExceptions, ARecordedCovariancePickIsNoReferenceForShardedCalls) {
+  for (const FunctionSpec* spec : testing::AggregatingLosses()) {
+    GenParams p;
+    p.seed = 7;
+    Case c = spec->generate(p);
+    c.config = Config();
+    ResolveConfig(*spec, c.config);
+    if (spec->FindInput("cov_selected")) {
+      Array pick = c.Input(sharding::LossMaskInput(*spec)->name);
+      c.inputs["cov_selected"] = pick;
+      ASSERT_TRUE(sharding::LocalStatisticReason(*spec, c).empty()) << spec->name;  // given: per token
+    }
+    const Case judged = sharding::JudgedFullBatch(*spec, c);
+    if (spec->FindInput("cov_selected")) {
+      EXPECT_FALSE(judged.OptionalInput("cov_selected")) << spec->name;
+      EXPECT_NE(sharding::LocalStatisticReason(*spec, judged), "") << spec->name;
+    } else {
+      EXPECT_EQ(judged.inputs.size(), c.inputs.size()) << spec->name;
+    }
+  }
+}
+
 // A micro-batch without a valid token: the losses that run the rollout-correction
 // pipeline inside themselves (bypass mode) raise, as verl's helpers do; every other loss
 // returns (a zero or 0/0 contribution).

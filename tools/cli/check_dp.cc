@@ -106,7 +106,7 @@ void RequireCallShapes(const FunctionSpec& spec, const Case& cand, const shardin
 
 CaseReport CheckOne(const FunctionSpec& spec, const Case& golden, const CallsOf& calls, int64_t dp_size,
                     const std::string& label) {
-  Case full = explore::InputsOnly(golden);
+  Case full = sharding::JudgedFullBatch(spec, explore::InputsOnly(golden));
   full.projections.clear();
   full.vjps.clear();
   full.config.Set("dp_size", int64_t{1});

@@ -203,7 +203,7 @@ std::optional<Worker::Judged> Worker::ExploreSharded(const FunctionSpec& spec, i
   for (int attempt = 0; attempt < 4 * kAttempts; ++attempt) {
     Explored e = GenerateExplored(spec, CaseSeed(o_.seed, salt, index, attempt), index,
                                   candidate_ ? std::nullopt : dtype, attempt);
-    Case full = std::move(e.c);
+    Case full = sharding::JudgedFullBatch(spec, std::move(e.c));
     full.projections.clear();
     if (BatchRows(spec, full) < ranks) {
       if (refused) *refused = "fewer rows than ranks";

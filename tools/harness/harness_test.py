@@ -235,33 +235,14 @@ class Contract(unittest.TestCase):
                 for cn in f[function]
             }
 
-    # token-mean as verl's agg_loss computes it, and SHARD hooks that say how a framework
-    # runs one micro-batch: one given the batch's token count (verl's semantics), one that
-    # divides by its rank's own tokens.
-    TOKEN_MEAN = """
-        import numpy as np
-        name = "mine"
-        def versions():
-            return {}
-        def loss(loss_mat, mask, dp, n):
-            w = mask * dp / n if n else np.zeros_like(mask)
-            total = (np.where(mask != 0, loss_mat, 0) * w).sum() if n else np.nan
-            return {"outputs": {"loss": np.asarray(total, dtype=loss_mat.dtype)}, "grads": {"loss_mat": w}}
-        def token_mean(inputs, cfg, dtype):
-            n = cfg["batch_num_tokens"]
-            n = inputs["loss_mask"].sum() if n is None else n
-            return loss(inputs["loss_mat"], inputs["loss_mask"], cfg["dp_size"] or 1, n)
-        def given_count(inputs, cfg, dtype, shard):
-            return loss(inputs["loss_mat"], inputs["loss_mask"], shard.dp_size, shard.batch_num_tokens)
-        def rank_count(inputs, cfg, dtype, shard):
-            return loss(inputs["loss_mat"], inputs["loss_mask"], 1, shard.rank_inputs["loss_mask"].sum())
-        FUNCTIONS = {"token-mean": token_mean}
-        """
+    # token-mean with SHARD hooks: one given verl's counts, one dividing by its rank's tokens.
+    with open(os.path.join(HERE, "testdata", "token_mean_adapter.py")) as f:
+        TOKEN_MEAN = f.read()
 
     def test_shard_hook_with_verls_counts_passes_and_a_local_one_fails(self):
         for hook, fails in (("given_count", False), ("rank_count", True)):
             with tmpdir() as work:
-                src = textwrap.dedent(self.TOKEN_MEAN) + f"SHARD = {{'aggregation/token-mean': {hook}}}\n"
+                src = self.TOKEN_MEAN + f"SHARD = {{'aggregation/token-mean': {hook}}}\n"
                 code, text, out, gold = self.harness(work, src, files=("aggregation.h5",))
                 self.assertEqual(code, 0, text)
                 code, text = self.conform(out, gold)
@@ -279,7 +260,7 @@ class Contract(unittest.TestCase):
             ("{'k1': given_count}", "SHARD[kl/k1]: the function takes no global-batch arguments"),
         ):
             with tmpdir() as work:
-                src = textwrap.dedent(self.TOKEN_MEAN) + f"FUNCTIONS['k1'] = token_mean\nSHARD = {table}\n"
+                src = self.TOKEN_MEAN + f"FUNCTIONS['k1'] = token_mean\nSHARD = {table}\n"
                 code, text, _, _ = self.harness(work, src, files=("aggregation.h5",))
                 self.assertEqual(code, 2, text)
                 self.assertIn(want, text)
@@ -640,20 +621,21 @@ class CaptureShares(unittest.TestCase):
 
     def test_a_failed_capture_keeps_the_previous_file(self):
         with tmpdir() as work:
-            good = """
-                name = "mine"
-                def versions(): return {}
-                def k1(inputs, cfg, dtype):
-                    return {"outputs": {"kl": inputs["logprob"] - inputs["ref_logprob"]}}
-                FUNCTIONS = {"k1": k1}
-            """
-            code, text = self.capture(work, good)
-            self.assertEqual(code, 0, text)
+            os.makedirs(os.path.join(work, "out"))
             path = os.path.join(work, "out", "kl.h5")
+            shutil.copyfile(os.path.join(GOLDENS, "kl.h5"), path)
             with open(path, "rb") as f:
                 before = f.read()
-            code, text = self.capture(work, good.replace('FUNCTIONS = {"k1": k1}', 'FUNCTIONS = {"k1": lambda i, c, d: 1 / 0}'))
+            code, text = self.capture(
+                work,
+                """
+                name = "mine"
+                def versions(): return {}
+                FUNCTIONS = {"k1": lambda inputs, cfg, dtype: 1 / 0}
+            """,
+            )
             self.assertEqual(code, 1, text)
+            self.assertIn("the adapter's own code raised", text)
             self.assertIn("kl.h5 not written", text)
             with open(path, "rb") as f:
                 self.assertEqual(f.read(), before)
@@ -1158,6 +1140,9 @@ class Provenance(unittest.TestCase):
                 "harness_h5py_version": h5py.__version__,
                 **torch,
             }
+            with h5py.File(os.path.join(GOLDENS, "kl.h5"), "r") as f:
+                if "dtypes" in f.attrs:  # which dtypes the goldens hold travels with the answer
+                    want["dtypes"] = f.attrs["dtypes"]
             self.assertEqual(attrs, want)
             p = subprocess.run(
                 [CONFORM, "check", "--against", gold, "--candidate", out, "--format", "json"],

@@ -20,7 +20,7 @@ import json
 import math
 import os
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 EXPLORE_SCHEMA = "verlconf.explore"
 
@@ -37,22 +37,27 @@ class Cause:
     line: int
 
 
-def read_causes(path: str) -> Dict[str, List[Cause]]:
-    out: Dict[str, List[Cause]] = collections.defaultdict(list)
+def tsv_rows(path: str) -> Iterator[Tuple[int, List[str]]]:
+    """(line number, tab-separated fields) of each line of the peers' TSV files that is
+    neither blank nor a # comment."""
     with open(path, encoding="utf-8") as f:
         for i, line in enumerate(f, 1):
             line = line.rstrip("\n")
-            if not line.strip() or line.startswith("#"):
-                continue
-            parts = line.split("\t")
-            if len(parts) != 3 or parts[0].count("/") != 1 or not parts[1].strip() or not parts[2].strip():
-                raise DemoError(f"{path}:{i}: expected 'family/function<TAB>CASE[ CASE...]<TAB>cause'")
-            fn = parts[0]
-            cases = parts[1].split()
-            for c in cases:
-                if not c.startswith(fn + "/") or c.count("/") != 2:
-                    raise DemoError(f"{path}:{i}: {c} is not a case of {fn} (family/function/NAME)")
-            out[fn].append(Cause(fn, cases, parts[2].strip(), i))
+            if line.strip() and not line.startswith("#"):
+                yield i, line.split("\t")
+
+
+def read_causes(path: str) -> Dict[str, List[Cause]]:
+    out: Dict[str, List[Cause]] = collections.defaultdict(list)
+    for i, parts in tsv_rows(path):
+        if len(parts) != 3 or parts[0].count("/") != 1 or not parts[1].strip() or not parts[2].strip():
+            raise DemoError(f"{path}:{i}: expected 'family/function<TAB>CASE[ CASE...]<TAB>cause'")
+        fn = parts[0]
+        cases = parts[1].split()
+        for c in cases:
+            if not c.startswith(fn + "/") or c.count("/") != 2:
+                raise DemoError(f"{path}:{i}: {c} is not a case of {fn} (family/function/NAME)")
+        out[fn].append(Cause(fn, cases, parts[2].strip(), i))
     return dict(out)
 
 

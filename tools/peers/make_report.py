@@ -84,17 +84,12 @@ def ratio(x) -> str:
 
 def read_inventory(path: str) -> Dict[str, Tuple[str, str]]:
     rows: Dict[str, Tuple[str, str]] = {}
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            line = line.rstrip("\n")
-            if not line.strip() or line.startswith("#"):
-                continue
-            parts = line.split("\t")
-            if len(parts) != 3 or "/" not in parts[0] or not parts[1] or not parts[2].strip():
-                raise SystemExit(f"{path}:{i}: expected 'family/function<TAB>counterpart or -<TAB>note'")
-            if parts[0] in rows:
-                raise SystemExit(f"{path}:{i}: {parts[0]} listed twice")
-            rows[parts[0]] = (parts[1].strip(), parts[2].strip().replace("|", "/"))
+    for i, parts in demos.tsv_rows(path):
+        if len(parts) != 3 or "/" not in parts[0] or not parts[1] or not parts[2].strip():
+            raise SystemExit(f"{path}:{i}: expected 'family/function<TAB>counterpart or -<TAB>note'")
+        if parts[0] in rows:
+            raise SystemExit(f"{path}:{i}: {parts[0]} listed twice")
+        rows[parts[0]] = (parts[1].strip(), parts[2].strip().replace("|", "/"))
     return rows
 
 
@@ -492,11 +487,14 @@ def cmd_control(a) -> int:
     docs = [load_check(p) for p in a.checks]
     with open(a.versions, encoding="utf-8") as f:
         vers = json.load(f)
-    totals: Dict[str, int] = collections.Counter()
+    totals: collections.Counter = collections.Counter()  # counts, and failed_by_grade per grade
     failed, flips = [], 0
     for d in docs:
         for k, v in d["totals"].items():
-            totals[k] += v
+            if isinstance(v, dict):  # failed_by_grade: counts per grade
+                totals.setdefault(k, collections.Counter()).update(v)
+            else:
+                totals[k] += v
         for fn in d["functions"]:
             for c in fn["cases"]:
                 flips += c.get("flips", 0)
@@ -521,7 +519,7 @@ def cmd_control(a) -> int:
         "conform_revision": docs[0].get("conform_revision", "?"),
         "requirements": a.requirements,
         "requirements_sha256": sha256(os.path.join(REPO, a.requirements)),
-        "totals": dict(totals),
+        "totals": {k: dict(v) if isinstance(v, collections.Counter) else v for k, v in totals.items()},
         "flips": flips,
         "failed": failed,
     }

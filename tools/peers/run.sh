@@ -21,7 +21,8 @@
 #    tools/peers/sharding/NAME.md) and regenerates docs/peers/README.md.
 #
 # PEERS_STEPS=report redoes step 4 only, from the previous run's results (after editing the
-# causes); PEERS_EXPLORE_CASES (default 200) and PEERS_EXPLORE_DP_CASES (default 20) set
+# causes); PEERS_STEPS=goldens redoes steps 2 and 4 and keeps the committed explore results
+# (after cases joined a golden set); PEERS_EXPLORE_CASES (default 200) and PEERS_EXPLORE_DP_CASES (default 20) set
 # explore's budget per function (seed 0).
 #
 # Heavy (torch alone is about 7 GB) and never run by CI; CI only checks the committed
@@ -77,7 +78,7 @@ fi
 "$FW/bin/python" -c 'import torch, numpy, h5py' || die "$FW: torch, numpy or h5py does not import"
 
 STEPS=${PEERS_STEPS:-all}
-case "$STEPS" in all|report) ;; *) die "PEERS_STEPS must be all or report, not '$STEPS'" ;; esac
+case "$STEPS" in all|goldens|report) ;; *) die "PEERS_STEPS must be all, goldens or report, not '$STEPS'" ;; esac
 EXPLORE_DIR=docs/peers/explore/$NAME
 SHARDING=tools/peers/sharding/${NAME}.md
 
@@ -87,7 +88,7 @@ if [ -z "${CONFORM:-}" ]; then
   CONFORM=$REPO/bazel-bin/tools/conform
 fi
 [ -x "$CONFORM" ] || die "$CONFORM: not an executable conform binary"
-if [ "$STEPS" = all ]; then
+if [ "$STEPS" != report ]; then
 rm -rf "$WORK"
 mkdir -p "$WORK"
 : > "$WORK/unjudged.tsv"
@@ -137,7 +138,10 @@ for set in verl-0.9.1 verl-0.8.0; do
   printf '%s\n' "$set=$jsons" >> "$WORK/sets.txt"
 done
 
+fi
+
 # --- 3. explore: generated cases, shrunk differences
+if [ "$STEPS" = all ]; then
 echo "== $NAME: conform explore"
 rc=0
 "$CONFORM" explore --adapter "$ADAPTER" --python "$FW/bin/python" --seed 0 --cases "${PEERS_EXPLORE_CASES:-200}" \
