@@ -11,7 +11,7 @@ its row and names a counterpart in the framework's source. README.md is exactly 
 builds from the reports.
 
 Every cause is demonstrated: it names minimal cases of `conform explore`'s committed run
-(docs/peers/explore/NAME, with the sha256 the report records), every difference of that run is
+(docs/peers/explore/NAME.tar.xz, with the sha256 the report records), every difference of that run is
 named by a cause, the report shows the causes file's causes and cases, and `conform check`
 replaying the committed minimal cases against the framework's committed results on them
 fails each named case for the field its difference names. System python3 only; runs under
@@ -22,11 +22,13 @@ from __future__ import annotations
 import ast
 import glob
 import hashlib
+import io
 import json
 import os
 import re
 import subprocess
 import sys
+import tarfile
 import tempfile
 import types
 import unittest
@@ -123,22 +125,29 @@ def problems(path: str):
 def demo_problems(path: str, stem: str, rep) -> list:
     """The report's causes against the causes file and explore's committed run."""
     out = []
-    want = f"docs/peers/explore/{stem}/explore.json"
+    want = f"docs/peers/explore/{stem}.tar.xz"
     if rep.header["explore"] != want:
         return [f"{path}: explore is {rep.header['explore']}, expected {want}"]
-    ex_path = os.path.join(REPO, want)
-    if not os.path.isfile(ex_path):
+    archive = os.path.join(REPO, want)
+    if not os.path.isfile(archive):
         return [f"{path}: {want} does not exist"]
-    if sha256(ex_path) != rep.header["explore sha256"]:
+    if sha256(archive) != rep.header["explore sha256"]:
         out.append(
             f"{path}: {want} is not the explore run the report was written from: rerun tools/peers/run.sh {stem}"
         )
     causes_path = os.path.join(REPO, "tools", "peers", "causes", f"{stem}.tsv")
     try:
         causes = demos.read_causes(causes_path)
-        doc = demos.load_explore(ex_path)
+        with demos.unpacked_explore(archive) as folder:
+            doc = demos.load_explore(os.path.join(folder, "explore.json"))
+            return out + causes_problems(path, stem, rep, causes, causes_path, doc, folder)
     except demos.DemoError as ex:
         return out + [str(ex)]
+
+
+def causes_problems(path, stem, rep, causes, causes_path, doc, folder) -> list:
+    """The causes file against the report and against explore's run unpacked in `folder`."""
+    out = []
     out += demos.problems(causes, doc, causes_path)
     for key in sorted(set(causes) | set(rep.causes)):
         want_texts = [c.text.replace("|", "/") for c in causes.get(key, [])]
@@ -147,7 +156,6 @@ def demo_problems(path: str, stem: str, rep) -> list:
         want_cases = [case for c in causes.get(key, []) for case in c.cases]
         if rep.shown_by.get(key, []) != want_cases:
             out.append(f"{path}: {key} is shown by {rep.shown_by.get(key, [])}, the causes file names {want_cases}")
-    folder = os.path.dirname(ex_path)
     if any(not d["dp_ranks"] for d in doc["differences"]):
         proc = subprocess.run(
             [
@@ -164,7 +172,9 @@ def demo_problems(path: str, stem: str, rep) -> list:
             text=True,
         )
         if proc.returncode not in (0, 1):
-            return out + [f"{folder}: conform check exited {proc.returncode}: {proc.stderr.strip()[:300]}"]
+            return out + [
+                f"{path}: replaying {stem}.tar.xz: conform check exited {proc.returncode}: {proc.stderr.strip()[:300]}"
+            ]
         out += [f"{path}: {m}" for m in demos.unconfirmed(causes, doc, json.loads(proc.stdout))]
     return out
 
@@ -241,6 +251,53 @@ class ReportsTest(unittest.TestCase):
             with open(bad, "w", encoding="utf-8") as f:
                 f.write(text.replace(row + "\n", ""))
             self.assertTrue(any("has no row for" in p for p in problems(bad)), problems(bad))
+
+
+class ExploreArchiveTest(unittest.TestCase):
+    """The committed explore runs are xz archives: the same folder packs to the same bytes,
+    unpacks to the same files, and an archive with anything else in it is refused."""
+
+    def test_round_trip_and_same_bytes(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, "out")
+            os.makedirs(os.path.join(src, "cases"))
+            os.makedirs(os.path.join(src, "repro"))
+            files = {"explore.json": b'{"schema": 1}', os.path.join("cases", "kl.h5"): b"\x89HDF"}
+            for rel, data in files.items():
+                with open(os.path.join(src, rel), "wb") as f:
+                    f.write(data)
+            with open(os.path.join(src, "repro", "x.py"), "w") as f:
+                f.write("print(1)")  # the Python repros stay out
+            a, b = os.path.join(tmp, "a.tar.xz"), os.path.join(tmp, "b.tar.xz")
+            demos.pack_explore(src, a)
+            os.utime(os.path.join(src, "explore.json"), (1, 1))
+            demos.pack_explore(src, b)
+            self.assertEqual(sha256(a), sha256(b))
+            with demos.unpacked_explore(a) as d:
+                got = {os.path.relpath(os.path.join(r, f), d) for r, _, fs in os.walk(d) for f in fs}
+                self.assertEqual(got, set(files))
+                with open(os.path.join(d, "cases", "kl.h5"), "rb") as f:
+                    self.assertEqual(f.read(), b"\x89HDF")
+
+    def test_refuses_other_members_and_other_files(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            bad = os.path.join(tmp, "bad.tar.xz")
+            with tarfile.open(bad, "w:xz") as t:
+                info = tarfile.TarInfo("../escape")
+                info.size = 1
+                t.addfile(info, io.BytesIO(b"x"))
+            with self.assertRaisesRegex(demos.DemoError, "unexpected member '../escape'"):
+                with demos.unpacked_explore(bad):
+                    pass
+            junk = os.path.join(tmp, "junk.tar.xz")
+            with open(junk, "wb") as f:
+                f.write(b"not xz")
+            with self.assertRaisesRegex(demos.DemoError, "not a readable explore archive"):
+                with demos.unpacked_explore(junk):
+                    pass
+            with self.assertRaisesRegex(demos.DemoError, "not a file"):
+                with demos.unpacked_explore(tmp):
+                    pass
 
 
 class DemoChecksTest(unittest.TestCase):

@@ -5,8 +5,9 @@ The causes file (tools/peers/causes/NAME.tsv) holds one line per cause,
     family/function<TAB>CASE[ CASE...]<TAB>cause
 
 where each CASE names a difference `conform explore` found with the framework and shrank
-(docs/peers/explore/NAME/explore.json): `family/function/min_FIELD` for a shrunk case, whose
-fixture and the framework's result on it are committed beside it (cases/, candidate/), or
+(explore.json in docs/peers/explore/NAME.tar.xz): `family/function/min_FIELD` for a shrunk
+case, whose fixture and the framework's result on it are archived with it (cases/,
+candidate/), or
 `family/function/dpK_FIELD` for a sharded one (judged in the explore run, not shrunk). A
 function may have several causes; every cause names at least one case of its own function,
 and every difference explore found is named by a cause. The cause text says why, in the
@@ -16,9 +17,14 @@ Standard library only: CI runs it with the system python3."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
+import lzma
 import math
 import os
+import sys
+import tarfile
+import tempfile
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Tuple
 
@@ -197,5 +203,74 @@ def unconfirmed(causes: Dict[str, List[Cause]], doc: Dict, check_doc: Dict) -> L
     return out
 
 
-def explore_dir(repo: str, name: str) -> str:
-    return os.path.join(repo, "docs", "peers", "explore", name)
+# What a committed explore run keeps: the result and the replayable minimal cases. One xz
+# archive per framework (docs/peers/explore/NAME.tar.xz): explore.json repeats every case's
+# inputs, and the archive holds the four frameworks' runs in about a tenth of the space the
+# folders took, which keeps the tree the GPU machine is sent within its limit.
+ARCHIVED = ("explore.json", "cases", "candidate")
+
+
+def explore_archive(repo: str, name: str) -> str:
+    return os.path.join(repo, "docs", "peers", "explore", f"{name}.tar.xz")
+
+
+def pack_explore(src: str, archive: str) -> None:
+    """Archive explore's --out folder (its ARCHIVED parts) so that the same run gives the same
+    bytes: members sorted, no times, owners or modes of this machine."""
+    paths = []
+    for top in ARCHIVED:
+        root = os.path.join(src, top)
+        if os.path.isfile(root):
+            paths.append(top)
+        for d, dirs, files in os.walk(root):
+            dirs.sort()
+            paths += [os.path.relpath(os.path.join(d, f), src) for f in sorted(files)]
+    if "explore.json" not in paths:
+        raise DemoError(f"{src}: no explore.json to archive")
+    tmp = archive + ".partial"
+    with tarfile.open(tmp, "w:xz", preset=9, format=tarfile.PAX_FORMAT) as t:
+        for rel in paths:
+            info = tarfile.TarInfo(rel)
+            info.size = os.path.getsize(os.path.join(src, rel))
+            info.mode = 0o644
+            with open(os.path.join(src, rel), "rb") as f:
+                t.addfile(info, f)
+    os.replace(tmp, archive)
+
+
+@contextlib.contextmanager
+def unpacked_explore(archive: str) -> Iterator[str]:
+    """The folder a committed explore archive unpacks to, for the length of the block.
+    Only regular files under ARCHIVED are taken; anything else is a DemoError."""
+    if not os.path.isfile(archive):
+        raise DemoError(f"{archive}: not a file")
+    with tempfile.TemporaryDirectory(prefix="explore-") as d:
+        try:
+            with tarfile.open(archive, "r:xz") as t:
+                for m in t.getmembers():
+                    parts = m.name.split("/")
+                    if not m.isfile() or parts[0] not in ARCHIVED or ".." in parts or os.path.isabs(m.name):
+                        raise DemoError(f"{archive}: unexpected member {m.name!r}")
+                    out = os.path.join(d, *parts)
+                    os.makedirs(os.path.dirname(out), exist_ok=True)
+                    with t.extractfile(m) as src, open(out, "wb") as dst:
+                        dst.write(src.read())
+        except (tarfile.TarError, lzma.LZMAError, EOFError) as ex:
+            raise DemoError(f"{archive}: not a readable explore archive ({ex})") from ex
+        yield d
+
+
+def main(argv: List[str]) -> int:
+    if len(argv) != 3 or argv[0] != "pack":
+        print("usage: demos.py pack EXPLORE_OUT_DIR ARCHIVE.tar.xz", file=sys.stderr)
+        return 2
+    try:
+        pack_explore(argv[1], argv[2])
+    except (DemoError, OSError) as ex:
+        print(f"demos.py: {ex}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -3,14 +3,14 @@
 
     make_report.py report --name NAME --adapter A --requirements R --causes C.tsv
         --inventory I.tsv --unjudged U.tsv --versions V.json --freeze PIP_FREEZE --python VERSION
-        --explore docs/peers/explore/NAME [--sharding S.md] --out docs/peers/NAME.md SET=CHECK.json ...
+        --explore docs/peers/explore/NAME.tar.xz [--sharding S.md] --out docs/peers/NAME.md SET=CHECK.json ...
     make_report.py readme --out docs/peers/README.md
     make_report.py control --requirements R --versions V.json --out tools/peers/control.json CHECK.json ...
 
 `report` reads `conform check --format json` results (schema verlconf.check), one or more
 per golden set (SET=A.json,B.json: one per family file), the golden files conform refused
 (U.tsv: SET<TAB>FAMILY<TAB>reason; allowed only outside the primary set and for families the
-adapter provides nothing of), `conform explore`'s run with the framework (DIR/explore.json,
+adapter provides nothing of), `conform explore`'s run with the framework (explore.json in the archive,
 its shrunk cases and the framework's results on them beside it), and the causes file
 (tools/peers/demos.py: `family/function<TAB>CASE ...<TAB>cause`, the cause naming the
 framework's file and function, read in its installed source, and the cases naming explore's
@@ -156,7 +156,8 @@ def cmd_report(a) -> int:
         raise SystemExit(f"need results for every golden set: {peer_report.SETS}")
     try:
         causes = demos.read_causes(a.causes)
-        explore = demos.load_explore(os.path.join(a.explore, "explore.json"))
+        with demos.unpacked_explore(a.explore) as unpacked:
+            explore = demos.load_explore(os.path.join(unpacked, "explore.json"))
     except demos.DemoError as ex:
         print(ex, file=sys.stderr)
         return 1
@@ -271,8 +272,8 @@ def cmd_report(a) -> int:
         f"| inventory sha256 | `{sha256(os.path.join(REPO, a.inventory))}` |",
         f"| torch | `{vers['torch']}` (shared venv, `tools/peers/torch-requirements.txt`) |",
         f"| conform revision | `{checks[peer_report.SETS[0]].get('conform_revision', '?')}` |",
-        f"| explore | `{rel(os.path.join(a.explore, 'explore.json'))}` |",
-        f"| explore sha256 | `{sha256(os.path.join(a.explore, 'explore.json'))}` |",
+        f"| explore | `{rel(a.explore)}` |",
+        f"| explore sha256 | `{sha256(a.explore)}` |",
         f"| explore run | seed {explore['seed']}, {explore['cases_per_function']} cases per function, "
         f"conform revision `{explore.get('conform_revision', '?')}` |",
         f"| python | `{a.python}` |",
@@ -387,9 +388,8 @@ def cmd_report(a) -> int:
         "",
         "Each cause was read in the framework's installed source (file and function named), and each is "
         "shown by the minimal case `conform explore` shrank (its fixture and the framework's result on it "
-        f"are in `{rel(a.explore)}`; `conform check --against {rel(a.explore)}/cases --candidate "
-        f"{rel(a.explore)}/candidate` replays them, and CI checks that each named case fails for its "
-        "field).",
+        f"are in `{rel(a.explore)}`, which `tar -xJf` unpacks; `conform check --against cases --candidate "
+        "candidate` in that folder replays them, and CI checks that each named case fails for its field).",
         "",
     ]
     for key in differs:

@@ -12,9 +12,9 @@
 #    fixtures/verl-0.8.0 and judges each family file with `conform check --format json`;
 # 3. runs `conform explore` with the adapter (generated cases against the oracle, every
 #    difference shrunk to a minimal case, sharded cases for the data-parallel rows) and keeps
-#    its result, the minimal cases and the framework's results on them in
-#    docs/peers/explore/NAME (committed: CI replays them; the Python repros stay in the
-#    scratch folder, PEERS_WORK/explore/repro);
+#    its result, the minimal cases and the framework's results on them in the xz archive
+#    docs/peers/explore/NAME.tar.xz (committed: CI replays them; the Python repros stay in
+#    the scratch folder, PEERS_WORK/explore/repro);
 # 4. writes docs/peers/NAME.md (tools/peers/make_report.py, with the causes stated in
 #    tools/peers/causes/NAME.tsv, each naming the minimal cases that show it, the source
 #    inventory in tools/peers/inventory/NAME.tsv and the trainer's per-rank normaliser in
@@ -79,7 +79,7 @@ fi
 
 STEPS=${PEERS_STEPS:-all}
 case "$STEPS" in all|goldens|report) ;; *) die "PEERS_STEPS must be all, goldens or report, not '$STEPS'" ;; esac
-EXPLORE_DIR=docs/peers/explore/$NAME
+EXPLORE_ARCHIVE=docs/peers/explore/$NAME.tar.xz
 SHARDING=tools/peers/sharding/${NAME}.md
 
 # --- 2. harness and judge, per golden set
@@ -150,12 +150,7 @@ case $rc in
   0|1|4) tail -n 4 "$WORK/explore.txt" ;;
   *) tail -n 20 "$WORK/explore.stderr.txt" >&2; die "conform explore exited $rc" ;;
 esac
-rm -rf "$EXPLORE_DIR"
-mkdir -p "$EXPLORE_DIR"
-cp -r "$WORK/explore/explore.json" "$EXPLORE_DIR/"
-for d in cases candidate; do
-  if [ -d "$WORK/explore/$d" ]; then cp -r "$WORK/explore/$d" "$EXPLORE_DIR/"; fi
-done
+"$PY" tools/peers/demos.py pack "$WORK/explore" "$EXPLORE_ARCHIVE" || die "could not archive $WORK/explore"
 fi
 
 [ -f "$WORK/sets.txt" ] || die "$WORK/sets.txt: no earlier run to report from (run with PEERS_STEPS=all)"
@@ -164,6 +159,6 @@ mapfile -t sets < "$WORK/sets.txt"
 # --- 4. the report and the cross-framework matrix
 "$PY" tools/peers/make_report.py report --name "$NAME" --adapter "$ADAPTER" --requirements "$REQ" \
   --causes "$CAUSES" --inventory "$INVENTORY" --unjudged "$WORK/unjudged.tsv" --versions "$WORK/versions.json" --freeze "$WORK/pip-freeze.txt" --python "$(cat "$WORK/python-version.txt")" \
-  --explore "$EXPLORE_DIR" --sharding "$SHARDING" --out "docs/peers/$NAME.md" "${sets[@]}" || die "make_report.py report failed"
+  --explore "$EXPLORE_ARCHIVE" --sharding "$SHARDING" --out "docs/peers/$NAME.md" "${sets[@]}" || die "make_report.py report failed"
 "$PY" tools/peers/make_report.py readme --out docs/peers/README.md || die "make_report.py readme failed"
 echo "== wrote docs/peers/$NAME.md and docs/peers/README.md"

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The working tree the device tool sends with every GPU call (tracked files and untracked
+# ones git does not ignore) must leave room for gpu_check.sh's bundle within the 60 MiB
+# that script allows itself (the tool's 64 MiB less a margin). The bundle was 11 MiB
+# (README, "GPU checks"), so the tree may take 49 MiB; past that the GPU check dies before
+# any device time is spent, and nobody notices until a GPU is lent. CI runs this.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+budget=$((49 * 1024 * 1024))
+bytes="$(git ls-files -z -co --exclude-standard | xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print s + 0}')"
+mib() { awk -v b="$1" 'BEGIN {printf "%.1f", b / 1048576}'; }
+if (( bytes > budget )); then
+  echo "tree_budget: the working tree is $(mib "$bytes") MiB, over the $(mib "$budget") MiB a GPU call leaves it beside the bundle" >&2
+  git ls-files -z | xargs -0 du -b | sort -n | tail -5 >&2
+  exit 1
+fi
+echo "tree_budget: the working tree is $(mib "$bytes") MiB of $(mib "$budget") MiB"
