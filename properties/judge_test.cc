@@ -870,6 +870,11 @@ FieldReport FailedWith(double got, double want) {
   f.worst_abs = std::fabs(got - want);
   f.worst_rel = want != 0 ? std::fabs(got - want) / std::fabs(want) : 0.0;
   f.worst_mismatches.push_back({0, got, want, 2.0});
+  f.grade_non_finite = std::isfinite(got) != std::isfinite(want) || !std::isfinite(want);
+  if (want == 0.0)
+    f.grade_abs_at_zero = std::fabs(got);
+  else
+    f.grade_rel = std::fabs(got - want) / std::fabs(want);
   return f;
 }
 
@@ -894,6 +899,39 @@ TEST(Grades, FromTheJudgedNumbers) {
   two.outcome = Outcome::kFailed;
   two.fields = {FailedWith(1.0 + 1e-7, 1.0), FailedWith(1.0 + 1e-4, 1.0)};
   EXPECT_EQ(CaseGrade(two), Grade::kSmall);
+}
+
+// At a boundary the reference allows either decision's value. An element that took the
+// other decision and carries rounding besides misses by that rounding, and one that took it
+// exactly is no miss at all: neither may make a rounding-sized failure elsewhere material.
+// A value near neither decision is graded from the nearer one, which keeps it material.
+TEST(Grades, AMissIsMeasuredFromTheNearestDecision) {
+  const Tolerance tol{1e-10, 1e-12, ""};
+  Array want = Array::Matrix(1, 3), other = Array::Matrix(1, 3), boundary = Array::Matrix(1, 3);
+  want.data = {-0.0135, 0.5, 0.25};
+  other.data = {-0.0271, 0.5, 0.25};  // at element 0 the other decision doubles the gradient
+  boundary.data = {1.0, 0.0, 0.0};
+  const DecisionView view{&boundary, {&other}};
+  auto graded = [&](double g0, double g1) {
+    Array got = want;
+    got.data[0] = g0;
+    got.data[1] = g1;
+    return CompareField("grads/log_prob", &got, want, tol, false, view);
+  };
+  // The other decision with rounding on top: failed, graded rounding, shown beside it.
+  const FieldReport rounding = graded(-0.0271 * (1 + 3e-8), 0.5);
+  EXPECT_EQ(rounding.outcome, Outcome::kFailed);
+  EXPECT_EQ(FieldGrade(rounding), Grade::kRounding);
+  EXPECT_NE(rounding.Describe().find("the other decision at this boundary gives -0.0271"), std::string::npos)
+      << rounding.Describe();
+  // An exact flip beside a rounding miss elsewhere: the flip passes, the grade is the miss's.
+  const FieldReport flip_and_miss = graded(-0.0271, 0.5 * (1 + 2e-7));
+  EXPECT_EQ(flip_and_miss.flips, 1);
+  EXPECT_EQ(FieldGrade(flip_and_miss), Grade::kRounding);
+  // Near neither decision: material, as before.
+  EXPECT_EQ(FieldGrade(graded(-0.05, 0.5)), Grade::kMaterial);
+  // Off the boundary the reference's own value is the only one allowed.
+  EXPECT_EQ(FieldGrade(graded(-0.0135, 0.5 * 1.01)), Grade::kMaterial);
 }
 
 }  // namespace

@@ -151,7 +151,20 @@ FieldReport CompareField(const std::string& field, const Array* got, const Array
       continue;
     }
     ++r.mismatched;
-    KeepWorst(r.worst_mismatches, {k, g, w, ratio});
+    // The grade measures the miss from the nearest value the reference allows here.
+    double nearest = w;
+    if (boundary && (*boundary)[k] != 0.0 && std::isfinite(g))
+      for (const Array* b : branches)
+        if (std::isfinite((*b)[k]) && !(std::fabs(g - nearest) <= std::fabs(g - (*b)[k]))) nearest = (*b)[k];
+    if (std::isfinite(g) != std::isfinite(nearest) || !std::isfinite(nearest))
+      r.grade_non_finite = true;
+    else if (nearest == 0.0)
+      r.grade_abs_at_zero = std::max(r.grade_abs_at_zero, std::fabs(g));
+    else
+      r.grade_rel = std::max(r.grade_rel, std::fabs(g - nearest) / std::fabs(nearest));
+    FieldReport::Pair pair{k, g, w, ratio};
+    if (!SameBits(nearest, w)) pair.other = nearest;
+    KeepWorst(r.worst_mismatches, pair);
   }
   r.zero_reference = all_zero && want.size() > 0;
   r.identical = got->dtype == want.dtype && BitIdentical(*got, want);
@@ -190,7 +203,8 @@ std::string FieldReport::Describe() const {
   if (!tol.reason.empty()) o << " (" << tol.reason << ")";
   for (const auto& p : worst_mismatches)
     o << "\n    at " << FormatIndex(p.index, shape) << ": got " << Exact(p.got) << ", want " << Exact(p.want)
-      << " (diff " << Num(p.got - p.want) << ", err/tol " << Num(p.err_tol) << ")"
+      << " (diff " << Num(p.got - p.want) << ", err/tol " << Num(p.err_tol)
+      << (std::isnan(p.other) ? "" : "; the other decision at this boundary gives " + Exact(p.other)) << ")"
       << (p.same ? "; " + std::to_string(p.same) + " more element(s) with these values" : "");
   return o.str();
 }

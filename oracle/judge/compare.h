@@ -51,12 +51,23 @@ struct FieldReport {
     double got, want;
     double err_tol;    // ErrorRatio(got, want) as judged
     int64_t same = 0;  // further mismatched elements with these very got and want values
+    // At a boundary, the other decision's value when it is nearer to got than want is:
+    // the element is off by rounding from a decision the reference allows. NaN otherwise.
+    double other = std::numeric_limits<double>::quiet_NaN();
   };
   // The worst mismatched elements (the largest err/tol), at most kShownMismatches
   // distinct (got, want) pairs, worst first: what a reader needs to see, where the first
   // ones in memory order may all be alike and miss the worst.
   static constexpr size_t kShownMismatches = 5;
   std::vector<Pair> worst_mismatches;
+
+  // How far the mismatched elements are from the nearest value the reference allows them
+  // (its own decision's, or at a boundary the other decision's), for the grade alone: the
+  // largest relative distance, the largest absolute one where that value is 0, and whether
+  // one of them is non-finite on one side only (or a different non-finite value).
+  double grade_rel = 0.0;
+  double grade_abs_at_zero = 0.0;
+  bool grade_non_finite = false;
 
   // The largest ErrorRatio over the elements (at a flipped element, against the decision
   // value it matched): <= 1 exactly when no element is mismatched. +inf when the field

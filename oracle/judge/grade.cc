@@ -25,18 +25,12 @@ const char* GradeName(Grade g) {
 Grade FieldGrade(const FieldReport& f) {
   if (f.outcome != Outcome::kFailed && f.outcome != Outcome::kBaselined) return Grade::kNone;
   if (f.mismatched == 0) return Grade::kMaterial;  // a shape, a dtype, a field missing its values
-  double rel = std::isfinite(f.worst_rel) ? f.worst_rel : 0.0;
-  double abs_at_zero = 0.0;
-  for (const auto& p : f.worst_mismatches) {
-    if (std::isfinite(p.got) != std::isfinite(p.want)) return Grade::kMaterial;
-    if (!std::isfinite(p.want)) return Grade::kMaterial;  // a different infinity or NaN
-    if (p.want == 0.0)
-      abs_at_zero = std::max(abs_at_zero, std::fabs(p.got));
-    else
-      rel = std::max(rel, std::fabs(p.got - p.want) / std::fabs(p.want));
-  }
-  if (!std::isfinite(f.worst_abs)) return Grade::kMaterial;
-  if (rel > kMaterialRel || abs_at_zero > kMaterialRel) return Grade::kMaterial;
+  // Only the mismatched elements, each from the nearest value the reference allows it: an
+  // element that took the other decision at a boundary is no measure of a miss elsewhere,
+  // and one that took it with rounding on top is off by that rounding.
+  if (f.grade_non_finite) return Grade::kMaterial;
+  const double rel = f.grade_rel, abs_at_zero = f.grade_abs_at_zero;
+  if (!(rel <= kMaterialRel) || !(abs_at_zero <= kMaterialRel)) return Grade::kMaterial;
   if (rel <= kRoundingRel && abs_at_zero <= kRoundingAbsAtZero) return Grade::kRounding;
   return Grade::kSmall;
 }
