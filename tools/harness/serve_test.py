@@ -370,6 +370,15 @@ class Scratch(unittest.TestCase):
                 f.write(textwrap.dedent(src))
         cls.s = Session(os.path.join(cls.dir, "scratch_adapter.py"), cls.spec)
 
+    def adapter_file(self, folder, fname, src):
+        """Writes `src` (dedented) to a fresh scratch folder; its path."""
+        d = os.path.join(self._tmp.name, folder)
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, fname)
+        with open(path, "w") as f:
+            f.write(textwrap.dedent(src))
+        return path
+
     @classmethod
     def tearDownClass(cls):
         cls._tmp.cleanup()
@@ -435,30 +444,27 @@ class Scratch(unittest.TestCase):
         self.assertEqual(self.s.p.stdout.read(), b"")
 
     def test_a_sharded_call_goes_to_the_shard_hook(self):
-        d = os.path.join(self._tmp.name, "hook")
-        os.makedirs(d)
-        with open(os.path.join(d, "h_adapter.py"), "w") as f:
-            f.write(
-                textwrap.dedent(
-                    """
-                    import numpy as np
-                    name = "h"
-                    def versions():
-                        return {}
-                    def plain(inputs, cfg, dtype):
-                        return {"outputs": {"loss": np.float64(-1.0)}}
-                    def hook(inputs, cfg, dtype, shard):
-                        # The context as numbers the test can read back.
-                        code = (shard.rank, shard.dp_size, shard.micro_batch, shard.micro_batches, shard.horizon,
-                                shard.batch_size, shard.batch_num_tokens, shard.global_batch_size)
-                        return {"outputs": {"loss": np.float64(sum(v * 10.0 ** i for i, v in enumerate(code)))},
-                                "grads": {"loss_mat": shard.rank_inputs["loss_mask"] + sum(shard.rows)}}
-                    FUNCTIONS = {"token-mean": plain}
-                    SHARD = {"token-mean": hook}
-                    """
-                )
-            )
-        s = Session(os.path.join(d, "h_adapter.py"), self.spec)
+        path = self.adapter_file(
+            "hook",
+            "h_adapter.py",
+            """
+            import numpy as np
+            name = "h"
+            def versions():
+                return {}
+            def plain(inputs, cfg, dtype):
+                return {"outputs": {"loss": np.float64(-1.0)}}
+            def hook(inputs, cfg, dtype, shard):
+                # The context as numbers the test can read back.
+                code = (shard.rank, shard.dp_size, shard.micro_batch, shard.micro_batches, shard.horizon,
+                        shard.batch_size, shard.batch_num_tokens, shard.global_batch_size)
+                return {"outputs": {"loss": np.float64(sum(v * 10.0 ** i for i, v in enumerate(code)))},
+                        "grads": {"loss_mat": shard.rank_inputs["loss_mask"] + sum(shard.rows)}}
+            FUNCTIONS = {"token-mean": plain}
+            SHARD = {"token-mean": hook}
+            """,
+        )
+        s = Session(path, self.spec)
         x = enc(np.ones((2, 3)))
         shard = {
             "rank": 1, "dp_size": 2, "micro_batch": 0, "micro_batches": 1, "horizon": 3, "batch_size": 4,
@@ -484,25 +490,22 @@ class Scratch(unittest.TestCase):
         self.assertEqual(s.close()[0], 0)
 
     def test_booleans_arrive_as_ints(self):
-        d = os.path.join(self._tmp.name, "bools")
-        os.makedirs(d)
-        with open(os.path.join(d, "b_adapter.py"), "w") as f:
-            f.write(
-                textwrap.dedent(
-                    """
-                    import numpy as np
-                    name = "b"
-                    def versions():
-                        return {}
-                    def grpo(inputs, cfg, dtype):
-                        v = cfg["norm_adv_by_std_in_grpo"]
-                        assert type(v) is int, type(v)
-                        return {"outputs": {"advantages": np.full((1, 1), float(v))}}
-                    FUNCTIONS = {"grpo": grpo}
-                    """
-                )
-            )
-        s = Session(os.path.join(d, "b_adapter.py"), self.spec)
+        path = self.adapter_file(
+            "bools",
+            "b_adapter.py",
+            """
+            import numpy as np
+            name = "b"
+            def versions():
+                return {}
+            def grpo(inputs, cfg, dtype):
+                v = cfg["norm_adv_by_std_in_grpo"]
+                assert type(v) is int, type(v)
+                return {"outputs": {"advantages": np.full((1, 1), float(v))}}
+            FUNCTIONS = {"grpo": grpo}
+            """,
+        )
+        s = Session(path, self.spec)
         x = enc(np.zeros((1, 1)))
         for rid, value in ((1, True), (2, False), (3, 1)):
             r = s.request(
@@ -519,7 +522,6 @@ class Scratch(unittest.TestCase):
 
     def test_an_adapter_that_cannot_load(self):
         d = os.path.join(self._tmp.name, "broken")
-        os.makedirs(d)
         cases = {
             "typo_adapter.py": (
                 "name = 't'\ndef versions():\n    return {}\nFUNCTIONS = {'vanila': print}\n",
@@ -532,10 +534,7 @@ class Scratch(unittest.TestCase):
             ),
         }
         for fname, (src, needle) in cases.items():
-            path = os.path.join(d, fname)
-            with open(path, "w") as f:
-                f.write(src)
-            s = Session(path, self.spec)
+            s = Session(self.adapter_file("broken", fname, src), self.spec)
             self.assertFalse(s.hello["ok"], s.hello)
             self.assertTrue(any(needle in p for p in s.hello["problems"]), (needle, s.hello))
             self.assertEqual(s.close()[0], 2)
