@@ -138,11 +138,17 @@ FieldReport CompareField(const std::string& field, const Array* got, const Array
       continue;
     }
     // The other decision's value, where the reference says the decision may flip: the
-    // element is then judged against the closest such value.
+    // element is then judged against the closest such value. A miss is graded from the
+    // nearest value the reference allows here (its own or a branch's).
     double flip_ratio = std::numeric_limits<double>::infinity();
+    double nearest = w;
     if (boundary && (*boundary)[k] != 0.0 && std::isfinite(g))
-      for (const Array* b : branches)
-        if (std::isfinite((*b)[k])) flip_ratio = std::min(flip_ratio, ErrorRatio(g, (*b)[k], tol));
+      for (const Array* b : branches) {
+        const double v = (*b)[k];
+        if (!std::isfinite(v)) continue;
+        flip_ratio = std::min(flip_ratio, ErrorRatio(g, v, tol));
+        if (!(std::fabs(g - nearest) <= std::fabs(g - v))) nearest = v;
+      }
     const bool flip = flip_ratio <= 1.0;
     judged(flip ? flip_ratio : ratio);
     if (flip) {
@@ -151,11 +157,6 @@ FieldReport CompareField(const std::string& field, const Array* got, const Array
       continue;
     }
     ++r.mismatched;
-    // The grade measures the miss from the nearest value the reference allows here.
-    double nearest = w;
-    if (boundary && (*boundary)[k] != 0.0 && std::isfinite(g))
-      for (const Array* b : branches)
-        if (std::isfinite((*b)[k]) && !(std::fabs(g - nearest) <= std::fabs(g - (*b)[k]))) nearest = (*b)[k];
     if (std::isfinite(g) != std::isfinite(nearest) || !std::isfinite(nearest))
       r.grade_non_finite = true;
     else if (nearest == 0.0)

@@ -134,6 +134,12 @@ DpVerdict Classify(const FunctionSpec& spec, const Case& full, const ShardPlan& 
 
 Case JudgedFullBatch(const FunctionSpec& spec, Case full) {
   if (spec.FindInput("cov_selected")) full.inputs.erase("cov_selected");
+  full.projections.clear();
+  full.vjps.clear();
+  full.config.Set("dp_size", int64_t{1});
+  full.config.Erase("batch_num_tokens");
+  full.config.Erase("global_batch_size");
+  ResolveConfig(spec, full.config);
   return full;
 }
 

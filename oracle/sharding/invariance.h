@@ -57,7 +57,9 @@ bool RejectsInsideLoss(const FunctionSpec& spec, const Case& c);
 
 DpVerdict Classify(const FunctionSpec& spec, const Case& full, const ShardPlan& plan);
 
-// The full batch a candidate's sharded calls are judged against. A choice the function
+// The full batch a candidate's sharded calls are judged against: as agg_loss sees it
+// alone (dp_size 1, no global counts, the config resolved; the trainer's counts are the
+// shards'), without projections or VJPs. A choice the function
 // makes from the batch it is given (clip_cov's and kl_cov's covariance token pick) is made
 // again in every micro-batch, by verl as by a framework that follows it; a pick recorded
 // over the full batch (a golden's cov_selected) is no reference for those calls, so it is

@@ -106,13 +106,7 @@ void RequireCallShapes(const FunctionSpec& spec, const Case& cand, const shardin
 
 CaseReport CheckOne(const FunctionSpec& spec, const Case& golden, const CallsOf& calls, int64_t dp_size,
                     const std::string& label) {
-  Case full = sharding::JudgedFullBatch(spec, explore::InputsOnly(golden));
-  full.projections.clear();
-  full.vjps.clear();
-  full.config.Set("dp_size", int64_t{1});
-  full.config.Erase("batch_num_tokens");
-  full.config.Erase("global_batch_size");
-  ResolveConfig(spec, full.config);
+  const Case full = sharding::JudgedFullBatch(spec, explore::InputsOnly(golden));
   const int64_t batch = full.Input(sharding::LossMaskInput(spec)->name).rows();
   const sharding::ShardPlan plan = PlanOf(calls, dp_size, batch);
 

@@ -204,16 +204,10 @@ std::optional<Worker::Judged> Worker::ExploreSharded(const FunctionSpec& spec, i
     Explored e = GenerateExplored(spec, CaseSeed(o_.seed, salt, index, attempt), index,
                                   candidate_ ? std::nullopt : dtype, attempt);
     Case full = sharding::JudgedFullBatch(spec, std::move(e.c));
-    full.projections.clear();
     if (BatchRows(spec, full) < ranks) {
       if (refused) *refused = "fewer rows than ranks";
       continue;
     }
-    // The full batch as agg_loss sees it alone; the trainer's counts are the shards'.
-    full.config.Set("dp_size", int64_t{1});
-    full.config.Erase("batch_num_tokens");
-    full.config.Erase("global_batch_size");
-    ResolveConfig(spec, full.config);
     oracle::InputGen g(CaseSeed(o_.seed, salt + "/plan", index, attempt));
     const sharding::ShardPlan plan = sharding::RandomPlan(g, BatchRows(spec, full), ranks, 3);
     if (const sharding::DpVerdict v = sharding::Classify(spec, full, plan); v.kind == sharding::DpKind::kLocal) {
