@@ -210,9 +210,9 @@ bytes="$(du -sb "$bundle" | cut -f1)"
 say "bundle ready: $bundle ($(du -sh "$bundle" | cut -f1))"
 # The device call carries the working tree too (every tracked file, the golden sets
 # included) within the same 64 MiB.
-if tree="$(git ls-files -z 2>/dev/null | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)" && [[ -n "$tree" ]]; then
+if tree="$("$repo/tools/gpu/tree_budget.sh" --bytes)" && [[ -n "$tree" ]]; then
   total=$((tree + bytes))
-  say "tracked tree $((tree / 1024 / 1024)) MiB + bundle = $((total / 1024 / 1024)) MiB of the 64 MiB a device call carries"
+  say "working tree $((tree / 1024 / 1024)) MiB + bundle = $((total / 1024 / 1024)) MiB of the 64 MiB a device call carries"
   [[ $total -lt $((64 * 1024 * 1024)) ]] || die "tree and bundle together exceed what a device call carries"
 fi
 if [[ $build_only -eq 1 ]]; then

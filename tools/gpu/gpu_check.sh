@@ -350,7 +350,7 @@ size="$(du -sh "$bundle" | cut -f1)"
 bytes="$(du -sb "$bundle" | cut -f1)"
 # The device tool carries at most 64 MiB: the working tree (tracked files and untracked
 # ones git does not ignore) and the bundle together. Keep 4 MiB of margin.
-tree_bytes="$(git ls-files -z -co --exclude-standard | xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print s + 0}')"
+tree_bytes="$("$repo/tools/gpu/tree_budget.sh" --bytes)"
 carried=$((bytes + tree_bytes))
 limit=$((60 * 1024 * 1024))
 say "carried: bundle $((bytes / 1048576)) MiB + working tree $((tree_bytes / 1048576)) MiB = $((carried / 1048576)) MiB (limit 60)"

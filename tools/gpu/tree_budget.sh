@@ -4,10 +4,18 @@
 # that script allows itself (the tool's 64 MiB less a margin). The bundle was 11 MiB
 # (README, "GPU checks"), so the tree may take 49 MiB; past that the GPU check dies before
 # any device time is spent, and nobody notices until a GPU is lent. CI runs this.
+#
+#   tools/gpu/tree_budget.sh            check the budget (exit 1 past it)
+#   tools/gpu/tree_budget.sh --bytes    print what the tree weighs, in bytes (the GPU
+#                                       scripts add their bundle to it)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 budget=$((49 * 1024 * 1024))
 bytes="$(git ls-files -z -co --exclude-standard | xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print s + 0}')"
+if [[ "${1:-}" == --bytes ]]; then
+  echo "$bytes"
+  exit 0
+fi
 mib() { awk -v b="$1" 'BEGIN {printf "%.1f", b / 1048576}'; }
 if (( bytes > budget )); then
   echo "tree_budget: the working tree is $(mib "$bytes") MiB, over the $(mib "$budget") MiB a GPU call leaves it beside the bundle" >&2
