@@ -1,5 +1,6 @@
 #include "oracle/core/tolerance.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -38,6 +39,10 @@ double ErrorRatio(double got, double want, const Tolerance& tol) {
   // gives a ratio <= 1; diff > allowed means diff >= the next double above allowed, whose
   // quotient exceeds 1 by more than half an ulp of 1 and so rounds above 1.
   return diff / allowed;
+}
+
+double SumRoundingEps(int64_t terms) {
+  return std::ceil(std::log2(static_cast<double>(std::max<int64_t>(terms, 2)))) + 8.0;
 }
 
 }  // namespace verlconf

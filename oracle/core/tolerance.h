@@ -3,6 +3,7 @@
 // written in these terms; the judge (oracle/judge/) applies them.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "oracle/core/tensor.h"
@@ -31,6 +32,11 @@ Tolerance ExactTolerance();
 // matching non-finite values (NaN and NaN, the same infinity); +inf for any other pair
 // with a non-finite value, and for any difference where nothing is allowed (exact).
 double ErrorRatio(double got, double want, const Tolerance& tol);
+
+// How many epsilons of the sum of |terms| a float sum of `terms` terms may be off by:
+// ceil(log2 n) for a pairwise order (torch's reductions), and a few more for the reduction
+// tail and the operations around it.
+double SumRoundingEps(int64_t terms);
 inline bool Close(double got, double want, const Tolerance& tol) { return ErrorRatio(got, want, tol) <= 1.0; }
 
 }  // namespace verlconf

@@ -63,7 +63,7 @@ void AllowForAggregateMagnitude(const FunctionSpec& spec, const std::string& fie
   if (!out || out->kind != OutputKind::kScalar) return;
   const AggregateMagnitude m = known ? *known : OracleMagnitude(spec, c);
   if (m.terms == 0 || !(m.abs_sum > 0.0)) return;
-  const double factor = std::ceil(std::log2(static_cast<double>(std::max<int64_t>(m.terms, 2)))) + 8.0;
+  const double factor = SumRoundingEps(m.terms);
   const double extra = factor * kEps32 * m.abs_sum;
   if (!(extra > 0.0) || !std::isfinite(extra)) return;
   t.atol += extra;

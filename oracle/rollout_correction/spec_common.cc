@@ -109,6 +109,21 @@ void AddRolloutSettingsKeys(FunctionSpec& s, const ConfigValue& rollout_is_defau
 
 std::vector<std::string> AllRsOptions() { return {std::begin(kRolloutRsOptions), std::end(kRolloutRsOptions)}; }
 
+namespace {
+
+// `rule` becomes the case tolerance of `fields`; every other field keeps the one the spec
+// had (several rules stack on one spec, each for its own metrics).
+void AddCaseToleranceRule(FunctionSpec& s, std::set<std::string> fields,
+                          std::function<std::optional<Tolerance>(const Case&, const std::string&)> rule) {
+  s.case_tolerance = [fields = std::move(fields), rule = std::move(rule), previous = s.case_tolerance](
+                         const Case& c, const std::string& field) -> std::optional<Tolerance> {
+    if (!fields.count(field)) return previous ? previous(c, field) : std::nullopt;
+    return rule(c, field);
+  };
+}
+
+}  // namespace
+
 // verl's std metrics are sqrt(E[x^2] - E[x]^2): where the values hardly spread the
 // subtraction cancels, and what is left of the variance is the rounding of the two means,
 // at most about f * eps * E[x^2] with f = 2 ceil(log2 N) + 8 for masked means of N terms
@@ -130,10 +145,7 @@ void AddStdMetricTolerances(
                             "becomes ~sqrt(eps32 * E[x^2]) in the std"});
     fields.insert("metrics/" + m);
   }
-  auto previous = s.case_tolerance;
-  s.case_tolerance = [fields, previous, second_moment](const Case& c,
-                                                       const std::string& field) -> std::optional<Tolerance> {
-    if (!fields.count(field)) return previous ? previous(c, field) : std::nullopt;
+  AddCaseToleranceRule(s, fields, [second_moment](const Case& c, const std::string& field) -> std::optional<Tolerance> {
     const std::string name = field.substr(std::string("metrics/").size());
     const auto sd = c.metrics.find(name);
     const auto mean = c.metrics.find(name.substr(0, name.size() - 3) + "mean");  // X_std -> X_mean
@@ -156,7 +168,7 @@ void AddStdMetricTolerances(
                   dvar, dstd);
     if (f32) return Tolerance{3.1e-5, std::max(2e-3, dstd), why};
     return Tolerance{d.rtol, d.atol + dstd, why};
-  };
+  });
 }
 
 // The std of per-row values (`*_seq_std`, torch's std of the row statistics): each row's
@@ -168,9 +180,7 @@ void AddStdMetricTolerances(
 void AddSeqStdMetricTolerances(FunctionSpec& s, const std::vector<std::string>& seq_std_metrics) {
   std::set<std::string> fields;
   for (const auto& m : seq_std_metrics) fields.insert("metrics/" + m);
-  auto previous = s.case_tolerance;
-  s.case_tolerance = [fields, previous](const Case& c, const std::string& field) -> std::optional<Tolerance> {
-    if (!fields.count(field)) return previous ? previous(c, field) : std::nullopt;
+  AddCaseToleranceRule(s, fields, [](const Case& c, const std::string& field) -> std::optional<Tolerance> {
     const std::string name = field.substr(std::string("metrics/").size());
     const std::string stem = name.substr(0, name.size() - 4);  // X_seq_std -> X_seq
     const auto hi = c.metrics.find(stem + "_max"), lo = c.metrics.find(stem + "_min");
@@ -181,7 +191,7 @@ void AddSeqStdMetricTolerances(FunctionSpec& s, const std::vector<std::string>& 
     for (const auto& [in, x] : c.inputs)
       if (x.shape.size() == 2) t = std::max<int64_t>(t, x.cols());
     const double eps = c.dtype == DType::kFloat32 ? kEps32 : kEps64;
-    const double per_row = (std::ceil(std::log2(static_cast<double>(std::max<int64_t>(t, 2)))) + 8.0) * eps * size;
+    const double per_row = SumRoundingEps(t) * eps * size;
     const double extra = std::sqrt(2.0) * per_row;
     const Tolerance d = DefaultTolerance(c.dtype);
     char why[200];
@@ -190,7 +200,7 @@ void AddSeqStdMetricTolerances(FunctionSpec& s, const std::vector<std::string>& 
                   "atol + %.3g",
                   size, static_cast<long long>(t), extra);
     return Tolerance{d.rtol, d.atol + extra, why};
-  };
+  });
 }
 
 void SetCountsRows(FunctionSpec& s, std::function<bool(const Case&)> sequence_is,
@@ -335,57 +345,54 @@ void AddSeqIsExtremeTolerances(FunctionSpec& s, const std::string& prefix,
       fields.insert("metrics/" + prefix + m);
   const std::string chi2 = "metrics/" + prefix + "chi2_seq";
   if (offpolicy) fields.insert(chi2);
-  auto previous = s.case_tolerance;
-  s.case_tolerance = [fields, previous, settings, chi2, ess](const Case& c,
-                                                             const std::string& field) -> std::optional<Tolerance> {
-    if (!fields.count(field)) return previous ? previous(c, field) : std::nullopt;
-    if (field != chi2) try {
-        const ConfigValue level = settings(c).rollout_is;
-        const auto* v = std::get_if<std::string>(&level);
-        if (!v || *v != "sequence") return std::nullopt;
-      } catch (const std::exception&) {
-        return std::nullopt;
-      }
-    const Array* mask = c.OptionalInput("response_mask");
-    if (!mask || mask->shape.size() != 2) return std::nullopt;
-    // Every log-ratio the case's inputs can make: log_ratio itself, or a log-prob minus the
-    // rollout's; the largest row sum of |.| over them bounds the one verl took.
-    std::vector<Array> ratios;
-    if (const Array* lr = c.OptionalInput("log_ratio")) ratios.push_back(*lr);
-    if (const Array* r = c.OptionalInput("rollout_log_prob"))
-      for (const char* name : {"old_log_prob", "log_prob"})
-        if (const Array* x = c.OptionalInput(name); x && x->shape == r->shape) {
-          Array d = *x;
-          for (int64_t k = 0; k < d.size(); ++k) d[k] -= (*r)[k];
-          ratios.push_back(std::move(d));
+  AddCaseToleranceRule(
+      s, fields, [settings, chi2, ess](const Case& c, const std::string& field) -> std::optional<Tolerance> {
+        if (field != chi2) try {
+            const ConfigValue level = settings(c).rollout_is;
+            const auto* v = std::get_if<std::string>(&level);
+            if (!v || *v != "sequence") return std::nullopt;
+          } catch (const std::exception&) {
+            return std::nullopt;
+          }
+        const Array* mask = c.OptionalInput("response_mask");
+        if (!mask || mask->shape.size() != 2) return std::nullopt;
+        // Every log-ratio the case's inputs can make: log_ratio itself, or a log-prob minus the
+        // rollout's; the largest row sum of |.| over them bounds the one verl took.
+        std::vector<Array> ratios;
+        if (const Array* lr = c.OptionalInput("log_ratio")) ratios.push_back(*lr);
+        if (const Array* r = c.OptionalInput("rollout_log_prob"))
+          for (const char* name : {"old_log_prob", "log_prob"})
+            if (const Array* x = c.OptionalInput(name); x && x->shape == r->shape) {
+              Array d = *x;
+              for (int64_t k = 0; k < d.size(); ++k) d[k] -= (*r)[k];
+              ratios.push_back(std::move(d));
+            }
+        double worst = 0;
+        for (const Array& lr : ratios) {
+          if (lr.shape != mask->shape) continue;
+          for (int64_t i = 0; i < mask->rows(); ++i) {
+            double row = 0;
+            for (int64_t t = 0; t < mask->cols(); ++t)
+              if (mask->at(i, t) != 0.0) row += std::fabs(lr.at(i, t));
+            worst = std::max(worst, row);
+          }
         }
-    double worst = 0;
-    for (const Array& lr : ratios) {
-      if (lr.shape != mask->shape) continue;
-      for (int64_t i = 0; i < mask->rows(); ++i) {
-        double row = 0;
-        for (int64_t t = 0; t < mask->cols(); ++t)
-          if (mask->at(i, t) != 0.0) row += std::fabs(lr.at(i, t));
-        worst = std::max(worst, row);
-      }
-    }
-    if (!(worst > 0) || !std::isfinite(worst)) return std::nullopt;
-    const double eps = c.dtype == DType::kFloat32 ? kEps32 : kEps64;
-    const double extra =
-        (std::ceil(std::log2(static_cast<double>(std::max<int64_t>(mask->cols(), 2)))) + 8.0) * eps * worst;
-    const Tolerance d = DefaultTolerance(c.dtype);
-    char why[200];
-    std::snprintf(why, sizeof why,
-                  "exp of a row's log-ratio sum (sum of |log-ratio| up to %.3g, %lld tokens) rounded in the case's "
-                  "dtype: %s + %.3g",
-                  worst, static_cast<long long>(mask->cols()), field == chi2 ? "atol" : "rtol", extra);
-    if (field == chi2) {
-      const auto want = c.metrics.find(field.substr(std::string("metrics/").size()));
-      if (want == c.metrics.end() || !std::isfinite(want->second)) return std::nullopt;
-      return Tolerance{d.rtol, d.atol + 2.0 * extra * (std::fabs(want->second) + 1.0), why};
-    }
-    return Tolerance{d.rtol + (field == ess ? 2.0 : 1.0) * extra, d.atol, why};
-  };
+        if (!(worst > 0) || !std::isfinite(worst)) return std::nullopt;
+        const double eps = c.dtype == DType::kFloat32 ? kEps32 : kEps64;
+        const double extra = SumRoundingEps(mask->cols()) * eps * worst;
+        const Tolerance d = DefaultTolerance(c.dtype);
+        char why[200];
+        std::snprintf(why, sizeof why,
+                      "exp of a row's log-ratio sum (sum of |log-ratio| up to %.3g, %lld tokens) rounded in the case's "
+                      "dtype: %s + %.3g",
+                      worst, static_cast<long long>(mask->cols()), field == chi2 ? "atol" : "rtol", extra);
+        if (field == chi2) {
+          const auto want = c.metrics.find(field.substr(std::string("metrics/").size()));
+          if (want == c.metrics.end() || !std::isfinite(want->second)) return std::nullopt;
+          return Tolerance{d.rtol, d.atol + 2.0 * extra * (std::fabs(want->second) + 1.0), why};
+        }
+        return Tolerance{d.rtol + (field == ess ? 2.0 : 1.0) * extra, d.atol, why};
+      });
 }
 
 // ------------------------------------------------------------------ running and packing
