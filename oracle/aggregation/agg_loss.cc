@@ -100,7 +100,8 @@ double agg_loss(const Array& loss_mat, const Array& mask, const std::string& mod
 AggregateMagnitude agg_loss_magnitude(const Array& loss_mat, const Array& mask, const std::string& mode,
                                       const GlobalBatchInfo& info) {
   const Plan p = MakePlan(mask, mode, info);
-  ExactSum magnitude;
+  ExactSum magnitude, weights;
+  double weight_max = 0.0;
   int64_t terms = 0;
   for (int64_t i = 0; i < mask.rows(); ++i) {
     if (p.seq && p.alive[static_cast<size_t>(i)] == 0.0) continue;
@@ -108,13 +109,16 @@ AggregateMagnitude agg_loss_magnitude(const Array& loss_mat, const Array& mask, 
       const double w = p.coef.at(i, t);
       if (w == 0.0 || mask.at(i, t) == 0.0) continue;
       magnitude.Add(std::fabs(loss_mat.at(i, t) * w));
+      weights.Add(std::fabs(w));
+      weight_max = std::max(weight_max, std::fabs(w));
       ++terms;
     }
   }
-  const double abs_sum = magnitude.Value() / p.divisor * static_cast<double>(info.dp_size) / p.norm;
+  const double scale = static_cast<double>(info.dp_size) / p.divisor / p.norm;
+  const double abs_sum = magnitude.Value() * scale;
   // A sum that is not finite gets no allowance: a NaN or inf loss is compared as such.
-  if (!std::isfinite(abs_sum)) return {};
-  return {abs_sum, terms};
+  if (!std::isfinite(abs_sum) || !std::isfinite(scale)) return {};
+  return {abs_sum, terms, weights.Value() * std::fabs(scale), weight_max * std::fabs(scale)};
 }
 
 Array agg_loss_weights(const Array& mask, const std::string& mode, const GlobalBatchInfo& info) {

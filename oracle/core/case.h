@@ -125,6 +125,18 @@ struct Case {
 struct AggregateMagnitude {
   double abs_sum = 0.0;  // sum over the result's aggregations of sum_k |W_k L_k|
   int64_t terms = 0;     // the live terms those sums had, in all
+  // sum_k |W_k| and max_k |W_k| over the live terms: how much the aggregation (and any
+  // coefficient applied after it) scales a per-term error into the scalar and into each
+  // element of its gradient. A mean has sum |W| = 1; a loss times kl_loss_coef 1e-3,
+  // or a local micro-batch over a global token count, has much less.
+  double weight_sum = 0.0;
+  double weight_max = 0.0;
+
+  // The same aggregation multiplied by `coef` (a loss coefficient applied after it).
+  AggregateMagnitude Scaled(double coef) const {
+    const double c = coef < 0 ? -coef : coef;
+    return {abs_sum * c, terms, weight_sum * c, weight_max * c};
+  }
 };
 
 struct Result {

@@ -74,6 +74,32 @@ void AllowForAggregateMagnitude(const FunctionSpec& spec, const std::string& fie
   t.reason = t.reason.empty() ? buf : t.reason + "; " + buf;
 }
 
+// The table's absolute tolerance is for quantities of order one: the error a correct
+// implementation can show where a value cancels toward 0. An aggregated loss is its
+// terms times weights W (and any coefficient after it: kl_loss_coef 1e-3, a local share
+// of a global token count), so what cancellation can leave in the loss is sum |W| times
+// a term's, and in each gradient element max |W| times a term's. Scaling the absolute
+// part by that (never above 1: it only narrows what the table allows near 0) keeps a
+// small-scaled output from passing any relative error below the table's atol. The
+// weights come from the oracle's run on the case's inputs, never from the candidate.
+void ScaleAbsoluteByWeights(const FunctionSpec& spec, const std::string& field, const Case& c,
+                            const AggregateMagnitude* known, Tolerance& t) {
+  const bool loss = field.rfind("outputs/", 0) == 0, grad = field.rfind("grads/", 0) == 0;
+  if ((!loss && !grad) || !spec.oracle) return;
+  if (loss) {
+    const OutputSpec* out = spec.FindOutput(field.substr(std::string("outputs/").size()));
+    if (!out || out->kind != OutputKind::kScalar) return;
+  }
+  const AggregateMagnitude m = known ? *known : OracleMagnitude(spec, c);
+  if (m.terms == 0) return;
+  const double weight = loss ? m.weight_sum : m.weight_max;
+  if (!(weight < 1.0) || !std::isfinite(weight)) return;
+  t.atol *= weight;
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "atol times the aggregation's %s weight %.3g", loss ? "total" : "largest", weight);
+  t.reason = t.reason.empty() ? buf : t.reason + "; " + buf;
+}
+
 }  // namespace
 
 Tolerance CaseTolerance(const FunctionSpec& spec, const std::string& field, const Case& c,
@@ -87,6 +113,7 @@ Tolerance CaseTolerance(const FunctionSpec& spec, const std::string& field, cons
       t = {std::max(b->rtol, d.rtol), std::max(b->atol, d.atol), b->reason};
     }
   }
+  ScaleAbsoluteByWeights(spec, field, c, known, t);
   if (c.dtype != DType::kFloat32) {
     // The condition number bounds float64's absolute rounding the same way (a constant
     // group's (s - mean) / (std + 1e-6) is the sums' last bit times 1e6: 4e-10 where verl

@@ -48,7 +48,7 @@ void AddActorKlLossSpecs(std::vector<FunctionSpec>& out) {
     for (double& g : agg.grad_log_prob.data) g *= coef;
     r.grads["log_prob"] = std::move(agg.grad_log_prob);
     r.metrics["kl_loss"] = agg.loss;
-    r.magnitude = agg.magnitude;
+    r.magnitude = agg.magnitude.Scaled(coef);
     return r;
   };
   // The '+' types are straight-through (value of the base estimator, gradient of k2):

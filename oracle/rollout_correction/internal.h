@@ -71,6 +71,26 @@ double ClampBoth(double x, double lo, double hi);
 
 // ---------------------------------------------------------------- decisions and errors
 
+// ---------------------------------------------------------------- exactness
+// A decision is a rounding question only where the statistic's own computation rounds.
+// These say, for values of the case's dtype d, whether an operation verl performs on a
+// tensor of d gives its exact result: then every correct formulation gets the same
+// number, and a statistic exactly on its bound is decided by the comparison alone.
+
+// a - b.
+bool DiffIsExact(double a, double b, DType d);
+// a * b.
+bool ProductIsExact(double a, double b, DType d);
+// q = num / den: q representable and q * den == num exactly.
+bool QuotientIsExact(double q, double num, double den, DType d);
+// The sum of `terms` in every order: each term and every partial sum representable in d
+// (all terms multiples of one power of two, and their absolute sum below the precision).
+bool SumIsExactInAnyOrder(const std::vector<double>& terms, DType d);
+
+// The mean verl takes of a row's valid `terms` (masked_mean over the last axis), given
+// that each term is exact: whether the sum and the division are exact too.
+bool RowMeanIsExact(const std::vector<double>& terms, double mean, double total, DType d);
+
 // Marks decisions within rounding of their threshold (Result::boundary).
 class Boundary {
  public:
@@ -78,8 +98,11 @@ class Boundary {
       : b_(mask.shape, mask.dtype), eps_(mask.dtype == DType::kFloat32 ? kEps32 : kEps64) {}
   // |x - bound| within kDecisionUlps epsilons of everything that fed the comparison:
   // err (the caller's estimate of x's accumulated rounding, in units of x), |x|, |bound|.
+  // err == 0 says x was computed exactly (every operation exact in the dtype): then no
+  // formulation can land elsewhere, and x exactly on its bound is not a rounding
+  // question but the comparison's own (inclusive or exclusive) decision.
   bool Near(double x, double bound, double err) const {
-    if (!std::isfinite(bound) || !std::isfinite(x)) return false;
+    if (!std::isfinite(bound) || !std::isfinite(x) || err == 0.0) return false;
     return std::fabs(x - bound) <= kDecisionUlps * eps_ * (std::fabs(err) + std::fabs(x) + std::fabs(bound));
   }
   void Mark(int64_t k) { b_[k] = 1.0; }
@@ -93,9 +116,10 @@ class Boundary {
   double eps_;
 };
 
-// The rounding of log_ratio[k] in epsilons: the caller's estimate, or 1 + |lr| (the
-// input's own rounding) when it gave none.
-inline double LrErr(const Array& lr, const Array* err, int64_t k) { return err ? (*err)[k] : 1.0 + std::fabs(lr[k]); }
+// The rounding of log_ratio[k] in epsilons: the caller's estimate, or 0 when it gave
+// none (the log-ratio is the function's input: every implementation receives that very
+// number).
+inline double LrErr(const Array* err, int64_t k) { return err ? (*err)[k] : 0.0; }
 
 [[noreturn]] inline void NoValidToken() {
   throw VerlError("ValueError", "response_mask must contain at least one valid token (1).");

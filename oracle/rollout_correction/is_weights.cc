@@ -28,7 +28,8 @@ double TorchDefaultDtypeLog(double x) {
 // sum of exactly log(1.5) then lies between the two, and verl and the oracle count it on
 // opposite sides; the oracle cannot know torch's last bit, so it marks the decision.
 bool NearFloat32Log(double x, double log_bound) {
-  return std::isfinite(x) && std::isfinite(log_bound) &&
+  // log(1) = 0 is exact in every implementation: no last bit to disagree on.
+  return std::isfinite(x) && std::isfinite(log_bound) && log_bound != 0.0 &&
          std::fabs(x - log_bound) <= kDecisionUlps * kEps32 * std::max(std::fabs(log_bound), 1e-30);
 }
 
@@ -133,19 +134,28 @@ RawWeights TokenWeights(const Array& log_ratio, const Array& mask, LogRatioError
     const double w = TensorScalar(std::exp(Clamp(log_ratio[k], -kRolloutSafetyBound, kRolloutSafetyBound)), mask.dtype);
     raw[k] = w * mask[k];
     if (mask[k] == 0.0) continue;
-    const double err = w * (LrErr(log_ratio, lr_err, k) + 2.0);
+    // exp is exact only at an exact 0 (w = 1): there a weight on a bound of 1 is decided
+    // by the comparison alone (Boundary::Near).
+    const double el = LrErr(lr_err, k);
+    const double err = el == 0.0 && log_ratio[k] == 0.0 ? 0.0 : w * (el + 2.0);
     if (boundary.Near(w, upper, err) || boundary.Near(w, metric_lower, err)) boundary.Mark(k);
   }
   const Array raw_seq = RowMeans(raw, mask);
   for (int64_t i = 0; i < B; ++i) {
     double err = 0, n = 0;
+    bool exact_terms = true;
+    std::vector<double> terms;
     for (int64_t t = 0; t < T; ++t) {
       const int64_t k = i * T + t;
       if (mask[k] == 0.0) continue;
-      err += raw[k] * (LrErr(log_ratio, lr_err, k) + 3.0);
+      const double el = LrErr(lr_err, k);
+      err += raw[k] * (el + 3.0);
+      exact_terms = exact_terms && el == 0.0 && log_ratio[k] == 0.0;
+      terms.push_back(raw[k]);
       n += 1;
     }
     if (n == 0) continue;
+    if (exact_terms && RowMeanIsExact(terms, raw_seq[i], n, mask.dtype)) err = 0.0;
     if (boundary.Near(raw_seq[i], upper, err / n) || boundary.Near(raw_seq[i], metric_lower, err / n))
       boundary.MarkRow(i);
   }
@@ -169,15 +179,23 @@ RawWeights SequenceWeights(const Array& log_ratio, const Array& mask, LogRatioEr
     out.log_for_metrics.push_back(s);
     const double w = TensorScalar(std::exp(Clamp(s, -kRolloutSafetyBound, kRolloutSafetyBound)), mask.dtype);
     double err_s = 0, n = 0;
+    bool exact_terms = true;
+    std::vector<double> terms;
     for (int64_t t = 0; t < T; ++t) {
       const int64_t k = i * T + t;
       raw[k] = w * mask[k];
       if (mask[k] == 0.0) continue;
-      err_s += LrErr(log_ratio, lr_err, k) + std::fabs(log_ratio[k]);
+      const double el = LrErr(lr_err, k);
+      err_s += el + std::fabs(log_ratio[k]);
+      exact_terms = exact_terms && el == 0.0;
+      terms.push_back(log_ratio[k]);
       n += 1;
     }
     if (n == 0) continue;
-    const double err_w = w * (err_s + 3.0);
+    // An exact sum (in every order) is decided by the comparison alone; so is its exp
+    // where that is exact (a sum of exactly 0: w = 1).
+    if (exact_terms && SumIsExactInAnyOrder(terms, mask.dtype)) err_s = 0.0;
+    const double err_w = err_s == 0.0 && s == 0.0 ? 0.0 : w * (err_s + 3.0);
     if (boundary.Near(w, upper, err_w) || boundary.Near(w, metric_lower, err_w) || boundary.Near(s, log_upper, err_s) ||
         boundary.Near(s, log_lower, err_s) || NearFloat32Log(s, log_upper) || NearFloat32Log(s, log_lower))
       boundary.MarkRow(i);
@@ -291,8 +309,13 @@ MetricsResult compute_is_metrics(const Array& w, const Array& raw, const Array& 
   const Array raw_seq = RowMeans(raw, mask);
   for (int64_t i = 0; i < B; ++i) {
     double err = 0;
+    std::vector<double> terms;
     for (int64_t t = 0; t < T; ++t)
-      if (mask.at(i, t) != 0.0) err += std::fabs(raw.at(i, t));
+      if (mask.at(i, t) != 0.0) {
+        err += std::fabs(raw.at(i, t));
+        terms.push_back(raw.at(i, t));
+      }
+    if (RowMeanIsExact(terms, raw_seq[i], static_cast<double>(terms.size()), mask.dtype)) err = 0.0;
     if (boundary.Near(raw_seq[i], upper, err) || boundary.Near(raw_seq[i], lower, err)) boundary.MarkRow(i);
   }
   // rollout_is_ratio_fraction_* at sequence level: row i's log sum against the float32

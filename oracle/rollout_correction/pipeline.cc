@@ -121,7 +121,10 @@ CorrectionResult compute_rollout_correction_and_rejection_mask(const Array& old_
   // float32 too, and every IS and RS decision is taken on that rounded value.
   for (int64_t k = 0; k < mask.size(); ++k) {
     lr[k] = TensorScalar(old_log_prob[k] - rollout_log_prob[k], mask.dtype);
-    err[k] = 1.0 + std::fabs(old_log_prob[k]) + std::fabs(rollout_log_prob[k]);
+    // A difference that fits the dtype is exact in every implementation (0 rounding).
+    err[k] = DiffIsExact(old_log_prob[k], rollout_log_prob[k], mask.dtype)
+                 ? 0.0
+                 : 1.0 + std::fabs(old_log_prob[k]) + std::fabs(rollout_log_prob[k]);
   }
   CorrectionResult out;
   std::map<std::string, double> metrics;

@@ -88,6 +88,57 @@ double ToFloat32(double x) {
 // input dtype, so a fraction like 1/3 is float32(1/3) even in a float64 case. (The
 // count is exact; torch's CPU mean divides the float32 sum by n, correctly rounded,
 // which rounding the double quotient reproduces.)
+namespace {
+bool FitsDtype(double v, DType d) { return std::isfinite(v) && (d != DType::kFloat32 || ToFloat32(v) == v); }
+}  // namespace
+
+bool DiffIsExact(double a, double b, DType d) {
+  const double s = a - b;
+  // TwoSum(a, -b): the rounding error of the double subtraction, exactly.
+  const double bv = s - a, av = s - bv;
+  const double err = (a - av) + (-b - bv);
+  return FitsDtype(s, d) && err == 0.0;
+}
+
+bool ProductIsExact(double a, double b, DType d) {
+  const double p = a * b;
+  return FitsDtype(p, d) && std::fma(a, b, -p) == 0.0;
+}
+
+bool QuotientIsExact(double q, double num, double den, DType d) {
+  return FitsDtype(q, d) && FitsDtype(den, d) && den != 0.0 && std::fma(q, den, -num) == 0.0;
+}
+
+bool SumIsExactInAnyOrder(const std::vector<double>& terms, DType d) {
+  const int precision = d == DType::kFloat32 ? 24 : 53;
+  int lowest = std::numeric_limits<int>::max();
+  double abs_sum = 0.0;
+  for (double t : terms) {
+    if (!FitsDtype(t, d)) return false;
+    if (t == 0.0) continue;
+    int e = 0;
+    const double m = std::frexp(std::fabs(t), &e);  // t = m 2^e, m in [0.5, 1)
+    // The mantissa as a 53-bit integer; its trailing zeros place the lowest set bit.
+    auto bits = static_cast<uint64_t>(std::ldexp(m, 53));
+    int tz = 0;
+    while ((bits & 1u) == 0) bits >>= 1, ++tz;
+    lowest = std::min(lowest, e - 53 + tz);
+    abs_sum += std::fabs(t);
+  }
+  if (lowest == std::numeric_limits<int>::max()) return true;  // every term zero
+  // Every partial sum is a multiple of 2^lowest of magnitude at most abs_sum; below
+  // 2^(lowest + precision - 1) (half the range, so abs_sum's own rounding cannot matter)
+  // each one is representable.
+  return abs_sum < std::ldexp(1.0, lowest + precision - 1);
+}
+
+bool RowMeanIsExact(const std::vector<double>& terms, double mean, double total, DType d) {
+  if (!SumIsExactInAnyOrder(terms, d)) return false;
+  double sum = 0.0;
+  for (double t : terms) sum += t;  // exact: SumIsExactInAnyOrder
+  return QuotientIsExact(mean, sum, MeanDenominator(total, d), d);
+}
+
 double Float32Fraction(int64_t count, int64_t n) {
   return ToFloat32(static_cast<double>(count) / static_cast<double>(n));
 }

@@ -108,14 +108,19 @@ Divergences ComputeDivergences(const Array& log_ratio, const Array& mask, LogRat
                 Array(mask.shape, mask.dtype), Array(mask.shape, mask.dtype), Array(mask.shape, mask.dtype)};
   for (int64_t k = 0; k < mask.size(); ++k) {
     const double l = Clamp(log_ratio[k], -kRolloutSafetyBound, kRolloutSafetyBound);
-    const double el = LrErr(log_ratio, lr_err, k);
+    const double el = LrErr(lr_err, k);
     const double r = std::exp(l);
     d.k1[k] = -l;
     d.k2[k] = 0.5 * l * l;
     d.k3[k] = r - 1.0 - l;
+    // A zero rounding says the statistic is exact (Boundary::Near): -l always, l^2 / 2
+    // where the square fits the dtype, r - 1 - l only at l = 0 (exp is exact there alone).
+    const bool exact_l = el == 0.0;
     d.e1[k] = el;
-    d.e2[k] = std::fabs(l) * el + d.k2[k];
-    d.e3[k] = std::fabs(r - 1.0) * el + r + 1.0 + std::fabs(l);
+    d.e2[k] = exact_l && ProductIsExact(l, l, mask.dtype) && ProductIsExact(0.5, l * l, mask.dtype)
+                  ? 0.0
+                  : std::fabs(l) * el + d.k2[k];
+    d.e3[k] = exact_l && l == 0.0 ? 0.0 : std::fabs(r - 1.0) * el + r + 1.0 + std::fabs(l);
   }
   return d;
 }
@@ -168,10 +173,17 @@ void DecideTokens(const Array& stat, const Array& err, const Array& mask, const 
   for (int64_t i = 0; i < mask.rows(); ++i) {
     st.seq_values[static_cast<size_t>(i)] = means[i];
     double e = 0;
+    bool exact_terms = true;
+    std::vector<double> terms;
     for (int64_t t = 0; t < mask.cols(); ++t)
-      if (mask.at(i, t) != 0.0) e += err.at(i, t) + std::fabs(stat.at(i, t));
-    if (rows.valid[static_cast<size_t>(i)] && range.Near(boundary, means[i], e / rows.totals[static_cast<size_t>(i)]))
-      boundary.MarkRow(i);
+      if (mask.at(i, t) != 0.0) {
+        e += err.at(i, t) + std::fabs(stat.at(i, t));
+        exact_terms = exact_terms && err.at(i, t) == 0.0;
+        terms.push_back(stat.at(i, t));
+      }
+    const double total = rows.totals[static_cast<size_t>(i)];
+    if (exact_terms && RowMeanIsExact(terms, means[i], total, mask.dtype)) e = 0.0;
+    if (rows.valid[static_cast<size_t>(i)] && range.Near(boundary, means[i], e / total)) boundary.MarkRow(i);
   }
 }
 
@@ -185,15 +197,25 @@ void DecideRows(const std::string& option, const Array& stat, const Array& err, 
     double value, e = 0;
     if (seq_sum || seq_mean) {
       ExactSum s;
+      bool exact_terms = true;
+      std::vector<double> terms;
       for (int64_t t = 0; t < mask.cols(); ++t) {
         s.Add(MaskedTerm(stat.at(i, t), mask.at(i, t)));
-        if (mask.at(i, t) != 0.0) e += err.at(i, t) + std::fabs(stat.at(i, t));
+        if (mask.at(i, t) != 0.0) {
+          e += err.at(i, t) + std::fabs(stat.at(i, t));
+          exact_terms = exact_terms && err.at(i, t) == 0.0;
+          terms.push_back(stat.at(i, t));
+        }
       }
       value = s.Value();
+      bool exact = exact_terms && SumIsExactInAnyOrder(terms, mask.dtype);
       if (seq_mean) {
+        const double sum = value;
         value /= MeanDenominator(total, mask.dtype);  // masked_mean(axis=-1)
         e /= std::max(total, 1.0);
+        exact = exact && QuotientIsExact(value, sum, MeanDenominator(total, mask.dtype), mask.dtype);
       }
+      if (exact) e = 0.0;
     } else {  // seq_max: max over valid tokens, 0 for a row without any
       value = -kInf;
       for (int64_t t = 0; t < mask.cols(); ++t)
@@ -325,9 +347,14 @@ MetricsResult compute_rs_metrics(const std::string& option_name, const Array& rs
     for (int64_t i = 0; i < mask.rows(); ++i) {
       if (!seq_valid[static_cast<size_t>(i)]) continue;
       double err = 0;
+      std::vector<double> terms;
       for (int64_t t = 0; t < mask.cols(); ++t)
-        if (mask.at(i, t) != 0.0) err += std::fabs(rs_statistic.at(i, t));
+        if (mask.at(i, t) != 0.0) {
+          err += std::fabs(rs_statistic.at(i, t));
+          terms.push_back(rs_statistic.at(i, t));
+        }
       const double v = st.seq_values[static_cast<size_t>(i)];
+      if (RowMeanIsExact(terms, v, static_cast<double>(terms.size()), mask.dtype)) err = 0.0;
       if (boundary.Near(v, hi, err) || (apply_lower && boundary.Near(v, lo, err))) boundary.MarkRow(i);
     }
   }

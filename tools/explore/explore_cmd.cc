@@ -101,8 +101,19 @@ std::string Sanitise(const std::string& s) {
   return o;
 }
 
-std::string DiffName(const Difference& d) {
-  return d.spec->family + "__" + Sanitise(d.spec->name) + "__" + Sanitise(d.failure.field);
+// One file name per difference, distinct across the run: the function, then the minimal
+// case's name (its field, kind and grade), numbered where two would still coincide, so
+// that two differences of one field (a real bug and a rounding one) never share a file.
+std::map<const Difference*, std::string> DiffNames(const ExploreRun& run) {
+  std::map<const Difference*, std::string> names;
+  std::map<std::string, int> used;
+  for (const Difference& d : run.differences) {
+    const std::string base = d.spec->family + "__" + Sanitise(d.spec->name) + "__" +
+                             Sanitise(d.minimal.name.empty() ? d.failure.field : d.minimal.name);
+    const int n = ++used[base];
+    names[&d] = n == 1 ? base : base + "__" + std::to_string(n);
+  }
+  return names;
 }
 
 // The config keys of the minimal case that are not verl's defaults.
@@ -319,6 +330,7 @@ std::string Header(const ExploreCommand& o, const ExploreRun& run) {
 }
 
 void Text(const ExploreCommand& o, const ExploreRun& run, const std::string& out_dir, std::ostream& out) {
+  const auto names = DiffNames(run);
   out << Header(o, run) << "\n";
   out << "function                                      cases  passed  failed  basel  mistr  unsup   skip  refused\n";
   for (const auto& t : run.functions) out << Row(t);
@@ -387,12 +399,13 @@ void Text(const ExploreCommand& o, const ExploreRun& run, const std::string& out
     if (!out_dir.empty() && !d.dp_ranks) {
       out << "  replay: " << Replay(o, d, out_dir) << "\n";
       if (!o.adapter.empty() || o.reference == "verl")
-        out << "  python: " << out_dir << "/repro/" << DiffName(d) << ".py\n";
+        out << "  python: " << out_dir << "/repro/" << names.at(&d) << ".py\n";
     }
   }
 }
 
 std::string Json(const ExploreCommand& o, const ExploreRun& run, const std::string& out_dir) {
+  const auto names = DiffNames(run);
   JsonWriter w;
   w.BeginObject();
   w.Key("schema").String("verlconf.explore").Key("schema_version").Int(1);
@@ -473,7 +486,8 @@ std::string Json(const ExploreCommand& o, const ExploreRun& run, const std::stri
     w.EndArray();
     if (!out_dir.empty() && !d.dp_ranks) {
       w.Key("replay").String(Replay(o, d, out_dir));
-      if (!o.adapter.empty() || o.reference == "verl") w.Key("repro").String(out_dir + "/repro/" + DiffName(d) + ".py");
+      if (!o.adapter.empty() || o.reference == "verl")
+        w.Key("repro").String(out_dir + "/repro/" + names.at(&d) + ".py");
     }
     w.EndObject();
   }
@@ -604,9 +618,10 @@ int RunExploreCommand(const ExploreCommand& o, std::ostream& out) {
         // The package's own directory (through the runfiles' links): a repro outlives the run.
         std::string package = AbsoluteRunfile(o, "fixtures/python/verlconf/__init__.py");
         for (int up = 0; up < 2 && package.rfind('/') != std::string::npos; ++up) package.resize(package.rfind('/'));
+        const auto names = DiffNames(run);
         for (const Difference& d : run.differences)
           if (!d.dp_ranks)
-            WriteText(o.out + "/repro/" + DiffName(d) + ".py", Repro(d, adapter_path, package, o.adapter.empty()));
+            WriteText(o.out + "/repro/" + names.at(&d) + ".py", Repro(d, adapter_path, package, o.adapter.empty()));
       }
     }
     WriteText(o.out + "/explore.json", Json(o, run, o.out) + "\n");

@@ -406,13 +406,84 @@ class Contract(unittest.TestCase):
             for cn, (attrs, _, _) in self.cases(os.path.join(out, "aggregation.h5"), "token-mean").items():
                 self.assertEqual(
                     attrs.get("expect_error"),
-                    "AdapterError: ValueError: (global) batch_num_tokens is required when dp_size > 1",
+                    "AdapterError: ValueError: (global) batch_num_tokens is required when dp_size > 1 (adapter line 5)",
                     cn,
                 )
             code, report = self.conform(out, gold)
             self.assertEqual(code, 1, report)
             cells = row(report, "token-mean")
             self.assertEqual((int(cells[3]), int(cells[4])), (0, int(cells[2])), report)
+
+    def test_a_raise_is_the_frameworks_only_through_a_call_into_its_packages(self):
+        # The rule follows the adapter's call, not the innermost frame: numpy raising under
+        # the framework's code is the framework's result; numpy (or the standard library)
+        # raising under a call the adapter made itself is the adapter's glue failing.
+        helper = """
+            import numpy as np
+            def token_mean(loss_mat, mask):
+                return np.reshape(loss_mat, (7, 11))
+        """
+        adapters = {
+            "through the framework": ("return fw.token_mean(inputs['loss_mat'], inputs['loss_mask'])", None),
+            "numpy called by the adapter": ("return np.reshape(inputs['loss_mat'], (7, 11))", "a call into numpy"),
+            "the standard library called by the adapter": ("return json.loads('not json')", "a call into json"),
+        }
+        for declared in ("", 'FRAMEWORK = ("mini_framework",)'):
+            for what, (body, adapter_site) in adapters.items():
+                with self.subTest(what=what, declared=declared), tmpdir() as work:
+                    code, text, out, _ = self.harness(
+                        work,
+                        f"""
+                        import json
+                        import numpy as np
+                        import mini_framework as fw
+                        {declared}
+                        name = "mine"
+                        def versions(): return {{}}
+                        def token_mean(inputs, cfg, dtype):
+                            {body}
+                        FUNCTIONS = {{"token-mean": token_mean}}
+                    """,
+                        files=("aggregation.h5",),
+                        helpers={"mini_framework": helper},
+                    )
+                    self.assertEqual(code, 0, text)
+                    errors = {
+                        attrs.get("expect_error", "")
+                        for attrs, _, _ in self.cases(os.path.join(out, "aggregation.h5"), "token-mean").values()
+                    }
+                    self.assertEqual(len(errors), 1, errors)
+                    error = errors.pop()
+                    if adapter_site is None:
+                        self.assertTrue(error.startswith("ValueError: "), error)
+                        self.assertIn("0 adapter errors", text)
+                    else:
+                        self.assertTrue(error.startswith("AdapterError: "), error)
+                        self.assertIn(adapter_site, error)
+                        self.assertRegex(error, r"\(adapter line \d+, ")
+                        self.assertNotIn("0 adapter errors", text)
+
+    def test_a_framework_declared_elsewhere_makes_the_helper_glue(self):
+        # FRAMEWORK names the packages: a helper beside the adapter that is not among them
+        # is the adapter's own code.
+        with tmpdir() as work:
+            code, text, out, _ = self.harness(
+                work,
+                """
+                import mini_framework as fw
+                FRAMEWORK = ("some_other_framework",)
+                name = "mine"
+                def versions(): return {}
+                def token_mean(inputs, cfg, dtype):
+                    return {"outputs": {"loss": fw.token_mean(inputs["loss_mat"], inputs["loss_mask"], 2)}}
+                FUNCTIONS = {"token-mean": token_mean}
+            """,
+                files=("aggregation.h5",),
+                helpers={"mini_framework": self.FRAMEWORK},
+            )
+            self.assertEqual(code, 0, text)
+            for cn, (attrs, _, _) in self.cases(os.path.join(out, "aggregation.h5"), "token-mean").items():
+                self.assertIn("a call into mini_framework", attrs.get("expect_error", ""), cn)
 
     def test_misspelled_fields_are_errors(self):
         for where, adapter in (
