@@ -214,6 +214,31 @@ TEST(ScaledOutputs, ATenPercentErrorAtASmallCoefficientFailsInFloat32) {
       }
 }
 
+// A KL penalty beside sparse scores (verl's: the score on the last token only): every
+// other element is kl_coef times a KL of order one.
+TEST(ScaledOutputs, ATenPercentErrorInASmallKlPenaltyFailsInFloat32) {
+  const FunctionSpec& spec = *FindSpec("apply_kl_penalty");
+  for (const double coef : {1e-3, 1e-4})
+    for (uint64_t seed = 1; seed <= 5; ++seed) {
+      Case c = spec.generate(GenParams{seed, 6, 16, DType::kFloat32});
+      c.name = "sparse";
+      c.config.Set("kl_coef", coef);
+      c.config.Set("kl_ctrl_type", std::string("fixed"));
+      Array& scores = c.inputs.at("token_level_scores");
+      for (int64_t i = 0; i < scores.rows(); ++i)
+        for (int64_t t = 0; t + 1 < scores.cols(); ++t) scores.at(i, t) = 0.0;
+      const Case golden = Golden(spec, c);
+      const std::string what = "coef " + std::to_string(coef) + " seed " + std::to_string(seed);
+      const Result right = RoundedToFloat32(spec.oracle(golden));
+      EXPECT_EQ(Judge(spec, golden, right).outcome, Outcome::kPassed) << what;
+      // The penalty (scores - rewards) 10% larger.
+      Result off = right;
+      Array& rewards = off.outputs.at("token_level_rewards");
+      for (int64_t k = 0; k < rewards.size(); ++k) rewards[k] -= 0.1 * (scores[k] - rewards[k]);
+      EXPECT_EQ(Judge(spec, golden, off).outcome, Outcome::kFailed) << what;
+    }
+}
+
 // A local micro-batch whose loss is divided by a much larger global token count is a
 // small-scaled output too.
 TEST(ScaledOutputs, ALocalShareOfAGlobalTokenCountIsJudgedAtItsOwnScale) {

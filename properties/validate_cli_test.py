@@ -246,6 +246,86 @@ class OnlyAndJobs(Base):
                     self.assertGreater(mean["outcomes"]["PASSED"], 0, k)
 
 
+def failed_cases(doc, function):
+    return {c["case"] for f in doc["functions"] if f["function"] == function for c in f["cases"]
+            if c["outcome"] == "FAILED"}  # fmt: skip
+
+
+class FalsePasses(Base):
+    """The two false-pass classes on the goldens, through the numpy example's faults: an
+    exclusive bound fails the golden that pins inclusive comparisons, in both dtypes; a
+    KL term scaled by kl_loss_coef 1e-3 fails in float32 too, where the table's atol alone
+    swallowed it."""
+
+    def test_an_exclusive_k1_bound_fails_the_exact_golden_in_both_dtypes(self):
+        code, out, err = validate("--adapter", "numpy_example", "--only", "token_k1", "--format", "json")
+        self.assertEqual(code, 0, out + err)
+        self.assertEqual(failed_cases(json.loads(out), "token_k1"), set())
+        code, out, err = validate(
+            "--adapter", "numpy_example", "--only", "token_k1", "--format", "json", bug="exclusive_k1_bounds"
+        )
+        self.assertEqual(code, 1, out + err)
+        failed = failed_cases(json.loads(out), "token_k1")
+        self.assertIn("exact_8x16_f64", failed)
+        self.assertIn("exact_8x16_f32", failed)
+
+    def test_an_unmasked_kl_mean_fails_in_float32(self):
+        code, out, err = validate("--adapter", "numpy_example", "--only", "actor_kl_loss", "--format", "json")
+        self.assertEqual(code, 0, out + err)
+        code, out, err = validate(
+            "--adapter", "numpy_example", "--only", "actor_kl_loss", "--format", "json", bug="kl_unmasked_mean"
+        )
+        self.assertEqual(code, 1, out + err)
+        failed = failed_cases(json.loads(out), "actor_kl_loss")
+        self.assertTrue({c for c in failed if c.endswith("_f32")}, failed)
+        self.assertTrue({c for c in failed if c.endswith("_f64")}, failed)
+
+
+class DpRowBaseline(Base):
+    """A baseline entry for one dp-invariance row, or for all of them, on a candidate whose
+    token-mean takes each rank's own mean."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        cls.cand = os.path.join(cls.dir, "cand")
+        p = harness(cls.cand, "--only", "token-mean", bug="local_token_mean")
+        assert p.returncode == 0, p.stderr
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def rows(self, *args):
+        code, out, err = conform("check", "--against", GOLDENS, "--candidate", self.cand, "--format", "json", *args)
+        return code, {f["function"]: f["outcomes"] for f in json.loads(out)["functions"]}, err
+
+    def test_one_row_or_every_row(self):
+        code, rows, err = self.rows()
+        self.assertEqual(code, 1, err)
+        failing = [r for r, o in rows.items() if "[dp k=" in r and o["FAILED"]]
+        self.assertEqual(len(failing), 3, rows)
+        one = self.path("one.txt", f"token-mean [dp k=2] grads/loss_mat # {REASON}\n"
+                                   f"token-mean [dp k=2] outputs/loss # {REASON}\n")  # fmt: skip
+        code, rows, err = self.rows("--baseline", one)
+        self.assertEqual(rows["token-mean [dp k=2]"]["FAILED"], 0, rows)
+        self.assertGreater(rows["token-mean [dp k=2]"]["BASELINED"], 0, rows)
+        self.assertGreater(rows["token-mean [dp k=4]"]["FAILED"], 0, rows)
+        every = self.path("every.txt", f"token-mean [dp k=*] grads/loss_mat # {REASON}\n"
+                                       f"token-mean [dp k=*] outputs/loss # {REASON}\n")  # fmt: skip
+        code, rows, err = self.rows("--baseline", every)
+        for k in (2, 4, 8):
+            self.assertEqual(rows[f"token-mean [dp k={k}]"]["FAILED"], 0, rows)
+        self.assertEqual(rows["token-mean"]["BASELINED"], 0, rows)  # the function's own cases are not covered
+
+    def test_a_malformed_row_is_exit_2_naming_the_line(self):
+        for text in ("token-mean [dp k=x] grads/loss_mat # why\n", "token-mean [dp k=2 grads/loss_mat # why\n",
+                     "token-mean grads/loss_mat cause=\"\" # why\n"):  # fmt: skip
+            b = self.path("bad.txt", text)
+            assert_bad_input(self, conform("check", "--against", GOLDENS, "--candidate", self.cand, "--baseline", b),
+                             b + ":1")  # fmt: skip
+
+
 class Baseline(Base):
     """On one candidate with the biased-std bug planted in GRPO."""
 
@@ -443,8 +523,8 @@ class Baseline(Base):
             ("grpo outputs/advantages #   \n", "empty reason"),
             ("# fine\n\ngrpo outputs/advantages # ok\nfrobnicate outputs/x # r\n", "'frobnicate'"),
             ("# fine\n\n\ngrpo advantages # r\n", "'advantages'"),
-            ("grpo # r\n", "FUNCTION FIELD [CASE-GLOB]"),
-            ("grpo outputs/a b c # r\n", "FUNCTION FIELD [CASE-GLOB]"),
+            ("grpo # r\n", "FUNCTION [ROW] FIELD [CASE-GLOB]"),
+            ("grpo outputs/a b c # r\n", "FUNCTION [ROW] FIELD [CASE-GLOB]"),
             ("grpo outputs/advantages # TODO: why this difference is accepted\n", "placeholder"),
         ]:
             with self.subTest(text=text):

@@ -141,6 +141,31 @@ double GrpoFloat32ConditionWith(const Case& c, bool normalize, double eps) {
   return cond;
 }
 
+double ComponentGroupCondition(const Case& c) {
+  const Array* comp = c.OptionalInput("reward_components");
+  if (!comp || comp->rank() != 2) return 0.0;
+  const Array* weights = c.OptionalInput("reward_weights");
+  const bool normalize = c.config.Bool("norm_adv_by_std_in_grpo");
+  const double eps = c.config.Double("epsilon");
+  const Groups groups = GroupBy(c.Input("index"));
+  double cond = 1.0;
+  for (int64_t k = 0; k < comp->cols(); ++k) {
+    const double w = weights && k < weights->size() ? std::fabs((*weights)[k]) : 1.0;
+    for (const auto& members : groups.members) {
+      double mean = 0, sq = 0, peak = 0;
+      for (int64_t i : members) mean += comp->at(i, k) / static_cast<double>(members.size());
+      for (int64_t i : members) {
+        sq += (comp->at(i, k) - mean) * (comp->at(i, k) - mean);
+        peak = std::max(peak, std::fabs(comp->at(i, k)));
+      }
+      const double sd = members.size() > 1 ? std::sqrt(sq / static_cast<double>(members.size() - 1)) : 1.0;
+      const double scale = peak + std::fabs(mean);
+      cond = std::max(cond, w * (normalize ? scale / (sd + eps) : scale));
+    }
+  }
+  return cond;
+}
+
 namespace {
 
 double MaxRowL1(const Array& r) {

@@ -52,6 +52,11 @@ void AddMultiTrajectorySpec(std::vector<FunctionSpec>& out);
 double GrpoFloat32Condition(const Case& c);
 // The same for a GRPO step whose settings are not the case's config keys.
 double GrpoFloat32ConditionWith(const Case& c, bool normalize, double eps);
+// GDPO's: GRPO's condition number of every reward component's groups (the component's
+// values over its group's std + epsilon), times the component's weight; the largest.
+// A float32 implementation that sums a group in another order than torch is off by
+// eps32 times it. 0 without components.
+double ComponentGroupCondition(const Case& c);
 // Un-normalised baselines (rloo, opo, gpg, remax): the error is eps32 times the size of
 // the scores that cancel, max_i sum_t |r_{i,t}|.
 double ScoreScaleCondition(const Case& c);

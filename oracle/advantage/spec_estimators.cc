@@ -255,9 +255,14 @@ void AddAdvantageEstimatorSpecs(std::vector<FunctionSpec>& out) {
                                            c.OptionalInput("reward_components"), c.OptionalInput("reward_weights"), g);
         },
         {"outputs/advantages", "outputs/returns"},
-        // With components the oracle replays verl's float32 GRPO step exactly; without
-        // them it is float64 GRPO of token_level_rewards, with GRPO's condition number.
-        [](const Case& c) { return c.OptionalInput("reward_components") ? 0.0 : oracle::GrpoFloat32Condition(c); });
+        // With components the oracle replays verl's float32 GRPO step in torch's order;
+        // another correct float32 order (a GPU's, the CUDA host twin's) rounds each
+        // component's group sums differently, amplified by that group's condition number.
+        // Without them it is float64 GRPO of token_level_rewards, with GRPO's.
+        [](const Case& c) {
+          return c.OptionalInput("reward_components") ? oracle::ComponentGroupCondition(c)
+                                                      : oracle::GrpoFloat32Condition(c);
+        });
     s.dispatch_kwargs = GenericDispatch({"batch", "non_tensor_batch"});
     s.config = {{"epsilon", "float", 1e-6, "added to each component's group std"},
                 {"norm_adv_by_std_in_grpo", "bool", int64_t{1},

@@ -135,6 +135,12 @@ struct FunctionSpec {
   // fields it does not bound. It replaces the table's entry and may only loosen the
   // dtype's default (the comparator enforces both).
   std::function<std::optional<Tolerance>(const Case& golden, const std::string& field)> case_tolerance;
+  // Where a field's elements are a coefficient times a quantity of order one (a KL
+  // penalty beta * kld beside a score), each element's own absolute scale, from the
+  // case's inputs and config (never from the result under test); the judge multiplies
+  // the absolute tolerance by it, capped at 1. nullopt for fields it does not scale. An
+  // aggregated loss needs none: the aggregation's weights scale it (Result::magnitude).
+  std::function<std::optional<std::vector<double>>(const Case& golden, const std::string& field)> atol_scale;
   // Metrics that are fractions of tokens (clip fractions): exact in float64; in
   // float32 allowed to move by the boundary tokens' share, reported as flips.
   std::vector<std::string> discrete_metrics;

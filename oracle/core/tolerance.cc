@@ -29,11 +29,13 @@ Tolerance DefaultTolerance(DType d) {
 
 Tolerance ExactTolerance() { return {0.0, 0.0, "discrete output: compared exactly"}; }
 
-double ErrorRatio(double got, double want, const Tolerance& tol) {
+double ErrorRatio(double got, double want, const Tolerance& tol) { return ErrorRatio(got, want, tol, -1); }
+
+double ErrorRatio(double got, double want, const Tolerance& tol, int64_t k) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   if (!std::isfinite(got) || !std::isfinite(want)) return SameSpecial(got, want) ? 0.0 : kInf;
   const double diff = std::fabs(got - want);  // +inf when the difference overflows
-  const double allowed = tol.atol + tol.rtol * std::fabs(want);
+  const double allowed = tol.AtolAt(k) + tol.rtol * std::fabs(want);
   if (!(allowed > 0.0)) return diff == 0.0 ? 0.0 : kInf;
   // Correctly rounded division is monotone and allowed / allowed == 1, so diff <= allowed
   // gives a ratio <= 1; diff > allowed means diff >= the next double above allowed, whose

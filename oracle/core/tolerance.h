@@ -4,16 +4,28 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "oracle/core/tensor.h"
 
 namespace verlconf {
 
 struct Tolerance {
+  Tolerance() = default;
+  Tolerance(double r, double a, std::string why = "") : rtol(r), atol(a), reason(std::move(why)) {}
   double rtol = 0.0;
   double atol = 0.0;
   std::string reason;  // why it differs from the default ("" for the default)
+  // Per element of the field (flat index), a factor in [0, 1] on atol: an element that is a
+  // small coefficient times a quantity of order one (a KL penalty of 1e-3 * kld) rounds at
+  // that scale, not at 1. Null: 1 everywhere.
+  std::shared_ptr<const std::vector<double>> atol_scale;
+  double AtolAt(int64_t k) const {
+    return atol_scale && k >= 0 && static_cast<size_t>(k) < atol_scale->size() ? atol * (*atol_scale)[k] : atol;
+  }
 };
 
 // The default per dtype, as multiples of that dtype's machine epsilon:
@@ -32,11 +44,16 @@ Tolerance ExactTolerance();
 // matching non-finite values (NaN and NaN, the same infinity); +inf for any other pair
 // with a non-finite value, and for any difference where nothing is allowed (exact).
 double ErrorRatio(double got, double want, const Tolerance& tol);
+// The same at element k of the field (Tolerance::atol_scale).
+double ErrorRatio(double got, double want, const Tolerance& tol, int64_t k);
 
 // How many epsilons of the sum of |terms| a float sum of `terms` terms may be off by:
 // ceil(log2 n) for a pairwise order (torch's reductions), and a few more for the reduction
 // tail and the operations around it.
 double SumRoundingEps(int64_t terms);
 inline bool Close(double got, double want, const Tolerance& tol) { return ErrorRatio(got, want, tol) <= 1.0; }
+inline bool Close(double got, double want, const Tolerance& tol, int64_t k) {
+  return ErrorRatio(got, want, tol, k) <= 1.0;
+}
 
 }  // namespace verlconf

@@ -115,7 +115,7 @@ std::vector<ElementDiff> DifferingElements(const FunctionSpec& spec, const Case&
     boundary = Array();
   }
   for (int64_t k = 0; k < want->size() && out.size() < limit; ++k) {
-    const double e = ErrorRatio((*have)[k], (*want)[k], tol);
+    const double e = ErrorRatio((*have)[k], (*want)[k], tol, k);
     if (e <= 1.0) continue;
     ElementDiff d;
     d.index = k;

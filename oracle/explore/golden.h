@@ -30,8 +30,16 @@ struct Failure {
   // (an epsilon placed differently and a missing clamp) usually differ in size, and each
   // gets its own minimal case only if the size is part of what must keep failing.
   std::string grade = "material";
-  bool operator<(const Failure& o) const { return std::tie(field, kind, grade) < std::tie(o.field, o.kind, o.grade); }
-  bool operator==(const Failure& o) const { return field == o.field && kind == o.kind && grade == o.grade; }
+  // What the reference did where the field's failing elements are (causes.h): "valid
+  // token, ratio above 1, A < 0", "masked token"; "" for a field with no elements to tell
+  // apart (a scalar, a shape). One cause, one minimal case.
+  std::string cause;
+  bool operator<(const Failure& o) const {
+    return std::tie(field, kind, grade, cause) < std::tie(o.field, o.kind, o.grade, o.cause);
+  }
+  bool operator==(const Failure& o) const {
+    return field == o.field && kind == o.kind && grade == o.grade && cause == o.cause;
+  }
 };
 
 }  // namespace verlconf::explore

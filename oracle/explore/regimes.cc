@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <random>
 #include <vector>
@@ -21,6 +23,35 @@ uint64_t Mix(uint64_t x) {
 
 bool IsFloatInput(const InputSpec& in, const Array& a) {
   return a.dtype != DType::kInt64 && !in.is_mask && in.role != Role::kScalar;
+}
+
+// A number as Python's str() would write it in a config string (shortest round trip).
+std::string PyText(double x) {
+  char buf[32];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, x);
+    if (std::strtod(buf, nullptr) == x) break;
+  }
+  std::string s = buf;
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+// A threshold string's numbers ("0.5_2.0" -> 0.5, 2.0; "3" -> 3); none when malformed.
+std::vector<double> NumbersIn(const std::string& t) {
+  std::vector<double> out;
+  size_t start = 0;
+  while (start <= t.size()) {
+    const size_t end = t.find('_', start);
+    const std::string part = t.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    char* stop = nullptr;
+    const double x = std::strtod(part.c_str(), &stop);
+    if (part.empty() || *stop != '\0') return {};
+    out.push_back(x);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
 }
 
 struct Shape {
@@ -104,6 +135,25 @@ void MutateGroups(const FunctionSpec& spec, oracle::InputGen& g, Case& c, std::v
       }
     }
     tags.emplace_back("constant groups");
+    if (g.Coin(0.5)) {
+      // ... then a genuinely small spread within each group (1e-4 down to 1e-8 of the
+      // values), so that a group's std is tiny but not zero: GRPO's epsilon floor and the
+      // cancellation in a mean-centred score, not only float32's rounding of equal scores.
+      const double delta = std::pow(10.0, -static_cast<double>(g.Int(4, 8)));
+      for (const auto& in : spec.inputs) {
+        auto it = c.inputs.find(in.name);
+        if (in.role == Role::kGroupIndex || in.is_mask || !Batched(in.role) || it == c.inputs.end()) continue;
+        Array& a = it->second;
+        if (a.rank() == 0 || a.shape[0] != idx.size() || a.dtype == DType::kInt64) continue;
+        const int64_t row = a.size() / a.shape[0];
+        for (int64_t i = 0; i < idx.size(); ++i)
+          for (int64_t j = 0; j < row; ++j) {
+            double& v = a[i * row + j];
+            v += delta * (1.0 + std::fabs(v)) * static_cast<double>(i % 3 - 1);
+          }
+      }
+      tags.back() = "small-spread groups";
+    }
   }
 }
 
@@ -138,12 +188,21 @@ void MutateDecisions(const FunctionSpec& spec, oracle::InputGen& g, Case& c, std
     // Ratios exactly on the config's thresholds: exp(log r) rounds back to r, or to its
     // neighbour; either way the decision sits at its boundary.
     std::vector<double> logs = {0.0};
-    for (const auto& [k, v] : c.config.values())
+    for (const auto& [k, v] : c.config.values()) {
       if (const double* f = std::get_if<double>(&v); f && *f > 0 && std::isfinite(*f)) {
         logs.push_back(std::log(*f));
         logs.push_back(std::log1p(*f));
         if (*f < 1) logs.push_back(std::log1p(-*f));
       }
+      // A threshold given as a string ("0.5_2.0", "3"): its numbers as ratio bounds, and as
+      // k1 bounds (k1 = -log-ratio against log of the bound).
+      if (const std::string* t = std::get_if<std::string>(&v))
+        for (const double x : NumbersIn(*t))
+          if (x > 0 && std::isfinite(x)) {
+            logs.push_back(std::log(x));
+            logs.push_back(-std::log(x));
+          }
+    }
     const Array* p = Partner(spec, c, *d);
     for (int64_t k = 0; k < x.size(); ++k)
       if (g.Coin(0.3))
@@ -195,6 +254,67 @@ ConfigValue DrawNumber(oracle::InputGen& g, const ConfigKey& k, const ConfigValu
   return v;
 }
 
+// A value of a key typed "float|str" (verl's thresholds: a number, or IcePop's and k1's
+// "lower_upper"): the current value's numbers moved as DrawNumber moves a number, written
+// as a number, as a float-like string, as a "lower_upper" pair, and the strings verl
+// refuses: the pair inverted, equal bounds, a malformed or an empty string, a negative.
+ConfigValue DrawThreshold(oracle::InputGen& g, const ConfigValue& now) {
+  std::vector<double> nums;
+  if (const double* d = std::get_if<double>(&now)) nums.push_back(*d);
+  if (const int64_t* i = std::get_if<int64_t>(&now)) nums.push_back(static_cast<double>(*i));
+  if (const std::string* t = std::get_if<std::string>(&now)) nums = NumbersIn(*t);
+  double hi = nums.empty() ? 2.0 : nums.back();
+  if (!(hi > 0) || !std::isfinite(hi)) hi = 2.0;
+  const double scales[] = {1.0, 0.5, 2.0, 1.5};
+  hi *= scales[g.Int(0, 3)];
+  double lo = nums.size() >= 2 && nums.front() > 0 && nums.front() < hi ? nums.front() : 1.0 / hi;
+  if (!(lo < hi)) lo = hi / 2;
+  switch (g.Int(0, 11)) {
+    case 0:
+    case 1: return hi;
+    case 2: return PyText(hi);
+    case 3:
+    case 4:
+    case 5: return PyText(lo) + "_" + PyText(hi);
+    case 6: return PyText(hi) + "_" + PyText(lo);  // inverted: verl refuses it
+    case 7: return PyText(hi) + "_" + PyText(hi);  // equal bounds
+    case 8: return std::string("abc");             // not a number
+    case 9: return PyText(lo) + "_";               // a missing bound
+    case 10: return std::string("");               // empty
+    default: return -hi;                           // not positive
+  }
+}
+
+// A value of a string key without a closed set of names (an RS option chain, a loss
+// type, an estimator): the current value, its comma-separated parts reordered or
+// repeated, a name verl does not define, or an empty string.
+ConfigValue DrawText(oracle::InputGen& g, const ConfigValue& now) {
+  const std::string* t = std::get_if<std::string>(&now);
+  if (!t) return now;
+  std::vector<std::string> parts;
+  for (size_t start = 0;;) {
+    const size_t comma = t->find(',', start);
+    parts.push_back(t->substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  auto join = [](const std::vector<std::string>& p) {
+    std::string s;
+    for (const auto& x : p) s += (s.empty() ? "" : ",") + x;
+    return s;
+  };
+  switch (g.Int(0, 5)) {
+    case 0:
+    case 1: return *t;
+    case 2: std::reverse(parts.begin(), parts.end()); return join(parts);
+    case 3:
+      parts.push_back(parts.front());  // an option given twice
+      return join(parts);
+    case 4: return parts.front() + "_unknown";
+    default: return std::string("");
+  }
+}
+
 void DrawConfig(const FunctionSpec& spec, oracle::InputGen& g, Case& c, std::vector<std::string>& tags) {
   if (!g.Coin(0.3)) return;
   for (const auto& k : spec.config) {
@@ -208,9 +328,28 @@ void DrawConfig(const FunctionSpec& spec, oracle::InputGen& g, Case& c, std::vec
       c.config.Set(k.name, static_cast<int64_t>(g.Coin(0.5)));
     } else if (k.type == "float" || k.type == "int") {
       c.config.Set(k.name, DrawNumber(g, k, now));
+    } else if (k.type == "float|str") {
+      if (std::holds_alternative<std::monostate>(k.verl_default) && g.Coin(0.2))
+        c.config.Set(k.name, std::monostate{});
+      else
+        c.config.Set(k.name, DrawThreshold(g, now));
+    } else if (k.type == "str") {
+      c.config.Set(k.name, DrawText(g, now));
     }
   }
   tags.emplace_back("config drawn");
+}
+
+// The user's pins, drawn last among the config: they hold whatever was drawn before.
+void ApplyPins(const FunctionSpec& spec, oracle::InputGen& g, Case& c, const ConfigPins& pins,
+               std::vector<std::string>& tags) {
+  bool any = false;
+  for (const auto& [key, values] : pins) {
+    if (!spec.FindConfigKey(key) || values.empty()) continue;
+    c.config.Set(key, values[static_cast<size_t>(g.Int(0, static_cast<int64_t>(values.size()) - 1))]);
+    any = true;
+  }
+  if (any) tags.emplace_back("config pinned");
 }
 
 }  // namespace
@@ -222,8 +361,18 @@ uint64_t CaseSeed(uint64_t seed, const std::string& text, int64_t index, int att
          static_cast<uint64_t>(attempt) * 0x632BE59BD9B4E019ULL;
 }
 
+bool KeepsPins(const FunctionSpec& spec, const Case& c, const ConfigPins& pins) {
+  for (const auto& [key, values] : pins) {
+    if (!spec.FindConfigKey(key)) continue;
+    const auto it = c.config.values().find(key);
+    const ConfigValue now = it == c.config.values().end() ? ConfigValue{} : it->second;
+    if (std::find(values.begin(), values.end(), now) == values.end()) return false;
+  }
+  return true;
+}
+
 Explored GenerateExplored(const FunctionSpec& spec, uint64_t seed, int64_t index, std::optional<DType> dtype,
-                          int attempt) {
+                          int attempt, const ConfigPins& pins) {
   const uint64_t s = CaseSeed(seed, spec.family + "/" + spec.name, index, attempt);
   oracle::InputGen g(s);
   bool vocab = false;
@@ -244,6 +393,11 @@ Explored GenerateExplored(const FunctionSpec& spec, uint64_t seed, int64_t index
   MutateMasks(spec, g, e.c, tags);
   MutateGroups(spec, g, e.c, tags);
   DrawConfig(spec, g, e.c, tags);
+  if (!pins.empty()) {
+    // Its own stream: pinning a key leaves every other draw of the case as it was.
+    oracle::InputGen pg(Mix(s ^ 0x70696E73ULL));
+    ApplyPins(spec, pg, e.c, pins, tags);
+  }
   Quantise(spec, g, e.c, tags);
   MutateDecisions(spec, g, e.c, tags);
   for (auto& [name, a] : e.c.inputs) oracle::RoundToDType(a);

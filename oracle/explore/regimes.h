@@ -6,13 +6,22 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "oracle/core/case.h"
 #include "oracle/core/function_spec.h"
 
 namespace verlconf::explore {
+
+// Config keys fixed by the user: key -> the values a generated case draws from (one: the
+// key is pinned). A key the function lacks is not its business.
+using ConfigPins = std::map<std::string, std::vector<ConfigValue>>;
+
+// Whether `c`'s config keeps to `pins` (each pinned key the spec has holds one of its values).
+bool KeepsPins(const FunctionSpec& spec, const Case& c, const ConfigPins& pins);
 
 struct Explored {
   Case c;              // inputs, config (resolved), dtype, projections; no result
@@ -23,7 +32,7 @@ struct Explored {
 // implementation that computes in one dtype). The case is structurally valid
 // (ValidateStructure); whether the oracle accepts it is the caller's to find out.
 Explored GenerateExplored(const FunctionSpec& spec, uint64_t seed, int64_t index, std::optional<DType> dtype,
-                          int attempt = 0);
+                          int attempt = 0, const ConfigPins& pins = {});
 
 // A 64-bit mix of its arguments (SplitMix64 over an FNV-1a of the text): the seed of one
 // case, independent of the order cases are run in.

@@ -1,9 +1,13 @@
 #include "oracle/explore/shrink.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace verlconf::explore {
@@ -40,6 +44,7 @@ class Shrinker {
       progress |= Values(c);
       progress |= Groups(c);
       progress |= Defaults(c);
+      progress |= RoundConfig(c);
     }
     return {c, trials_, Out()};
   }
@@ -162,6 +167,9 @@ class Shrinker {
           Case t = c;
           double stored = v;
           if (t.dtype == DType::kFloat32) stored = static_cast<double>(static_cast<float>(v));
+          // float32(0.3) is the value already there: no step, and taking it for progress
+          // would repeat it until the budget ends.
+          if (stored == x) continue;
           t.inputs.at(in.name)[k] = stored;
           if (Try(c, t)) {
             any = true;
@@ -206,6 +214,51 @@ class Shrinker {
       t.config.Set(k.name, k.verl_default);
       ResolveConfig(spec_, t.config);
       if (Try(c, t)) any = true;
+    }
+    return any;
+  }
+
+  // (significant decimal digits, magnitude): what a rounder number has less of.
+  static std::pair<int, double> Roundness(double x) {
+    if (x == 0.0) return {0, 0.0};
+    char buf[40];
+    for (int digits = 1; digits < 17; ++digits) {
+      std::snprintf(buf, sizeof buf, "%.*g", digits, x);
+      if (std::strtod(buf, nullptr) == x) return {digits, std::fabs(x)};
+    }
+    return {17, std::fabs(x)};
+  }
+
+  // A float config value the generator scaled (0.2 * 0.1 = 0.020000000000000004) as the
+  // rounder number a user would write: 1, 2 or 3 significant digits, or a Simpler() one.
+  bool RoundConfig(Case& c) {
+    bool any = false;
+    for (const auto& k : spec_.config) {
+      if (spec_.FixedConfig(k.name) || Out()) continue;
+      const auto it = c.config.values().find(k.name);
+      const double* x = it == c.config.values().end() ? nullptr : std::get_if<double>(&it->second);
+      // verl's default is the simplest value a key has: never moved from it (Defaults
+      // would move it back, and the two steps would take turns until the budget ends).
+      if (!x || !std::isfinite(*x) || *x == 0.0 || it->second == k.verl_default) continue;
+      const double now = *x;
+      std::vector<double> tries;
+      for (int digits = 1; digits <= 3; ++digits) {
+        const double scale = std::pow(10.0, digits - 1 - static_cast<int>(std::floor(std::log10(std::fabs(now)))));
+        const double r = std::round(now * scale) / scale;
+        if (r != now && std::isfinite(r) && std::find(tries.begin(), tries.end(), r) == tries.end()) tries.push_back(r);
+      }
+      for (double r : Simpler(now, false))
+        if (std::find(tries.begin(), tries.end(), r) == tries.end()) tries.push_back(r);
+      for (double r : tries) {
+        if (!(Roundness(r) < Roundness(now))) continue;  // strictly rounder: the steps end
+        Case t = c;
+        t.config.Set(k.name, r);
+        ResolveConfig(spec_, t.config);
+        if (Try(c, t)) {
+          any = true;
+          break;
+        }
+      }
     }
     return any;
   }

@@ -117,7 +117,7 @@ FieldReport CompareField(const std::string& field, const Array* got, const Array
     const double g = (*got)[k], w = want[k];
     if (w != 0.0) all_zero = false;
     if (std::isfinite(w)) r.compared_finite = true;
-    const double ratio = ErrorRatio(g, w, tol);
+    const double ratio = ErrorRatio(g, w, tol, k);
     const bool ok = ratio <= 1.0;
     const double diff = ok && !std::isfinite(w) ? 0.0 : std::fabs(g - w);  // NaN when g is NaN
     if (!(diff <= r.worst_abs)) r.worst_abs = diff;                        // keeps a NaN
@@ -146,7 +146,7 @@ FieldReport CompareField(const std::string& field, const Array* got, const Array
       for (const Array* b : branches) {
         const double v = (*b)[k];
         if (!std::isfinite(v)) continue;
-        flip_ratio = std::min(flip_ratio, ErrorRatio(g, v, tol));
+        flip_ratio = std::min(flip_ratio, ErrorRatio(g, v, tol, k));
         if (!(std::fabs(g - nearest) <= std::fabs(g - v))) nearest = v;
       }
     const bool flip = flip_ratio <= 1.0;

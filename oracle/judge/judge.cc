@@ -135,13 +135,13 @@ class DecisionCombinations {
     for (const Elementwise& e : fields_) {
       const double x = (*e.got)[k];
       const Array* v = In(values, e);
-      if (!v || Close(x, (*v)[k], e.tol)) continue;
+      if (!v || Close(x, (*v)[k], e.tol, k)) continue;
       if (!e.grads) return false;
       bool decision = false, tie = false;
       for (const Result* r : decisions_)
-        if (const Array* d = In(*r, e)) decision = decision || Close(x, (*d)[k], e.tol);
+        if (const Array* d = In(*r, e)) decision = decision || Close(x, (*d)[k], e.tol, k);
       for (const Result& t : ref_.ties)
-        if (const Array* d = In(t, e)) tie = tie || Close(x, (*d)[k], e.tol);
+        if (const Array* d = In(t, e)) tie = tie || Close(x, (*d)[k], e.tol, k);
       if (decision || !tie) return false;
     }
     return true;

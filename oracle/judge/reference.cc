@@ -154,7 +154,7 @@ ReferenceDecisions ReferenceView(const FunctionSpec& spec, const Case& golden) {
         if (it == m.end()) continue;
         for (int64_t k = 0; k < b.size(); ++k) {
           const double w = v[k], o = it->second[k];
-          if (b[k] != 0.0 && std::isfinite(w) && std::isfinite(o) && !Close(o, w, t)) seen.insert(k);
+          if (b[k] != 0.0 && std::isfinite(w) && std::isfinite(o) && !Close(o, w, t, k)) seen.insert(k);
         }
       }
     }

@@ -100,6 +100,30 @@ void ScaleAbsoluteByWeights(const FunctionSpec& spec, const std::string& field, 
   t.reason = t.reason.empty() ? buf : t.reason + "; " + buf;
 }
 
+// The spec's per-element scale (FunctionSpec::atol_scale), each factor capped at 1: the
+// same narrowing, element by element, for a coefficient-scaled quantity no aggregation
+// carries.
+void ScaleAbsoluteByElements(const FunctionSpec& spec, const std::string& field, const Case& c, Tolerance& t) {
+  if (!spec.atol_scale) return;
+  std::optional<std::vector<double>> scale;
+  try {
+    scale = spec.atol_scale(c, field);
+  } catch (const std::exception&) {
+    return;  // inputs the oracle refuses: the table's tolerance, as for the rest of the case
+  }
+  if (!scale) return;
+  double lowest = 1.0;
+  for (double& s : *scale) {
+    s = std::isfinite(s) ? std::clamp(s, 0.0, 1.0) : 1.0;
+    lowest = std::min(lowest, s);
+  }
+  if (!(lowest < 1.0)) return;
+  t.atol_scale = std::make_shared<const std::vector<double>>(std::move(*scale));
+  char buf[112];
+  std::snprintf(buf, sizeof buf, "atol times each element's coefficient-scaled magnitude (down to %.3g)", lowest);
+  t.reason = t.reason.empty() ? buf : t.reason + "; " + buf;
+}
+
 }  // namespace
 
 Tolerance CaseTolerance(const FunctionSpec& spec, const std::string& field, const Case& c,
@@ -114,6 +138,7 @@ Tolerance CaseTolerance(const FunctionSpec& spec, const std::string& field, cons
     }
   }
   ScaleAbsoluteByWeights(spec, field, c, known, t);
+  ScaleAbsoluteByElements(spec, field, c, t);
   if (c.dtype != DType::kFloat32) {
     // The condition number bounds float64's absolute rounding the same way (a constant
     // group's (s - mean) / (std + 1e-6) is the sums' last bit times 1e6: 4e-10 where verl

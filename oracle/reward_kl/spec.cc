@@ -4,7 +4,10 @@
 // "adaptive").
 #include "oracle/reward_kl/spec.h"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
+#include <vector>
 
 #include "oracle/core/generate.h"
 #include "oracle/core/spec_util.h"
@@ -89,6 +92,21 @@ void AddRewardKlSpecs(std::vector<FunctionSpec>& out) {
       c.config.Set("horizon", g.Int(1, 20000));
       return c;
     };
+    // rewards = scores - kl_coef * kld: where the score is small (0 off the last token in
+    // verl's batches) an element is the coefficient times an order-one KL, and rounds at
+    // that scale; the next coefficient moves from kl_coef by at most a fifth of it.
+    s.atol_scale = [](const Case& c, const std::string& field) -> std::optional<std::vector<double>> {
+      const double beta = std::fabs(c.config.Double("kl_coef"));
+      if (field == "outputs/kl_coef") return std::vector<double>{2.0 * beta};
+      if (field != "outputs/token_level_rewards") return std::nullopt;
+      const Array kld =
+          oracle::kl_penalty(c.Input("old_log_probs"), c.Input("ref_log_prob"), c.config.String("kl_penalty"));
+      const Array& scores = c.Input("token_level_scores");
+      std::vector<double> scale(static_cast<size_t>(scores.size()));
+      for (int64_t k = 0; k < scores.size(); ++k)
+        scale[static_cast<size_t>(k)] = std::max(std::fabs(scores[k]), beta * std::max(1.0, std::fabs(kld[k])));
+      return scale;
+    };
     s.notes = "kl_coef is the controller's value after update(current_kl, n_steps=B); the metric coeff is the one used";
     out.push_back(std::move(s));
   }
@@ -116,6 +134,19 @@ void AddRewardKlSpecs(std::vector<FunctionSpec>& out) {
       c.config.Set("kl_ratio", g.UniformScalar(0.0, 1.0));
       return c;
     };
+    // scores - kl_ratio * (old - ref), each element at its own scale (as apply_kl_penalty).
+    s.atol_scale = [](const Case& c, const std::string& field) -> std::optional<std::vector<double>> {
+      if (field != "outputs/token_level_rewards") return std::nullopt;
+      const double beta = std::fabs(c.config.Double("kl_ratio"));
+      const Array& scores = c.Input("token_level_scores");
+      const Array& old_lp = c.Input("old_log_prob");
+      const Array& ref = c.Input("ref_log_prob");
+      std::vector<double> scale(static_cast<size_t>(scores.size()));
+      for (int64_t k = 0; k < scores.size(); ++k)
+        scale[static_cast<size_t>(k)] =
+            std::max(std::fabs(scores[k]), beta * std::max({1.0, std::fabs(old_lp[k]), std::fabs(ref[k])}));
+      return scale;
+    };
     s.notes = "every token, no mask, always the k1 log-ratio";
     out.push_back(std::move(s));
   }
@@ -130,6 +161,13 @@ void AddRewardKlSpecs(std::vector<FunctionSpec>& out) {
     s.config = ControlKeys(/*with_type=*/false);
     s.config.push_back({"n_steps", "int", oracle::None(), "update's n_steps; apply_kl_penalty passes the batch size"});
     s.outputs = {{"value", OutputKind::kScalar}};
+    // The next coefficient is kl_coef times (1 + at most 0.2 n / horizon): its scale.
+    s.atol_scale = [](const Case& c, const std::string& field) -> std::optional<std::vector<double>> {
+      if (field != "outputs/value") return std::nullopt;
+      const double grow = 1.0 + 0.2 * static_cast<double>(c.config.Int("n_steps")) /
+                                    std::max(1.0, static_cast<double>(c.config.Int("horizon")));
+      return std::vector<double>{std::fabs(c.config.Double("kl_coef")) * grow};
+    };
     const std::string t = type;
     s.oracle = [t](const Case& c) {
       Result r;

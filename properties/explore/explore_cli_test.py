@@ -8,11 +8,14 @@ differences a baseline accepts (each with its reason) and no other.
 """
 
 import json
+import math
 import os
 import subprocess
 import sys
 import tempfile
 import unittest
+
+import numpy as np
 
 CONFORM = os.path.abspath(sys.argv.pop(1))
 RUNFILES = os.environ.get("TEST_SRCDIR", os.getcwd())
@@ -32,8 +35,13 @@ EXPECTED = {
     "agg_counts_padding": ("aggregation/token-mean", "grads/loss_mat", 1, 2, {"loss_mask": [1, 0]}),
     "k3_no_clamp": ("kl/k3", "outputs/kl", 1, 1, {"logprob": [-3], "ref_logprob": [0]}),
     "grad_through_clamp": ("policy_loss/vanilla", "grads/log_prob", 1, 1, {"advantages": [1]}),
-    "gae_resets_at_observation": ("advantage/gae", "outputs/advantages", 1, 3, {"response_mask": [0, 1, 1]}),
+    # The observation token before the valid ones or between them: either restarts the recursion.
+    "gae_resets_at_observation": ("advantage/gae", "outputs/advantages", 1, 3, {}),
     "local_token_mean": ("aggregation/token-mean", "grads/loss_mat", 1, 1, {"loss_mask": [1]}),
+    # The log-ratio the shrinker keeps is exactly -log of one of the threshold's bounds
+    # (test_an_exclusive_bound_shrinks_onto_the_bound checks which).
+    "exclusive_k1_bounds": ("rollout_correction/token_k1", "outputs/modified_response_mask", 1, 1, {}),
+    "kl_unmasked_mean": ("policy_loss/actor_kl_loss", "outputs/kl_term", 1, 2, {"response_mask": [1, 0]}),
 }
 
 
@@ -68,7 +76,7 @@ class Pristine(unittest.TestCase):
         self.assertEqual(j["totals"]["failed"], 0)
         self.assertEqual(j["differences"], [])
         self.assertGreater(j["totals"]["passed"], 3000)
-        self.assertEqual(len([f for f in j["functions"] if not f["dp_ranks"]]), 12)
+        self.assertEqual(len([f for f in j["functions"] if not f["dp_ranks"]]), 14)
         code1, j1, _ = as_json(example("--cases", "300", "--jobs", "1", "--seed", "7", "--format", "json"))
         self.assertEqual(code1, 0)
         self.assertEqual(without_timings(j1), without_timings(j))
@@ -97,6 +105,8 @@ class Faults(unittest.TestCase):
                 self.assertEqual((m["rows"], m["tokens"]), (rows, tokens), m)
                 for name, want in values.items():
                     self.assertEqual(m["inputs"][name]["values"], want, m)
+                if bug == "gae_resets_at_observation":
+                    self.assertIn(m["inputs"]["response_mask"]["values"], ([0, 1, 1], [1, 0, 1]), m)
                 self.assertFalse(m["budget_ran_out"])
                 self.assertLess(m["shrink_seconds"], 30)
                 self.assertTrue(found[0]["elements"] or field == "error", found[0])
@@ -158,7 +168,11 @@ class Faults(unittest.TestCase):
             )
             self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
             self.assertIn("grpo", p.stdout)
-            repro = os.path.join(out, "repro", "advantage__grpo__outputs_advantages.py")
+            (repro,) = [
+                os.path.join(out, "repro", f)
+                for f in os.listdir(os.path.join(out, "repro"))
+                if f.startswith("advantage__grpo__outputs_advantages")
+            ]
             env = dict(os.environ, VERLCONF_EXAMPLE_BUG="biased_std")
             p = subprocess.run([sys.executable, repro], capture_output=True, text=True, env=env)
             self.assertEqual(p.returncode, 0, p.stderr)
@@ -173,6 +187,95 @@ class Faults(unittest.TestCase):
             code, _, err = example("--cases", "5", "--only", "grpo", "--out", out)
             self.assertEqual(code, 2)
             self.assertIn("earlier run", err)
+
+
+class Causes(unittest.TestCase):
+    """One minimal case per cause, each with its own files, and the knobs around them."""
+
+    def test_two_causes_in_one_field_are_two_differences_each_with_its_files(self):
+        # A missing log-ratio clamp in the gradient and a dual clip on positive advantages:
+        # both show in grads/log_prob, at different tokens.
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "run")
+            code, j, err = as_json(
+                example("--cases", "400", "--only", "vanilla", "--dp-cases", "0", "--out", out, "--format", "json",
+                        bug="dual_clip_positive,grad_through_clamp")
+            )  # fmt: skip
+            self.assertEqual(code, 1, err)
+            grads = [d for d in j["differences"] if d["field"] == "grads/log_prob"]
+            causes = {d["cause"] for d in grads}
+            self.assertGreaterEqual(len(causes), 2, [(d["cause"], d["grade"]) for d in grads])
+            self.assertTrue(any("clamp" in c for c in causes), causes)
+            self.assertTrue(any("A > 0" in c and "clamp" not in c for c in causes), causes)
+            # Every difference keeps its own repro, replay case and candidate case.
+            repros = sorted(d["repro"] for d in j["differences"] if "repro" in d)
+            self.assertEqual(len(repros), len([d for d in j["differences"] if not d["dp_ranks"]]))
+            self.assertEqual(len(set(repros)), len(repros), repros)
+            self.assertEqual(sorted(os.path.join(out, "repro", f) for f in os.listdir(os.path.join(out, "repro"))),
+                             repros)  # fmt: skip
+            names = [d["minimal"]["name"] for d in j["differences"]]
+            self.assertEqual(len(set(names)), len(names), names)
+            self.assertEqual(j["totals"]["shrinks_at_budget"], 0, j["totals"])
+            # The dual clip's groups say they may share a cause with the loss; the clamp's does not.
+            for d in grads:
+                shared = [m["field"] for m in d["may_share_a_cause_with"]]
+                self.assertEqual("outputs/pg_loss" in shared, "clamp" not in d["cause"], d)
+
+    def test_an_exclusive_bound_shrinks_onto_the_bound(self):
+        code, j, err = as_json(
+            example("--cases", BUDGET, "--only", "token_k1", "--format", "json", bug="exclusive_k1_bounds")
+        )
+        self.assertEqual(code, 1, err)
+        (d,) = [x for x in j["differences"] if x["field"] == "outputs/modified_response_mask"][:1]
+        m = d["minimal"]
+        self.assertEqual((m["rows"], m["tokens"]), (1, 1), m)
+        (lr,) = m["inputs"]["log_ratio"]["values"]
+        threshold = m["config_not_default"].get("rollout_rs_threshold") or m["config_not_default"]
+        self.assertTrue(str(threshold), m)
+        # k1 = -lr sits exactly on log(lower) or log(upper) of the case's threshold.
+        bounds = [float(x) for x in str(threshold).strip("'\"").split("_")]
+        if len(bounds) == 1:
+            bounds = [1 / bounds[0], bounds[0]]
+        dtype = np.float32 if m["dtype"] == "float32" else np.float64
+        on = [b for b in bounds if dtype(-lr) == dtype(math.log(b))]
+        self.assertTrue(on, (lr, bounds, m["dtype"]))
+        # The pristine comparison passes on that very case.
+        code, j, err = as_json(example("--cases", BUDGET, "--only", "token_k1", "--format", "json"))
+        self.assertEqual((code, j["differences"]), (0, []), err)
+
+    def test_config_pins_restrict_the_draw_and_survive_the_shrink(self):
+        only = ("--only", "actor_kl_loss", "--dp-cases", "0", "--format", "json")
+        _, free, _ = as_json(example("--cases", "60", *only))
+        code, pinned, err = as_json(example("--cases", "60", *only, "--config", "kl_loss_type=low_var_kl,k1"))
+        self.assertEqual(code, 0, err)
+        self.assertGreater(free["totals"]["unsupported"], 0)  # the '+' and other types are declined
+        self.assertEqual(pinned["totals"]["unsupported"], 0, pinned["totals"])
+        self.assertGreater(pinned["totals"]["passed"], free["totals"]["passed"])
+        # A fault shrunk under a pin keeps it.
+        code, j, err = as_json(
+            example("--cases", "60", *only, "--config", "kl_loss_type=k1", "--config", "loss_agg_mode=token-mean",
+                    bug="kl_unmasked_mean")
+        )  # fmt: skip
+        self.assertEqual(code, 1, err)
+        for d in j["differences"]:
+            self.assertEqual(d["minimal"]["config_not_default"].get("kl_loss_type"), '"k1"', d["minimal"])
+
+    def test_a_sharded_row_counts_its_own_cases(self):
+        code, out, err = example("--cases", "20", "--dp-cases", "5", "--only", "token-mean", bug="local_token_mean")
+        self.assertEqual(code, 1, err)
+        self.assertRegex(out, r"\[dp k=\d\] grads/loss_mat .* in \d of 5 cases")
+        self.assertRegex(out, r"\d+ of \d+ shrinks stopped at the budget")
+
+    def test_geo_mean_sharded_cases_are_skipped_with_the_reason(self):
+        code, j, err = as_json(
+            explore("--impl", "cuda-host", "--cases", "10", "--only", "geo_mean", "--format", "json")
+        )
+        self.assertIn(code, (0, 1), err)
+        dp = [f for f in j["functions"] if f["dp_ranks"]]
+        self.assertTrue(dp)
+        for f in dp:
+            self.assertEqual(f["refused"], 0, f)
+            self.assertGreater(f["skipped"], 0, f)
 
 
 class BadInput(unittest.TestCase):
@@ -194,6 +297,14 @@ class BadInput(unittest.TestCase):
         self.assert_bad(explore("--impl", "cuda-host", "--cases", ""), "empty value")
         self.assert_bad(explore("--adapter", "missing_adapter.py"), "no such file")
         self.assert_bad(explore("--impl", "cuda-host", "--baseline", "/nonexistent"), "no such file")
+        self.assert_bad(explore("--impl", "cuda-host", "--config", "no_such_key=1"), "no_such_key")
+        self.assert_bad(explore("--impl", "cuda-host", "--config", "clip_ratio"), "KEY=VALUE")
+        self.assert_bad(explore("--impl", "cuda-host", "--config", "clip_ratio=abc"), "clip_ratio=abc")
+        self.assert_bad(explore("--impl", "cuda-host", "--config", "clip_ratio=0.2,"), "an empty value")
+        self.assert_bad(explore("--impl", "cuda-host", "--config", "loss_agg_mode=token-avg"), "token-avg")
+        self.assert_bad(
+            explore("--impl", "cuda-host", "--config", "clip_ratio=0.1", "--config", "clip_ratio=0.3"), "given twice"
+        )
 
     def test_an_adapter_that_breaks_the_contract(self):
         with tempfile.TemporaryDirectory() as tmp:

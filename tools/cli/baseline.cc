@@ -21,6 +21,8 @@ std::string Trim(const std::string& s) {
   return s.substr(a, s.find_last_not_of(" \t\r") - a + 1);
 }
 
+bool Digits(const std::string& s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos; }
+
 bool KnownField(const std::string& f) {
   if (f == "error") return true;
   for (const char* group : {"outputs/", "grads/", "metrics/", "vjps/"})
@@ -30,20 +32,55 @@ bool KnownField(const std::string& f) {
 
 // The failing fields of a FAILED case; `error` where the case failed as a whole (its
 // error semantics), with no field to name.
-std::vector<std::string> FailingKeys(const CaseReport& r) {
-  std::vector<std::string> keys;
+std::vector<FailingKey> FailingKeys(const CaseReport& r) {
+  std::vector<FailingKey> keys;
   for (const auto& f : r.fields)
-    if (f.outcome == Outcome::kFailed) keys.push_back(f.field);
-  if (keys.empty()) keys.push_back("error");
+    if (f.outcome == Outcome::kFailed) keys.push_back({f.field, ""});
+  if (keys.empty()) keys.push_back({"error", ""});
   return keys;
 }
 
-// An entry names a function; it covers the function's dp-invariance rows as well (a
-// baseline line has no room for a row label, and an accepted difference of a loss is
-// accepted in its sharded runs too).
-bool Covers(const BaselineEntry& e, const CaseReport& r, const std::string& key) {
-  return e.function == DpBaseFunction(r.function) && (e.family.empty() || e.family == r.family) && e.field == key &&
+// An entry without a row covers the function's cases and its dp-invariance rows (an
+// accepted difference of a loss is accepted in its sharded runs too); `[dp k=K]` covers
+// that row alone, `[dp k=*]` every row and not the function's own cases. An entry
+// without a cause covers every cause of its field.
+bool Covers(const BaselineEntry& e, const CaseReport& r, const FailingKey& key) {
+  const int64_t row = DpRanksOfRow(r.function);
+  const bool row_ok = e.dp_row == BaselineEntry::kAllRows || (e.dp_row == BaselineEntry::kEveryDpRow && row > 0) ||
+                      (e.dp_row >= 0 && e.dp_row == row);
+  return row_ok && e.function == DpBaseFunction(r.function) && (e.family.empty() || e.family == r.family) &&
+         e.field == key.field && (e.cause.empty() || e.cause == key.cause) &&
          fnmatch(e.case_glob.c_str(), r.case_name.c_str(), 0) == 0;
+}
+
+// `[dp k=K]` or `[dp k=*]` at the start of `rest` (after the function), consumed; the
+// row it names, or kAllRows where there is none.
+int64_t TakeRow(std::string& rest, const std::string& where) {
+  const std::string t = Trim(rest);
+  if (t.rfind("[dp", 0) != 0) return BaselineEntry::kAllRows;
+  const size_t close = t.find(']');
+  if (close == std::string::npos) throw BadInput(where + "'" + t + "': a row is [dp k=K] or [dp k=*]");
+  const std::string inner = Trim(t.substr(3, close - 3));
+  rest = t.substr(close + 1);
+  if (inner == "k=*") return BaselineEntry::kEveryDpRow;
+  const std::string k = inner.rfind("k=", 0) == 0 ? inner.substr(2) : "";
+  if (!Digits(k) || k.size() > 3 || k[0] == '0')
+    throw BadInput(where + "'[dp " + inner + "]': a row is [dp k=K] with K a rank count, or [dp k=*]");
+  return std::stoll(k);
+}
+
+// ` cause="..."` anywhere before the reason, consumed; "" where there is none.
+std::string TakeCause(std::string& text, const std::string& where) {
+  const size_t at = text.find("cause=");
+  if (at == std::string::npos) return "";
+  const size_t open = at + 6;
+  if (open >= text.size() || text[open] != '"') throw BadInput(where + "a cause is cause=\"...\" in double quotes");
+  const size_t close = text.find('"', open + 1);
+  if (close == std::string::npos) throw BadInput(where + "cause=\" has no closing quote");
+  const std::string cause = text.substr(open + 1, close - open - 1);
+  if (Trim(cause).empty()) throw BadInput(where + "an empty cause=\"\"");
+  text = text.substr(0, at) + " " + text.substr(close + 1);
+  return cause;
 }
 
 }  // namespace
@@ -71,12 +108,20 @@ Baseline LoadBaseline(const std::string& path) {
     if (e.reason.rfind("TODO", 0) == 0)
       throw BadInput(where + "the reason is still the placeholder --write-baseline wrote ('" + e.reason +
                      "'): replace it with why this difference is accepted");
-    std::istringstream words(line.substr(0, hash));
-    std::vector<std::string> w;
+    std::string before = line.substr(0, hash);
+    e.cause = TakeCause(before, where);
+    std::istringstream first(before);
+    std::string function_word;
+    first >> function_word;
+    std::string rest;
+    std::getline(first, rest, '\0');
+    e.dp_row = TakeRow(rest, where);
+    std::istringstream words(rest);
+    std::vector<std::string> w{function_word};
     for (std::string s; words >> s;) w.push_back(s);
     if (w.size() < 2 || w.size() > 3)
-      throw BadInput(where + "expected FUNCTION FIELD [CASE-GLOB] before '#', got " + std::to_string(w.size()) +
-                     " word(s)");
+      throw BadInput(where + "expected FUNCTION [ROW] FIELD [CASE-GLOB] [cause=\"...\"] before '#', got " +
+                     std::to_string(w.size()) + " word(s)");
     const size_t slash = w[0].find('/');
     e.family = slash == std::string::npos ? "" : w[0].substr(0, slash);
     e.function = slash == std::string::npos ? w[0] : w[0].substr(slash + 1);
@@ -95,12 +140,14 @@ Baseline LoadBaseline(const std::string& path) {
   return b;
 }
 
-void ApplyBaseline(Baseline& baseline, std::vector<CaseReport>& reports) {
-  for (auto& r : reports) {
+void ApplyBaseline(Baseline& baseline, std::vector<CaseReport>& reports,
+                   const std::vector<std::vector<FailingKey>>* keys) {
+  for (size_t i = 0; i < reports.size(); ++i) {
+    CaseReport& r = reports[i];
     if (r.outcome != Outcome::kFailed) continue;
     std::vector<BaselineEntry*> by;
     bool all = true;
-    for (const std::string& key : FailingKeys(r)) {
+    for (const FailingKey& key : keys && !(*keys)[i].empty() ? (*keys)[i] : FailingKeys(r)) {
       BaselineEntry* hit = nullptr;
       for (auto& e : baseline.entries)
         if (Covers(e, r, key)) {
@@ -121,6 +168,15 @@ void ApplyBaseline(Baseline& baseline, std::vector<CaseReport>& reports) {
   }
 }
 
+bool Baseline::Accepts(const CaseReport& report, const FailingKey& key) {
+  for (auto& e : entries)
+    if (Covers(e, report, key)) {
+      ++e.covered;
+      return true;
+    }
+  return false;
+}
+
 std::vector<const BaselineEntry*> Baseline::Stale(const std::vector<CaseReport>& reports) const {
   std::vector<const BaselineEntry*> out;
   for (const auto& e : entries) {
@@ -137,7 +193,7 @@ std::string BaselineText(const std::vector<CaseReport>& reports, const Baseline*
   std::map<std::tuple<std::string, std::string, std::string>, std::string> rows;  // (family, function, field) -> reason
   for (const auto& r : reports) {
     if (r.outcome != Outcome::kFailed && r.outcome != Outcome::kBaselined) continue;
-    for (const std::string& key : FailingKeys(r)) {
+    for (const FailingKey& key : FailingKeys(r)) {
       std::string reason = kBaselinePlaceholder;
       if (previous)
         for (const auto& e : previous->entries)
@@ -145,7 +201,7 @@ std::string BaselineText(const std::vector<CaseReport>& reports, const Baseline*
             reason = e.reason;
             break;
           }
-      rows.emplace(std::make_tuple(r.family, DpBaseFunction(r.function), key), reason);
+      rows.emplace(std::make_tuple(r.family, DpBaseFunction(r.function), key.field), reason);
     }
   }
   std::string s =

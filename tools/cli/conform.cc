@@ -169,6 +169,10 @@ const std::vector<Command>& Commands() {
          "(default: --cases / 10, at least 1; 0: none): the candidate per micro-batch, combined as DDP/FSDP combine "
          "gradients, against what verl's semantics give for that sharding"},
         kBaselineOption,
+        {"--config", "KEY=V[,V...]",
+         "fix a config key for every function that has it (repeatable): one value pins it, several restrict it "
+         "to that set (a string key verl splits on commas itself, rollout_rs, takes the whole text as one value); "
+         "no shrink step leaves them"},
         {"--out", "DIR", "write the minimal cases, the candidate's results and the Python repros to DIR"},
         {"--report", "FILE.md", "also write the table and the differences as Markdown"},
         {"--format", "text|json", "what goes to stdout: the table (text) or one JSON object (schema verlconf.explore)"},
@@ -295,7 +299,7 @@ bool TakesValue(const std::string& o) {
 }
 
 // Options given at most once: a second value would silently replace the first.
-bool Repeatable(const std::string& o) { return o == "--only"; }
+bool Repeatable(const std::string& o) { return o == "--only" || o == "--config"; }
 
 // An empty value (`--candidate ""`, `--junit=`) or a missing one is a usage error, never
 // "not given": the run would otherwise check or write something else than asked.
@@ -548,6 +552,8 @@ int Explore(const Args& a, const char* argv0) {
   o.cases = Count(a, "--cases", 100, 1, 10000000);
   o.shrink_seconds = static_cast<double>(Count(a, "--shrink-seconds", 25, 0, 3600));
   o.dp_cases = Count(a, "--dp-cases", std::max<int64_t>(1, o.cases / 10), 0, 10000000);
+  for (const auto& [n, v] : a.options)
+    if (n == "--config") o.config.push_back(v);
   o.argv0 = argv0;
   o.display = t::CommandName();
   return ve::RunExploreCommand(o, std::cout);

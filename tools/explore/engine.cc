@@ -5,11 +5,13 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <iterator>
 #include <mutex>
 #include <set>
 #include <thread>
 
 #include "oracle/core/errors.h"
+#include "oracle/explore/causes.h"
 #include "oracle/explore/regimes.h"
 #include "oracle/explore/shrink.h"
 #include "oracle/judge/candidate.h"
@@ -19,6 +21,7 @@
 #include "oracle/sharding/invariance.h"
 #include "oracle/sharding/plan.h"
 #include "oracle/sharding/shard.h"
+#include "tools/cli/check_dp.h"
 
 namespace verlconf::explore {
 namespace {
@@ -38,6 +41,10 @@ std::string MinimalCaseName(const Failure& f) {
   if (f.grade != "material") {
     name += '_';
     slug(f.grade);
+  }
+  if (!f.cause.empty()) {
+    name += "__";
+    slug(f.cause);
   }
   return name;
 }
@@ -64,28 +71,14 @@ Case FromImplementation(const FunctionSpec& spec, const RunFn& run, const Case& 
   return got;
 }
 
-bool AnyNonFinitePair(const FieldReport& f) {
-  for (const auto& p : f.worst_mismatches)
-    if (std::isfinite(p.got) != std::isfinite(p.want)) return true;
-  return false;
-}
-
 }  // namespace
 
-std::vector<Failure> FailuresOf(const CaseReport& r) {
-  std::vector<Failure> out;
-  if (r.outcome != Outcome::kFailed) return out;
-  for (const auto& f : r.fields) {
-    if (f.outcome != Outcome::kFailed) continue;
-    std::string kind = "value";
-    if (f.mismatched == 0 && std::isinf(f.err_tol))
-      kind = "shape";
-    else if (AnyNonFinitePair(f))
-      kind = "non-finite";
-    out.push_back({f.field, kind, GradeName(FieldGrade(f))});
-  }
-  if (out.empty()) out.push_back({"error", "exception vs result"});
-  return out;
+std::vector<Failure> FailuresOf(const CaseReport& r) { return ReportFailures(r); }
+
+int64_t ShrinksAtBudget(const ExploreRun& run) {
+  int64_t n = 0;
+  for (const Difference& d : run.differences) n += !d.dp_ranks && d.exhausted;
+  return n;
 }
 
 Worker::Worker(const EngineOptions& o) : o_(o) {
@@ -129,7 +122,7 @@ CaseReport Worker::Judge(const FunctionSpec& spec, const Case& golden, Case* got
 std::optional<Worker::Judged> Worker::Explore(const FunctionSpec& spec, int64_t index, std::string* refused) {
   const std::optional<DType> dtype = ImplDType(o_.impl);
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
-    Explored e = GenerateExplored(spec, o_.seed, index, candidate_ ? std::nullopt : dtype, attempt);
+    Explored e = GenerateExplored(spec, o_.seed, index, candidate_ ? std::nullopt : dtype, attempt, o_.pins);
     std::optional<Case> og = OracleGolden(spec, e.c, refused);
     if (!og) continue;
     if (!spec.vjp_inputs.empty() && !og->expect_error) {
@@ -140,7 +133,10 @@ std::optional<Worker::Judged> Worker::Explore(const FunctionSpec& spec, int64_t 
     std::set<std::string> recorded;
     std::optional<Case> golden = Golden(spec, e.c, refused, &recorded);
     if (!golden) continue;
-    Judged j{*golden, Judge(spec, *golden), e.regime, {}, std::move(recorded)};
+    Case got;
+    CaseReport report = Judge(spec, *golden, &got);
+    Judged j{*golden, std::move(report), e.regime, {}, std::move(recorded), {}};
+    j.failures = CaseFailures(spec, j.golden, got, j.report);
     return j;
   }
   return std::nullopt;
@@ -168,8 +164,9 @@ RunFn AdapterRun(AdapterProcess& p) {
 
 // sharding::RunSharded on an adapter: each call carries its place in the sharding, so
 // that an adapter's SHARD hook runs it as its trainer would.
+// `raised_at` gets "rank R, micro-batch M" of a call that raised verl's error.
 Result RunShardedOnAdapter(const FunctionSpec& spec, AdapterProcess& p, const Case& full,
-                           const sharding::ShardPlan& plan) {
+                           const sharding::ShardPlan& plan, std::string* raised_at) {
   const sharding::ShardedCase sharded = sharding::ShardCase(spec, full, plan);
   std::vector<Result> results;
   for (const sharding::ShardCall& call : sharded.calls) {
@@ -189,7 +186,13 @@ Result RunShardedOnAdapter(const FunctionSpec& spec, AdapterProcess& p, const Ca
     for (const auto& mb : rank.micro_batches)
       width = std::max(width, sharding::MicroBatchHorizon(spec, full, mb.rows, plan.trainer.horizon));
     ctx.rank_inputs = sharding::SliceRows(spec, full, ctx.rank_rows, width).inputs;
-    results.push_back(AdapterResult(p.Call(call.input, nullptr, &ctx)));
+    try {
+      results.push_back(AdapterResult(p.Call(call.input, nullptr, &ctx)));
+    } catch (const VerlError&) {
+      if (raised_at)
+        *raised_at = "rank " + std::to_string(call.rank) + ", micro-batch " + std::to_string(call.micro_batch);
+      throw;
+    }
   }
   return sharding::Combine(spec, full, sharded, results);
 }
@@ -202,7 +205,7 @@ std::optional<Worker::Judged> Worker::ExploreSharded(const FunctionSpec& spec, i
   const std::string salt = spec.family + "/" + spec.name + "/dp" + std::to_string(ranks);
   for (int attempt = 0; attempt < 4 * kAttempts; ++attempt) {
     Explored e = GenerateExplored(spec, CaseSeed(o_.seed, salt, index, attempt), index,
-                                  candidate_ ? std::nullopt : dtype, attempt);
+                                  candidate_ ? std::nullopt : dtype, attempt, o_.pins);
     Case full = sharding::JudgedFullBatch(spec, std::move(e.c));
     if (BatchRows(spec, full) < ranks) {
       if (refused) *refused = "fewer rows than ranks";
@@ -211,8 +214,19 @@ std::optional<Worker::Judged> Worker::ExploreSharded(const FunctionSpec& spec, i
     oracle::InputGen g(CaseSeed(o_.seed, salt + "/plan", index, attempt));
     const sharding::ShardPlan plan = sharding::RandomPlan(g, BatchRows(spec, full), ranks, 3);
     if (const sharding::DpVerdict v = sharding::Classify(spec, full, plan); v.kind == sharding::DpKind::kLocal) {
-      if (refused) *refused = "no full-batch formula in verl's semantics: " + v.why;
-      continue;
+      // As check says it: no verdict is possible, and that is no refusal by the reference.
+      Case golden = full;
+      golden.name = "dp" + std::to_string(ranks) + "_" + std::to_string(index);
+      golden.why = "sharded " + plan.Describe();
+      Judged j{
+          golden,
+          CaseReport::NotCompared(golden, Outcome::kSkipped, "no full-batch formula in verl's semantics: " + v.why),
+          e.regime + " sharded " + plan.Describe(),
+          {},
+          {},
+          {}};
+      j.report.function = tools::DpRowName(spec.name, ranks);
+      return j;
     }
     Result want;
     try {
@@ -244,11 +258,12 @@ std::optional<Worker::Judged> Worker::ExploreSharded(const FunctionSpec& spec, i
         if (want.grads.count(gname)) golden.grads[gname] = want.grads.at(gname);
     }
     golden.why = "sharded " + plan.Describe();
-    Judged j{golden, {}, e.regime + " sharded " + plan.Describe(), {}, {}};
+    Judged j{golden, {}, e.regime + " sharded " + plan.Describe(), {}, {}, {}};
     const RunFn run = candidate_ ? AdapterRun(*candidate_) : *spec.Implementation(o_.impl);
+    std::string raised_at;
     try {
-      const Result got =
-          candidate_ ? RunShardedOnAdapter(spec, *candidate_, full, plan) : sharding::RunSharded(spec, run, full, plan);
+      const Result got = candidate_ ? RunShardedOnAdapter(spec, *candidate_, full, plan, &raised_at)
+                                    : sharding::RunSharded(spec, run, full, plan);
       Result only;
       only.outputs[loss] = got.outputs.count(loss) ? got.outputs.at(loss) : Array();
       for (const std::string& gname : spec.grads)
@@ -260,9 +275,15 @@ std::optional<Worker::Judged> Worker::ExploreSharded(const FunctionSpec& spec, i
       j.got.grads = only.grads;
     } catch (const VerlError& ex) {
       j.report = CompareResult(spec, golden, nullptr, std::string(ex.what()));
+      // What a reader needs: which call raised what (the combination never ran).
+      j.got = InputsOnly(golden);
+      j.got.expect_error = std::string(ex.what()) + " (raised by " + (raised_at.empty() ? "a micro-batch" : raised_at) +
+                           " of the sharding)";
     } catch (const Unsupported& ex) {
       j.report = CaseReport::NotCompared(golden, Outcome::kUnsupported, ex.what());
     }
+    j.report.function = tools::DpRowName(spec.name, ranks);
+    j.failures = ReportFailures(j.report);
     return j;
   }
   return std::nullopt;
@@ -337,8 +358,12 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
         all.push_back(std::move(results[k]->report));
         at.push_back(k);
       }
-    tools::ApplyBaseline(*o.baseline, all);
-    for (const tools::BaselineEntry* e : o.baseline->Stale(all)) run.stale.push_back(*e);
+    std::vector<std::vector<tools::FailingKey>> keys;
+    for (const size_t k : at) {
+      keys.emplace_back();
+      for (const Failure& f : results[k]->failures) keys.back().push_back({f.field, f.cause});
+    }
+    tools::ApplyBaseline(*o.baseline, all, &keys);
     for (size_t i = 0; i < at.size(); ++i) results[at[i]]->report = std::move(all[i]);
   }
 
@@ -371,7 +396,8 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
         case Outcome::kUnsupported: ++t.unsupported; break;
         case Outcome::kSkipped: ++t.skipped; break;
       }
-      for (const Failure& fail : FailuresOf(r)) {
+      for (const Failure& fail : r.outcome == Outcome::kFailed ? results[k]->failures : std::vector<Failure>{}) {
+        if (o.baseline && o.baseline->Accepts(r, {fail.field, fail.cause})) continue;  // accepted: no difference
         const auto dkey = std::make_tuple(t.spec, t.dp_ranks, fail);
         auto it = seen.find(dkey);
         if (it == seen.end()) {
@@ -396,6 +422,7 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
           run.differences.push_back(std::move(d));
         }
         ++run.differences[it->second].cases;
+        run.differences[it->second].case_indices.push_back(i);
       }
     }
     if (progress) {
@@ -408,6 +435,13 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
     run.functions.push_back(t);
   }
 
+  if (o.baseline) {  // after the tally: an entry may cover a cause of a case that stays FAILED
+    std::vector<CaseReport> judged;
+    for (const auto& r : results)
+      if (r) judged.push_back(r->report);
+    for (const tools::BaselineEntry* e : o.baseline->Stale(judged)) run.stale.push_back(*e);
+  }
+
   // Shrinking, one difference per worker at a time.
   const auto t1 = std::chrono::steady_clock::now();
   next = 0;
@@ -417,11 +451,15 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
         Difference& d = run.differences[k];
         const FunctionSpec& spec = *d.spec;
         if (d.dp_ranks) continue;
+        // The same failure, cause included, on a case that keeps the user's pins.
         const auto fails = [&](const Case& c) {
+          if (!KeepsPins(spec, c, o.pins)) return false;
           std::string why;
           std::optional<Case> g = w.Golden(spec, c, &why);
           if (!g) return false;
-          for (const Failure& f : FailuresOf(w.Judge(spec, *g)))
+          Case got;
+          const CaseReport r = w.Judge(spec, *g, &got);
+          for (const Failure& f : CaseFailures(spec, *g, got, r))
             if (f == d.failure) return true;
           return false;
         };
@@ -453,6 +491,30 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
   }
   if (error) std::rethrow_exception(error);
   run.shrink_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  // Two differences of one row may share a cause where one's minimal case shows the
+  // other's failure as well: a reader fixes one and sees whether the other goes too.
+  for (size_t a = 0; a < run.differences.size(); ++a) {
+    Difference& d = run.differences[a];
+    const std::vector<Failure> shown =
+        d.dp_ranks ? std::vector<Failure>{} : CaseFailures(*d.spec, d.golden, d.got, d.report);
+    for (size_t b = 0; b < run.differences.size(); ++b) {
+      const Difference& e = run.differences[b];
+      if (a == b || e.spec != d.spec || e.dp_ranks != d.dp_ranks) continue;
+      if (std::find(shown.begin(), shown.end(), e.failure) != shown.end()) {
+        d.may_share.push_back({e.failure, "its minimal case shows it too"});
+        continue;
+      }
+      // Every one of (at least five) generated cases that show the rarer one shows the
+      // other as well: no coincidence of a few cases. Both lists are in exploration order.
+      std::vector<int64_t> both;
+      std::set_intersection(d.case_indices.begin(), d.case_indices.end(), e.case_indices.begin(), e.case_indices.end(),
+                            std::back_inserter(both));
+      const size_t fewer = std::min(d.case_indices.size(), e.case_indices.size());
+      if (fewer >= 5 && both.size() == fewer)
+        d.may_share.push_back({e.failure, "every one of the " + std::to_string(fewer) +
+                                              " generated cases that show the rarer one shows both"});
+    }
+  }
   return run;
 }
 

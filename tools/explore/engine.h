@@ -17,6 +17,7 @@
 #include "oracle/core/case.h"
 #include "oracle/core/function_spec.h"
 #include "oracle/explore/golden.h"
+#include "oracle/explore/regimes.h"
 #include "oracle/judge/case_report.h"
 #include "tools/cli/baseline.h"
 #include "tools/explore/adapter_process.h"
@@ -37,8 +38,11 @@ struct EngineOptions {
   // judged against what verl's semantics give for that sharding. 0: none.
   int64_t dp_cases = 0;
   // Accepted differences (conform --baseline): a generated case whose every failing field
-  // an entry covers is BASELINED, not a difference to shrink.
+  // (or cause group of it) an entry covers is BASELINED, not a difference to shrink.
   tools::Baseline* baseline = nullptr;
+  // Config keys the user fixed (--config KEY=V or KEY=V1,V2): every generated case of a
+  // function with the key draws it from these values, and no shrink step leaves them.
+  ConfigPins pins;
 };
 
 // One side of a run as a worker holds it: its own adapter processes.
@@ -63,6 +67,7 @@ class Worker {
     std::string regime;
     Case got;                        // sharded cases: the combined result, as a case (the others get it when shrunk)
     std::set<std::string> recorded;  // golden inputs the reference recorded (Golden)
+    std::vector<Failure> failures;   // the report's, one per cause (causes.h); empty unless FAILED
   };
   std::optional<Judged> Explore(const FunctionSpec& spec, int64_t index, std::string* refused);
   // Sharded case `index` over `ranks` ranks (dp-invariance); regime names the plan.
@@ -89,7 +94,16 @@ struct FunctionTally {
 
 struct Difference {
   const FunctionSpec* spec = nullptr;
-  int64_t dp_ranks = 0;  // k for a sharded case's difference (not shrunk: the plan is its shape)
+  // Other differences of the same row that may share its cause (one fix may remove both),
+  // each with why: its minimal case shows them too, or they fail together in most of the
+  // generated cases that show either.
+  struct Shared {
+    Failure failure;
+    std::string why;
+  };
+  std::vector<Shared> may_share;
+  std::vector<int64_t> case_indices;  // the explored cases that fail this way, in order
+  int64_t dp_ranks = 0;               // k for a sharded case's difference (not shrunk: the plan is its shape)
   Failure failure;
   int64_t cases = 0;        // explored cases that fail this way
   int64_t first_index = 0;  // the first of them
@@ -114,6 +128,9 @@ struct ExploreRun {
   std::string candidate_name;  // the adapter's name or the implementation's
   std::map<std::string, std::string> candidate_versions, reference_versions;
 };
+
+// How many differences' shrinks stopped at the budget (their minimal case may not be).
+int64_t ShrinksAtBudget(const ExploreRun& run);
 
 // Explores every function of `specs` (the caller's selection) that the candidate and the
 // reference provide, then shrinks each difference. `progress` gets one line per function.

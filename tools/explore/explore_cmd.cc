@@ -108,8 +108,9 @@ std::map<const Difference*, std::string> DiffNames(const ExploreRun& run) {
   std::map<const Difference*, std::string> names;
   std::map<std::string, int> used;
   for (const Difference& d : run.differences) {
-    const std::string base = d.spec->family + "__" + Sanitise(d.spec->name) + "__" +
-                             Sanitise(d.minimal.name.empty() ? d.failure.field : d.minimal.name);
+    const std::string& m = d.minimal.name;
+    const std::string what = m.rfind("min_", 0) == 0 ? m.substr(4) : (m.empty() ? d.failure.field : m);
+    const std::string base = d.spec->family + "__" + Sanitise(d.spec->name) + "__" + Sanitise(what);
     const int n = ++used[base];
     names[&d] = n == 1 ? base : base + "__" + std::to_string(n);
   }
@@ -320,6 +321,18 @@ Totals Sum(const ExploreRun& run) {
   return s;
 }
 
+// The cases a difference's row explored: a dp row's are --dp-cases.
+int64_t CasesOfRow(const ExploreCommand& o, const Difference& d) {
+  return d.dp_ranks ? (o.dp_cases < 0 ? std::max<int64_t>(1, o.cases / 10) : o.dp_cases) : o.cases;
+}
+
+// Differences that were shrunk (a sharded row's are not).
+int64_t Shrunk(const ExploreRun& run) {
+  int64_t n = 0;
+  for (const Difference& d : run.differences) n += !d.dp_ranks;
+  return n;
+}
+
 std::string Header(const ExploreCommand& o, const ExploreRun& run) {
   std::string s = "conform explore: candidate " + run.candidate_name +
                   (o.adapter.empty() ? " (implementation)" : " (adapter " + o.adapter + ")") + ", reference " +
@@ -359,13 +372,17 @@ void Text(const ExploreCommand& o, const ExploreRun& run, const std::string& out
     return;
   }
   out << run.differences.size() << " difference(s), each shrunk to a minimal case (" << ShortNumber(run.shrink_seconds)
-      << " s):\n";
+      << " s; " << ShrinksAtBudget(run) << " of " << Shrunk(run) << " shrinks stopped at the budget):\n";
   int n = 0;
   for (const Difference& d : run.differences) {
     const FunctionSpec& spec = *d.spec;
     out << "\ndifference " << ++n << ": " << DiffLabel(d) << " " << d.failure.field << " (" << d.failure.kind << ", "
-        << GradeName(DifferenceGrade(d)) << ") in " << d.cases << " of " << o.cases << " cases; first at case "
-        << d.first_index << " (" << d.first_regime << ")\n";
+        << GradeName(DifferenceGrade(d)) << ")" << (d.failure.cause.empty() ? "" : " where " + d.failure.cause)
+        << " in " << d.cases << " of " << CasesOfRow(o, d) << " cases; first at case " << d.first_index << " ("
+        << d.first_regime << ")\n";
+    for (const Difference::Shared& m : d.may_share)
+      out << "  may share a cause with: " << m.failure.field << " (" << m.failure.kind << ", " << m.failure.grade << ")"
+          << (m.failure.cause.empty() ? "" : " where " + m.failure.cause) << " (" << m.why << ")\n";
     if (d.dp_ranks)
       out << "  the case, sharded (" << d.golden.why << "; not shrunk): " << ShapeText(spec, d.minimal) << "\n";
     else
@@ -423,6 +440,7 @@ std::string Json(const ExploreCommand& o, const ExploreRun& run, const std::stri
   w.Key("mistrusted").Int(s.mistrusted).Key("unsupported").Int(s.unsupported).Key("skipped").Int(s.skipped);
   w.Key("refused").Int(s.refused).Key("differences").Int(static_cast<int64_t>(run.differences.size()));
   w.Key("explore_seconds").Number(run.explore_seconds).Key("shrink_seconds").Number(run.shrink_seconds);
+  w.Key("shrunk").Int(Shrunk(run)).Key("shrinks_at_budget").Int(ShrinksAtBudget(run));
   w.EndObject();
   w.Key("functions").BeginArray();
   for (const auto& t : run.functions) {
@@ -450,6 +468,14 @@ std::string Json(const ExploreCommand& o, const ExploreRun& run, const std::stri
     w.BeginObject().Key("function").String(d.spec->family + "/" + d.spec->name).Key("dp_ranks").Int(d.dp_ranks);
     if (d.dp_ranks) w.Key("sharding").String(d.golden.why);
     w.Key("field").String(d.failure.field).Key("kind").String(d.failure.kind);
+    w.Key("cause").String(d.failure.cause);
+    w.Key("may_share_a_cause_with").BeginArray();
+    for (const Difference::Shared& m : d.may_share) {
+      const Failure& f = m.failure;
+      w.BeginObject().Key("field").String(f.field).Key("kind").String(f.kind).Key("grade").String(f.grade);
+      w.Key("cause").String(f.cause).Key("why").String(m.why).EndObject();
+    }
+    w.EndArray();
     w.Key("grade").String(GradeName(DifferenceGrade(d)));
     w.Key("cases").Int(d.cases).Key("first_case").Int(d.first_index).Key("first_regime").String(d.first_regime);
     w.Key("minimal").BeginObject();
@@ -508,8 +534,11 @@ std::string Markdown(const ExploreCommand& o, const ExploreRun& run, const std::
   int n = 0;
   for (const Difference& d : run.differences) {
     m << "\n## " << ++n << ". " << DiffLabel(d) << " `" << d.failure.field << "` (" << d.failure.kind << ", "
-      << GradeName(DifferenceGrade(d)) << ")\n\n"
-      << d.cases << " of " << o.cases << " cases; minimal case: " << ShapeText(*d.spec, d.minimal) << ".\n\n";
+      << GradeName(DifferenceGrade(d)) << ")" << (d.failure.cause.empty() ? "" : " where " + d.failure.cause) << "\n\n"
+      << d.cases << " of " << CasesOfRow(o, d) << " cases; minimal case: " << ShapeText(*d.spec, d.minimal) << ".\n\n";
+    for (const Difference::Shared& s : d.may_share)
+      m << "May share a cause with `" << s.failure.field << "`"
+        << (s.failure.cause.empty() ? "" : " where " + s.failure.cause) << ": " << s.why << ".\n\n";
     m << "| input | value |\n|---|---|\n";
     for (const auto& [name, a] : d.minimal.inputs) m << "| " << name << " | `" << InputText(a) << "` |\n";
     const DiffView v = View(d);
@@ -542,6 +571,87 @@ std::string AbsoluteRunfile(const ExploreCommand& o, const std::string& rel) {
 }
 
 }  // namespace
+
+// One --config value for `k`, as its declared type reads it; BadInput naming the option.
+ConfigValue PinnedValue(const ConfigKey& k, const std::string& text, const std::string& option) {
+  const std::string where = "--config " + option + ": ";
+  if (text.empty()) throw BadInput(where + "an empty value");
+  if (text == "None") {
+    if (!k.absent_is_none)
+      throw BadInput(where + "None is no value " + k.name + " can be pinned to (verl then uses its default)");
+    return std::monostate{};
+  }
+  auto number = [&](bool integer) -> std::optional<double> {
+    char* end = nullptr;
+    const double x = std::strtod(text.c_str(), &end);
+    if (*end != '\0' || !std::isfinite(x) || (integer && x != std::floor(x))) return std::nullopt;
+    return x;
+  };
+  if (k.type == "int") {
+    const auto x = number(true);
+    if (!x || std::fabs(*x) > 1e15)
+      throw BadInput(where + "'" + text + "' is not a whole number (" + k.name + " is an int)");
+    return static_cast<int64_t>(*x);
+  }
+  if (k.type == "bool") {
+    if (text == "1" || text == "true" || text == "True") return int64_t{1};
+    if (text == "0" || text == "false" || text == "False") return int64_t{0};
+    throw BadInput(where + "'" + text + "' is not a bool (true, false, 1 or 0)");
+  }
+  if (k.type == "float") {
+    const auto x = number(false);
+    if (!x) throw BadInput(where + "'" + text + "' is not a finite number (" + k.name + " is a float)");
+    return *x;
+  }
+  if (k.type == "float|str") {
+    if (const auto x = number(false)) return *x;
+    return text;
+  }
+  if (!k.choices.empty() && std::find(k.choices.begin(), k.choices.end(), text) == k.choices.end()) {
+    std::string names;
+    for (const auto& c : k.choices) names += (names.empty() ? "" : ", ") + c;
+    throw BadInput(where + "'" + text + "' is not one of " + k.name + "'s names (" + names + ")");
+  }
+  return text;
+}
+
+// --config KEY=V[,V...] for the selected functions: every key must be some selected
+// function's, given once, with values its type reads.
+ConfigPins ParsePins(const std::vector<std::string>& given, const std::vector<const FunctionSpec*>& specs) {
+  ConfigPins pins;
+  for (const std::string& g : given) {
+    const size_t eq = g.find('=');
+    if (eq == std::string::npos || eq == 0) throw BadInput("--config " + g + ": expected KEY=VALUE[,VALUE...]");
+    const std::string key = g.substr(0, eq), text = g.substr(eq + 1);
+    if (pins.count(key)) throw BadInput("--config " + key + ": given twice");
+    const ConfigKey* k = nullptr;
+    for (const FunctionSpec* s : specs)
+      if ((k = s->FindConfigKey(key))) break;
+    if (!k) throw BadInput("--config " + g + ": no selected function has a config key '" + key + "' (conform spec)");
+    // A string key without a closed set of names holds verl's own comma syntax (an RS chain).
+    const bool whole = k->type == "str" && k->choices.empty();
+    std::vector<std::string> parts;
+    if (whole) {
+      parts.push_back(text);
+    } else {
+      for (size_t start = 0;;) {
+        const size_t comma = text.find(',', start);
+        parts.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+    }
+    std::vector<ConfigValue>& values = pins[key];
+    for (const std::string& p : parts) {
+      const ConfigValue v = PinnedValue(*k, p, g);
+      // Every selected function with the key must read the value the same way.
+      for (const FunctionSpec* s : specs)
+        if (const ConfigKey* other = s->FindConfigKey(key); other && other != k) (void)PinnedValue(*other, p, g);
+      if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
+    }
+  }
+  return pins;
+}
 
 int RunExploreCommand(const ExploreCommand& o, std::ostream& out) {
   EngineOptions e;
@@ -584,6 +694,7 @@ int RunExploreCommand(const ExploreCommand& o, std::ostream& out) {
   std::vector<const FunctionSpec*> specs;
   for (size_t k = 0; k < probes.size(); ++k)
     if (sel.Selects(probes[k])) specs.push_back(&Registry()[k]);
+  e.pins = ParsePins(o.config, specs);
 
   if (!o.out.empty()) {
     struct stat st;

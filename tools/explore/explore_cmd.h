@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 namespace verlconf::explore {
 
@@ -22,7 +23,8 @@ struct ExploreCommand {
   uint64_t seed = 0;
   int64_t cases = 100;
   double shrink_seconds = 25;
-  int64_t dp_cases = -1;  // sharded cases per function and k; -1: cases / 10, at least 1
+  int64_t dp_cases = -1;            // sharded cases per function and k; -1: cases / 10, at least 1
+  std::vector<std::string> config;  // --config KEY=V[,V...], as given
   std::string argv0;
   std::string display;  // how the user runs conform, for the replay lines
 };

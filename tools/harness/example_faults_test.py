@@ -9,6 +9,7 @@ conform's judge, too, fails these cases is for the tests that run it.
 """
 
 import importlib.util
+import math
 import os
 import sys
 import unittest
@@ -122,6 +123,28 @@ MINIMAL = {
             ["outputs/loss"],
         ),
     ],
+    "exclusive_k1_bounds": [
+        (
+            "token_k1",
+            {"log_ratio": a([[0]]), "response_mask": a([[1]])},
+            {"rollout_rs_threshold": "1.0_2.0"},
+            ["outputs/modified_response_mask"],
+        ),
+        (
+            "token_k1",
+            {"log_ratio": a([[-math.log(2.0)]]), "response_mask": a([[1]])},
+            {"rollout_rs_threshold": "0.5_2.0"},
+            ["outputs/modified_response_mask"],
+        ),
+    ],  # fmt: skip
+    "kl_unmasked_mean": [
+        (
+            "actor_kl_loss",
+            {"log_prob": a([[0, 0]]), "ref_log_prob": a([[0, 1]]), "response_mask": a([[1, 0]])},
+            dict(AGG_CFG, kl_loss_type="low_var_kl", kl_loss_coef=0.001, loss_agg_mode="token-mean"),
+            ["outputs/kl_term", "grads/log_prob"],
+        )
+    ],
     "gae_resets_at_observation": [
         (
             "gae",
@@ -137,6 +160,18 @@ NOT_SIMPLER = {
     "k3_no_clamp": ("k3", {"logprob": a([[0]]), "ref_logprob": a([[2]])}, {}),
     "agg_counts_padding": ("token-mean", {"loss_mat": a([[0]]), "loss_mask": a([[1]])}, AGG_CFG),
     "dual_clip_positive": ("vanilla", vanilla_case([[0]], [[0]], [[0]], [[1]]), VANILLA_CFG),
+    # A log-ratio strictly inside the band: both comparisons agree.
+    "exclusive_k1_bounds": (
+        "token_k1",
+        {"log_ratio": a([[0.25]]), "response_mask": a([[1]])},
+        {"rollout_rs_threshold": "0.5_2.0"},
+    ),
+    # Nothing under the padding: the unmasked mean over the valid token alone is the same.
+    "kl_unmasked_mean": (
+        "actor_kl_loss",
+        {"log_prob": a([[0]]), "ref_log_prob": a([[1]]), "response_mask": a([[1]])},
+        dict(AGG_CFG, kl_loss_type="low_var_kl", kl_loss_coef=0.001, loss_agg_mode="token-mean"),
+    ),
     # The trainer's count equal to the rank's own: a local mean is then the global one.
     "local_token_mean": (
         "token-mean",

@@ -126,7 +126,8 @@ class Plugin(unittest.TestCase):
     def test_pristine_example_all_pass(self):
         code, out, err = self.pytest("--verlconf-adapter=numpy_example")
         self.assertEqual(code, 0, out + err)
-        self.assertRegex(out, r"\n=+ 30 passed, 151 skipped in ")  # 97 functions, 84 dp rows
+        self.assertRegex(out, r"\n=+ 31 passed, 151 skipped in ")  # 97 functions, 84 dp rows, "compared"
+        self.assertIn("PASSED verlconf::compared", out)
         self.assertIn("PASSED verlconf::advantage/grpo", out)
         self.assertIn("PASSED verlconf::advantage/gae", out)
         self.assertIn("SKIPPED [1] verlconf:1: advantage/gdpo: not provided by adapter numpy_example", out)
@@ -145,7 +146,7 @@ class Plugin(unittest.TestCase):
         self.assertIn("  repro: verlconf validate --adapter numpy_example --only grpo/", out)
         self.assertIn("PASSED verlconf::aggregation/token-mean", out)
         self.assertIn("PASSED verlconf::aggregation/token-mean [dp k=4]", out)
-        self.assertRegex(out, r"\n=+ 1 failed, 10 passed in ")
+        self.assertRegex(out, r"\n=+ 1 failed, 11 passed in ")
 
     def test_a_baseline_accepts_the_difference_and_keywords_select(self):
         with open(os.path.join(work, "accepted.txt"), "w") as f:
@@ -157,9 +158,29 @@ class Plugin(unittest.TestCase):
         self.assertEqual(code, 0, out + err)
         self.assertIn("PASSED verlconf::advantage/grpo", out)
         self.assertNotIn("verlconf::kl/k3", out)  # deselected by -k
-        self.assertRegex(out, r"\n=+ 1 passed, 1 deselected in ")
+        self.assertRegex(out, r"\n=+ 1 passed, 2 deselected in ")
         # The validate ran on k3 all the same: the entry that matches nothing is named.
         self.assertIn("accepted.txt:3: kl/k3 outputs/kl *: no difference of this run matches it", out)
+
+    def test_a_run_that_compares_nothing_fails(self):
+        # Every case declined: validate exits 4, and the session is not green.
+        with open(os.path.join(work, "declines_adapter.py"), "w") as f:
+            f.write("name = 'declines'\ndef versions(): return {}\nFUNCTIONS = {'k1': lambda i, c, d: None}\n")
+        code, out, err = self.pytest("--verlconf-adapter=declines_adapter.py", "--verlconf-only=k1")
+        self.assertEqual(code, 1, out + err)
+        self.assertIn("FAILED verlconf::compared", out)
+        self.assertIn("nothing was compared", out)
+
+    def test_an_explore_budget_guards_generated_cases_too(self):
+        args = ("--verlconf-adapter=numpy_example", "--verlconf-only=k3", "--verlconf-explore-cases=60")
+        code, out, err = self.pytest(*args)
+        self.assertEqual(code, 0, out + err)
+        self.assertIn("PASSED verlconf-explore::kl/k3", out)
+        code, out, err = self.pytest(*args, VERLCONF_EXAMPLE_BUG="k3_no_clamp")
+        self.assertEqual(code, 1, out + err)
+        self.assertIn("FAILED verlconf-explore::kl/k3", out)
+        self.assertIn("outputs/kl (value, material)", out)
+        self.assertIn("verlconf: verlconf explore --cases 60", out)
 
 
 class WheelFile(unittest.TestCase):
