@@ -78,7 +78,7 @@ class Command(unittest.TestCase):
         self.assertIn("/site-packages/verlconf/_data/fixtures/verl-0.9.1 (verl 0.9.1)", out.splitlines()[0])
         self.assertEqual(int(row(out, "grpo")[3]), 28)
         self.assertEqual(int(row(out, "vanilla")[3]), 48)
-        self.assertIn("3002 cases: 638 passed, 0 failed", out)  # the dp-invariance rows included
+        self.assertIn("3002 cases: 706 passed, 0 failed", out)  # the dp-invariance rows included
 
     def test_planted_bug_in_another_interpreter_fails_with_a_verlconf_repro(self):
         # Debian's python3 has numpy and h5py but not verlconf: the harness loads the
@@ -126,12 +126,12 @@ class Plugin(unittest.TestCase):
     def test_pristine_example_all_pass(self):
         code, out, err = self.pytest("--verlconf-adapter=numpy_example")
         self.assertEqual(code, 0, out + err)
-        self.assertRegex(out, r"\n=+ 31 passed, 151 skipped in ")  # 97 functions, 84 dp rows, "compared"
+        self.assertRegex(out, r"\n=+ 36 passed, 146 skipped in ")  # 97 functions, 84 dp rows, "compared"
         self.assertIn("PASSED verlconf::compared", out)
         self.assertIn("PASSED verlconf::advantage/grpo", out)
         self.assertIn("PASSED verlconf::advantage/gae", out)
         self.assertIn("SKIPPED [1] verlconf:1: advantage/gdpo: not provided by adapter numpy_example", out)
-        self.assertIn("verlconf: verlconf validate --adapter numpy_example --format json: exit 0; 3002 cases", out)
+        self.assertIn("verlconf: verlconf validate --adapter numpy_example --format json: exit 0; 3002 cases: 706", out)
 
     def test_planted_bug_fails_the_grpo_item_alone(self):
         only = "--verlconf-only=grpo,vanilla,k1,k3,token-mean"
