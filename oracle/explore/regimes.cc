@@ -142,7 +142,10 @@ void MutateGroups(const FunctionSpec& spec, oracle::InputGen& g, Case& c, std::v
       const double delta = std::pow(10.0, -static_cast<double>(g.Int(4, 8)));
       for (const auto& in : spec.inputs) {
         auto it = c.inputs.find(in.name);
-        if (in.role == Role::kGroupIndex || in.is_mask || !Batched(in.role) || it == c.inputs.end()) continue;
+        // Scores only (token rewards, reward components): a turn or session number is a
+        // label, not a value with a spread.
+        const bool score = in.role == Role::kTokens || in.role == Role::kComponents;
+        if (!score || in.is_mask || it == c.inputs.end()) continue;
         Array& a = it->second;
         if (a.rank() == 0 || a.shape[0] != idx.size() || a.dtype == DType::kInt64) continue;
         const int64_t row = a.size() / a.shape[0];
