@@ -121,8 +121,7 @@ std::vector<Failure> ReportFailures(const CaseReport& r) {
   return out;
 }
 
-std::vector<Failure> CaseFailures(const FunctionSpec& spec, const Case& golden, const Case& got,
-                                  const CaseReport& r) {
+std::vector<Failure> CaseFailures(const FunctionSpec& spec, const Case& golden, const Case& got, const CaseReport& r) {
   if (r.outcome != Outcome::kFailed) return {};
   Array boundary;
   bool have_boundary = false;
@@ -150,8 +149,7 @@ std::vector<Failure> CaseFailures(const FunctionSpec& spec, const Case& golden, 
     std::map<std::pair<std::string, std::string>, Grade> groups;
     for (const ElementDiff& e : DifferingElements(spec, golden, got, f.field, f.tol, static_cast<size_t>(-1))) {
       if (flipped.count(e.index)) continue;  // the other decision's value: no miss
-      const std::string cause =
-          ElementCause(spec, golden, *want, e.index, boundary.size() ? &boundary : nullptr);
+      const std::string cause = ElementCause(spec, golden, *want, e.index, boundary.size() ? &boundary : nullptr);
       const std::string kind = NonFinitePair(e.got, e.want) ? "non-finite" : "value";
       const auto key = std::make_pair(cause, kind);
       auto [it, fresh] = groups.emplace(key, Grade::kNone);
