@@ -77,7 +77,7 @@ std::string TakeCause(std::string& text, const std::string& where) {
   if (open >= text.size() || text[open] != '"') throw BadInput(where + "a cause is cause=\"...\" in double quotes");
   const size_t close = text.find('"', open + 1);
   if (close == std::string::npos) throw BadInput(where + "cause=\" has no closing quote");
-  const std::string cause = text.substr(open + 1, close - open - 1);
+  std::string cause = text.substr(open + 1, close - open - 1);
   if (Trim(cause).empty()) throw BadInput(where + "an empty cause=\"\"");
   text = text.substr(0, at) + " " + text.substr(close + 1);
   return cause;
