@@ -11,8 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "oracle/aggregation/agg_loss.h"
 #include "oracle/core/registry.h"
 #include "oracle/judge/judge.h"
+#include "oracle/kl/kl_penalty.h"
 
 namespace verlconf {
 namespace {
@@ -102,6 +104,14 @@ TEST(ExactTies, AreNotRoundingQuestions) {
       for (int64_t k = 0; k < ref.boundary.size(); ++k) EXPECT_EQ(ref.boundary[k], 0.0) << what << " token " << k;
       EXPECT_EQ(ref.outputs.at("modified_response_mask")[0], 1.0) << what << ": verl's comparison is inclusive";
       EXPECT_EQ(Judge(spec, golden, ref).outcome, Outcome::kPassed) << what;
+      // The same decisions with every metric one ulp of the case's dtype off (a fraction of
+      // the same count rounded otherwise, a mean summed in another order) pass too.
+      Result ulp = ref;
+      for (auto& [name, v] : ulp.metrics)
+        if (v != 0.0 && std::isfinite(v))
+          v = dtype == DType::kFloat32 ? static_cast<double>(std::nextafter(static_cast<float>(v), 1e30f))
+                                       : std::nextafter(v, 1e300);
+      EXPECT_EQ(Judge(spec, golden, ulp).outcome, Outcome::kPassed) << what << " (metrics one ulp off)";
       const Result exclusive = Exclusive(spec, golden, 2, t.toward);
       ASSERT_EQ(exclusive.outputs.at("modified_response_mask")[0], 0.0) << what;
       const CaseReport r = Judge(spec, golden, exclusive);
@@ -214,6 +224,40 @@ TEST(ScaledOutputs, ATenPercentErrorAtASmallCoefficientFailsInFloat32) {
       }
 }
 
+// The other direction of the narrowed atol: a correct float32 result computed another way
+// passes. The KL term summed in float32 in reverse token order (not the reference's exact
+// sum, not torch's pairwise one), each gradient element as float32 products, and the
+// reference's own values moved one float32 ulp, all at kl_loss_coef 1e-3 and 1e-4.
+TEST(ScaledOutputs, ACorrectFloat32ResultComputedAnotherWayPasses) {
+  const FunctionSpec& spec = *FindSpec("actor_kl_loss");
+  for (const double coef : {1e-3, 1e-4})
+    for (const char* agg : {"token-mean", "seq-mean-token-mean", "seq-mean-token-sum"})
+      for (uint64_t seed = 1; seed <= 5; ++seed) {
+        const Case golden = KlLossCase(coef, seed, agg);
+        const std::string what = "coef " + std::to_string(coef) + " " + agg + " seed " + std::to_string(seed);
+        const Array& lp = golden.Input("log_prob");
+        const Array& ref = golden.Input("ref_log_prob");
+        const Array kl = oracle::kl_penalty(lp, ref, "low_var_kl");
+        const Array dkl = oracle::kl_penalty_grad(lp, ref, "low_var_kl");
+        const Array w = oracle::agg_loss_weights(golden.Input("response_mask"), agg, oracle::GlobalBatchInfo{});
+        float sum = 0.0f;
+        for (int64_t k = kl.size() - 1; k >= 0; --k) sum += static_cast<float>(w[k]) * static_cast<float>(kl[k]);
+        Result other = RoundedToFloat32(spec.oracle(golden));
+        other.outputs.at("kl_term")[0] = static_cast<double>(static_cast<float>(coef) * sum);
+        Array& g = other.grads.at("log_prob");
+        for (int64_t k = 0; k < g.size(); ++k)
+          g[k] = static_cast<double>(static_cast<float>(coef) * static_cast<float>(w[k]) * static_cast<float>(dkl[k]));
+        CaseReport r = Judge(spec, golden, other);
+        EXPECT_EQ(r.outcome, Outcome::kPassed) << what << " (another order)\n" << r.Describe();
+        Result ulp = RoundedToFloat32(spec.oracle(golden));
+        auto up = [](double& x) { x = static_cast<double>(std::nextafter(static_cast<float>(x), 1e30f)); };
+        up(ulp.outputs.at("kl_term")[0]);
+        for (double& x : ulp.grads.at("log_prob").data) up(x);
+        r = Judge(spec, golden, ulp);
+        EXPECT_EQ(r.outcome, Outcome::kPassed) << what << " (one ulp)\n" << r.Describe();
+      }
+}
+
 // A KL penalty beside sparse scores (verl's: the score on the last token only): every
 // other element is kl_coef times a KL of order one.
 TEST(ScaledOutputs, ATenPercentErrorInASmallKlPenaltyFailsInFloat32) {
@@ -231,6 +275,14 @@ TEST(ScaledOutputs, ATenPercentErrorInASmallKlPenaltyFailsInFloat32) {
       const std::string what = "coef " + std::to_string(coef) + " seed " + std::to_string(seed);
       const Result right = RoundedToFloat32(spec.oracle(golden));
       EXPECT_EQ(Judge(spec, golden, right).outcome, Outcome::kPassed) << what;
+      // Computed another way: float32(score - float32(coef * float32(kld))), the penalty
+      // taken from the reference (scores - rewards) in float64.
+      Result other = right;
+      for (int64_t k = 0; k < scores.size(); ++k) {
+        const float penalty = static_cast<float>(scores[k] - golden.outputs.at("token_level_rewards")[k]);
+        other.outputs.at("token_level_rewards")[k] = static_cast<double>(static_cast<float>(scores[k]) - penalty);
+      }
+      EXPECT_EQ(Judge(spec, golden, other).outcome, Outcome::kPassed) << what << " (another way)";
       // The penalty (scores - rewards) 10% larger.
       Result off = right;
       Array& rewards = off.outputs.at("token_level_rewards");
