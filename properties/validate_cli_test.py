@@ -281,23 +281,34 @@ class FalsePasses(Base):
         self.assertTrue({c for c in failed if c.endswith("_f64")}, failed)
 
 
-class DpRowBaseline(Base):
-    """A baseline entry for one dp-invariance row, or for all of them, on a candidate whose
-    token-mean takes each rank's own mean."""
+class PlantedCandidate(Base):
+    """One harness run of the numpy example with BUG planted, on ONLY, shared by the tests."""
+
+    ONLY, BUG = "", ""
 
     @classmethod
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         cls.cand = os.path.join(cls.dir, "cand")
-        p = harness(cls.cand, "--only", "token-mean", bug="local_token_mean")
+        p = harness(cls.cand, "--only", cls.ONLY, bug=cls.BUG)
         assert p.returncode == 0, p.stderr
 
     @classmethod
     def tearDownClass(cls):
         shutil.rmtree(cls.dir, ignore_errors=True)
 
+    def check(self, *args):
+        return conform("check", "--against", GOLDENS, "--candidate", self.cand, *args)
+
+
+class DpRowBaseline(PlantedCandidate):
+    """A baseline entry for one dp-invariance row, or for all of them, on a candidate whose
+    token-mean takes each rank's own mean."""
+
+    ONLY, BUG = "token-mean", "local_token_mean"
+
     def rows(self, *args):
-        code, out, err = conform("check", "--against", GOLDENS, "--candidate", self.cand, "--format", "json", *args)
+        code, out, err = self.check("--format", "json", *args)
         return code, {f["function"]: f["outcomes"] for f in json.loads(out)["functions"]}, err
 
     def test_one_row_or_every_row(self):
@@ -322,26 +333,13 @@ class DpRowBaseline(Base):
         for text in ("token-mean [dp k=x] grads/loss_mat # why\n", "token-mean [dp k=2 grads/loss_mat # why\n",
                      "token-mean grads/loss_mat cause=\"\" # why\n"):  # fmt: skip
             b = self.path("bad.txt", text)
-            assert_bad_input(self, conform("check", "--against", GOLDENS, "--candidate", self.cand, "--baseline", b),
-                             b + ":1")  # fmt: skip
+            assert_bad_input(self, self.check("--baseline", b), b + ":1")
 
 
-class Baseline(Base):
+class Baseline(PlantedCandidate):
     """On one candidate with the biased-std bug planted in GRPO."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
-        cls.cand = os.path.join(cls.dir, "cand")
-        p = harness(cls.cand, "--only", "grpo,vanilla,k3", bug="biased_std")
-        assert p.returncode == 0, p.stderr
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.dir, ignore_errors=True)
-
-    def check(self, *args):
-        return conform("check", "--against", GOLDENS, "--candidate", self.cand, *args)
+    ONLY, BUG = "grpo,vanilla,k3", "biased_std"
 
     def written(self):
         """--write-baseline's file, then the same with its placeholder reasons replaced."""

@@ -33,38 +33,6 @@ Grade ElementGrade(double got, double want) {
 
 bool NonFinitePair(double got, double want) { return std::isfinite(got) != std::isfinite(want); }
 
-const Array* TokenMask(const FunctionSpec& spec, const Case& c) {
-  for (const auto& in : spec.inputs)
-    if (in.is_mask && in.role == Role::kTokens)
-      if (const Array* a = c.OptionalInput(in.name)) return a;
-  return nullptr;
-}
-
-// The deciding input as a log-ratio (log_ratio itself, or the deciding log-prob minus its
-// partner, newer over older as elements.cc orders them): nullopt where the spec has none.
-std::optional<double> LogRatio(const FunctionSpec& spec, const Case& c, int64_t flat) {
-  const InputSpec* d = nullptr;
-  for (const auto& in : spec.inputs)
-    if (in.decides && c.OptionalInput(in.name)) {
-      d = &in;
-      break;
-    }
-  if (!d) return std::nullopt;
-  const Array& x = c.inputs.at(d->name);
-  if (flat >= x.size()) return std::nullopt;
-  if (d->name == "log_ratio") return x[flat];
-  auto older = [](const std::string& n) {
-    return n.rfind("ref", 0) == 0 || n.find("rollout") != std::string::npos || n.rfind("old", 0) == 0;
-  };
-  for (const auto& in : spec.inputs) {
-    if (in.name == d->name || in.role != Role::kTokens) continue;
-    if (in.name.find("log_prob") == std::string::npos && in.name.find("logprob") == std::string::npos) continue;
-    const Array* p = c.OptionalInput(in.name);
-    if (p && p->shape == x.shape) return older(in.name) ? x[flat] - (*p)[flat] : (*p)[flat] - x[flat];
-  }
-  return std::nullopt;
-}
-
 // verl clamps every log-ratio to +-20 before exp.
 constexpr double kLogRatioClamp = 20.0;
 
@@ -147,7 +115,8 @@ std::vector<Failure> CaseFailures(const FunctionSpec& spec, const Case& golden, 
     // (cause, kind) -> the worst grade among its elements, in order of first appearance.
     std::vector<std::pair<std::string, std::string>> order;
     std::map<std::pair<std::string, std::string>, Grade> groups;
-    for (const ElementDiff& e : DifferingElements(spec, golden, got, f.field, f.tol, static_cast<size_t>(-1))) {
+    for (const ElementDiff& e :
+         DifferingElements(spec, golden, got, f.field, f.tol, static_cast<size_t>(-1), &boundary)) {
       if (flipped.count(e.index)) continue;  // the other decision's value: no miss
       const std::string cause = ElementCause(spec, golden, *want, e.index, boundary.size() ? &boundary : nullptr);
       const std::string kind = NonFinitePair(e.got, e.want) ? "non-finite" : "value";

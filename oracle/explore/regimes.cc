@@ -28,10 +28,7 @@ bool IsFloatInput(const InputSpec& in, const Array& a) {
 // A number as Python's str() would write it in a config string (shortest round trip).
 std::string PyText(double x) {
   char buf[32];
-  for (int digits = 1; digits <= 17; ++digits) {
-    std::snprintf(buf, sizeof buf, "%.*g", digits, x);
-    if (std::strtod(buf, nullptr) == x) break;
-  }
+  std::snprintf(buf, sizeof buf, "%.*g", SignificantDigits(x), x);
   std::string s = buf;
   if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
   return s;

@@ -220,13 +220,7 @@ class Shrinker {
 
   // (significant decimal digits, magnitude): what a rounder number has less of.
   static std::pair<int, double> Roundness(double x) {
-    if (x == 0.0) return {0, 0.0};
-    char buf[40];
-    for (int digits = 1; digits < 17; ++digits) {
-      std::snprintf(buf, sizeof buf, "%.*g", digits, x);
-      if (std::strtod(buf, nullptr) == x) return {digits, std::fabs(x)};
-    }
-    return {17, std::fabs(x)};
+    return x == 0.0 ? std::pair<int, double>{0, 0.0} : std::pair<int, double>{SignificantDigits(x), std::fabs(x)};
   }
 
   // A float config value the generator scaled (0.2 * 0.1 = 0.020000000000000004) as the
@@ -271,6 +265,15 @@ class Shrinker {
 };
 
 }  // namespace
+
+int SignificantDigits(double x) {
+  char buf[40];
+  for (int digits = 1; digits < 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, x);
+    if (std::strtod(buf, nullptr) == x) return digits;
+  }
+  return 17;
+}
 
 bool Batched(Role r) {
   return r == Role::kTokens || r == Role::kSequences || r == Role::kGroupIndex || r == Role::kComponents ||

@@ -28,6 +28,10 @@ struct Shrunk {
 Shrunk Shrink(const FunctionSpec& spec, const Case& start, const std::function<bool(const Case&)>& fails,
               const ShrinkBudget& budget = {});
 
+// The fewest significant decimal digits (1 to 17) that write `x` back exactly: how round
+// a number is, and how Python's str() would write it.
+int SignificantDigits(double x);
+
 // Whether inputs of this role are laid out batch-first (B rows).
 bool Batched(Role r);
 

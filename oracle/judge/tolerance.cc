@@ -55,14 +55,16 @@ AggregateMagnitude OracleMagnitude(const FunctionSpec& spec, const Case& c) {
   }
 }
 
-// `known`: M from an oracle run on `c` the caller already made; null to run it here.
-void AllowForAggregateMagnitude(const FunctionSpec& spec, const std::string& field, const Case& c,
-                                const AggregateMagnitude* known, Tolerance& t) {
-  if (field.rfind("outputs/", 0) != 0 || !spec.oracle) return;
+// outputs/<name> of a scalar output: an aggregated loss, when the oracle reports terms.
+bool IsScalarOutput(const FunctionSpec& spec, const std::string& field) {
+  if (field.rfind("outputs/", 0) != 0) return false;
   const OutputSpec* out = spec.FindOutput(field.substr(std::string("outputs/").size()));
-  if (!out || out->kind != OutputKind::kScalar) return;
-  const AggregateMagnitude m = known ? *known : OracleMagnitude(spec, c);
-  if (m.terms == 0 || !(m.abs_sum > 0.0)) return;
+  return out && out->kind == OutputKind::kScalar;
+}
+
+// `m`: the oracle's aggregations on the case (CaseTolerance runs it once for both rules).
+void AllowForAggregateMagnitude(const AggregateMagnitude& m, bool scalar, Tolerance& t) {
+  if (!scalar || m.terms == 0 || !(m.abs_sum > 0.0)) return;
   const double factor = SumRoundingEps(m.terms);
   const double extra = factor * kEps32 * m.abs_sum;
   if (!(extra > 0.0) || !std::isfinite(extra)) return;
@@ -82,15 +84,9 @@ void AllowForAggregateMagnitude(const FunctionSpec& spec, const std::string& fie
 // part by that (never above 1: it only narrows what the table allows near 0) keeps a
 // small-scaled output from passing any relative error below the table's atol. The
 // weights come from the oracle's run on the case's inputs, never from the candidate.
-void ScaleAbsoluteByWeights(const FunctionSpec& spec, const std::string& field, const Case& c,
-                            const AggregateMagnitude* known, Tolerance& t) {
-  const bool loss = field.rfind("outputs/", 0) == 0, grad = field.rfind("grads/", 0) == 0;
-  if ((!loss && !grad) || !spec.oracle) return;
-  if (loss) {
-    const OutputSpec* out = spec.FindOutput(field.substr(std::string("outputs/").size()));
-    if (!out || out->kind != OutputKind::kScalar) return;
-  }
-  const AggregateMagnitude m = known ? *known : OracleMagnitude(spec, c);
+void ScaleAbsoluteByWeights(const std::string& field, const AggregateMagnitude& m, bool scalar, Tolerance& t) {
+  const bool loss = scalar, grad = field.rfind("grads/", 0) == 0;
+  if (!loss && !grad) return;
   if (m.terms == 0) return;
   const double weight = loss ? m.weight_sum : m.weight_max;
   if (!(weight < 1.0) || !std::isfinite(weight)) return;
@@ -137,7 +133,16 @@ Tolerance CaseTolerance(const FunctionSpec& spec, const std::string& field, cons
       t = {std::max(b->rtol, d.rtol), std::max(b->atol, d.atol), b->reason};
     }
   }
-  ScaleAbsoluteByWeights(spec, field, c, known, t);
+  // The oracle's aggregations, run once for the two rules that read them.
+  const bool scalar = IsScalarOutput(spec, field);
+  AggregateMagnitude own;
+  if (!known && spec.oracle && (scalar || field.rfind("grads/", 0) == 0)) {
+    own = OracleMagnitude(spec, c);
+    known = &own;
+  }
+  const AggregateMagnitude none;
+  const AggregateMagnitude& m = known ? *known : none;
+  ScaleAbsoluteByWeights(field, m, scalar, t);
   ScaleAbsoluteByElements(spec, field, c, t);
   if (c.dtype != DType::kFloat32) {
     // The condition number bounds float64's absolute rounding the same way (a constant
@@ -154,7 +159,7 @@ Tolerance CaseTolerance(const FunctionSpec& spec, const std::string& field, cons
     }
     return t;
   }
-  AllowForAggregateMagnitude(spec, field, c, known, t);
+  AllowForAggregateMagnitude(m, scalar, t);
   if (!spec.float32_condition) return t;
   const double cond = spec.float32_condition(c);
   if (cond > 1.0) {

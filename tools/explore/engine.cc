@@ -73,8 +73,6 @@ Case FromImplementation(const FunctionSpec& spec, const RunFn& run, const Case& 
 
 }  // namespace
 
-std::vector<Failure> FailuresOf(const CaseReport& r) { return ReportFailures(r); }
-
 int64_t ShrinksAtBudget(const ExploreRun& run) {
   int64_t n = 0;
   for (const Difference& d : run.differences) n += !d.dp_ranks && d.exhausted;

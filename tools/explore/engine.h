@@ -81,10 +81,6 @@ class Worker {
   std::unique_ptr<AdapterProcess> candidate_, reference_;
 };
 
-// The distinct failures a report shows, one per failing field (and "error" for the error
-// semantics), each with how it fails.
-std::vector<Failure> FailuresOf(const CaseReport& r);
-
 struct FunctionTally {
   const FunctionSpec* spec = nullptr;
   int64_t dp_ranks = 0;  // 0: plain cases; k: the function's loss sharded over k ranks
