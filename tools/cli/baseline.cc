@@ -21,8 +21,6 @@ std::string Trim(const std::string& s) {
   return s.substr(a, s.find_last_not_of(" \t\r") - a + 1);
 }
 
-bool Digits(const std::string& s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos; }
-
 bool KnownField(const std::string& f) {
   if (f == "error") return true;
   for (const char* group : {"outputs/", "grads/", "metrics/", "vjps/"})
@@ -64,7 +62,7 @@ int64_t TakeRow(std::string& rest, const std::string& where) {
   rest = t.substr(close + 1);
   if (inner == "k=*") return BaselineEntry::kEveryDpRow;
   const std::string k = inner.rfind("k=", 0) == 0 ? inner.substr(2) : "";
-  if (!Digits(k) || k.size() > 3 || k[0] == '0')
+  if (!AllDigits(k) || k.size() > 3 || k[0] == '0')
     throw BadInput(where + "'[dp " + inner + "]': a row is [dp k=K] with K a rank count, or [dp k=*]");
   return std::stoll(k);
 }

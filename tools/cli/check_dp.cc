@@ -26,13 +26,6 @@ std::string ShapeText(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-bool AllDigits(const std::string& s) {
-  if (s.empty() || s.size() > 9) return false;
-  for (char c : s)
-    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
-  return true;
-}
-
 constexpr const char* kRowsPrefix = "dp rows ";
 
 // The rows a call held, from its `why`.
@@ -170,6 +163,13 @@ std::optional<DpCallName> ParseDpCallName(const std::string& name) {
   for (const auto& p : parts)
     if (!AllDigits(p)) return std::nullopt;
   return DpCallName{rest, std::stoll(parts[2]), std::stoll(parts[1]), std::stoll(parts[0])};
+}
+
+bool AllDigits(const std::string& s) {
+  if (s.empty() || s.size() > 9) return false;
+  for (char c : s)
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+  return true;
 }
 
 std::string DpRowName(const std::string& function, int64_t dp_size) {

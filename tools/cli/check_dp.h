@@ -35,6 +35,8 @@ std::optional<DpCallName> ParseDpCallName(const std::string& name);
 
 // A dp-invariance row's function label, "vanilla [dp k=4]", and back (0 for a golden row).
 std::string DpRowName(const std::string& function, int64_t dp_size);
+// A rank count or index as written in a row or call name: 1 to 9 decimal digits.
+bool AllDigits(const std::string& s);
 int64_t DpRanksOfRow(const std::string& function);
 // The function a dp-invariance row label is of ("vanilla" for "vanilla [dp k=4]").
 std::string DpBaseFunction(const std::string& row);
