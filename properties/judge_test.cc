@@ -545,6 +545,126 @@ TEST(JudgeFractions, ARowFractionMovesByTheBoundaryRowsShare) {
   EXPECT_EQ(Field(CompareResult(spec, golden, &got, std::nullopt), "metrics/" + tf).outcome, Outcome::kFailed);
 }
 
+// bypass_mode counts its clip fractions over the tokens rejection sampling kept, not over
+// the response mask: a boundary token's share is of those. Token 1's log-ratio is exactly
+// fl(log 0.8) and its k1 exactly on log(1.25), kept; torch's exp gives a ratio an ulp
+// below 0.8, clipped, libm's 0.8, not. Token 0 is rejected (k1 = 1), tokens 2 and 3 are
+// kept and clipped (ratio 1.22 > 1.2). verl (0.9.1, measured): pg_clipfrac 3/(3 + 1e-8),
+// the oracle 2/3: a third of the kept tokens, a quarter of the response.
+TEST(JudgeFractions, ABypassClipFractionMovesByItsShareOfTheKeptTokens) {
+  const FunctionSpec& spec = *FindSpec("bypass_mode");
+  Case c = spec.generate(GenParams{1, 1, 4, DType::kFloat64});
+  c.name = "kept_on_clip_bound";
+  c.config = Config(c.Where());
+  c.config.Set("loss_type", std::string("ppo_clip"));
+  c.config.Set("rollout_rs", std::string("token_k1"));
+  c.config.Set("rollout_rs_threshold", std::string("0.8_1.25"));
+  const double old_lp[4] = {0.0, -0.4169018999673692, 0.0, 0.0}, lp[4] = {-1.0, -0.640045451281579, 0.2, 0.2},
+               adv[4] = {0.0, -1.0, 1.0, 1.0};
+  Array o = Array::Matrix(1, 4, DType::kFloat64), l = o, a = o, mask = o;
+  for (int64_t t = 0; t < 4; ++t) {
+    o[t] = old_lp[t];
+    l[t] = lp[t];
+    a[t] = adv[t];
+    mask[t] = 1.0;
+  }
+  c.inputs = {{"old_log_prob", o}, {"log_prob", l}, {"advantages", a}, {"response_mask", mask}};
+  Case storage;
+  Case golden = Resolved(spec, c, storage);
+  const Result ref = spec.oracle(golden);
+  ASSERT_EQ(ref.boundary[1], 1.0);
+  const std::string m = "actor/pg_clipfrac", field = "metrics/" + m;
+  ASSERT_NEAR(ref.metrics.at(m), 2.0 / 3.0, 1e-7);
+  golden.outputs = ref.outputs;
+  golden.grads = ref.grads;
+  golden.metrics = ref.metrics;
+  golden.outputs.at("pg_loss")[0] = -0.5333333333333333;  // verl's, with its gradient 0
+  for (double& g : golden.grads.at("log_prob").data) g = 0.0;
+  golden.metrics[m] = 0.9999999966666667;
+  CaseReport r = CompareResult(spec, golden, &ref, std::nullopt);
+  EXPECT_EQ(r.outcome, Outcome::kPassed) << r.Describe();
+  // Counted over the response mask instead (2 or 3 of 4) is a different count.
+  Result got = ref;
+  got.metrics[m] = 0.5;
+  r = CompareResult(spec, golden, &got, std::nullopt);
+  EXPECT_EQ(Field(r, field).outcome, Outcome::kFailed) << r.Describe();
+}
+
+// IS weights normalised by their batch mean: the decision on one token's bound moves
+// every weight. Row 1's log-ratio is -fl(log 1.25), its ratio exp of it 0.8 by libm and an
+// ulp below by torch: verl 0.9.1 drops it (IcePop lower bound 0.8) and row 0's weight
+// becomes 2.00000001, the oracle keeps it (1.112, 0.888). Each side's array is one set
+// of decisions, so both pass; an array no set of decisions gives fails.
+TEST(JudgeDecisions, ANormalisedWeightArrayOfOtherDecisionsPassesAsAWhole) {
+  const FunctionSpec& spec = *FindSpec("compute_rollout_correction_weights");
+  Case c = spec.generate(GenParams{1, 2, 1, DType::kFloat64});
+  c.name = "normalised_on_bound";
+  c.config = Config(c.Where());
+  c.config.Set("rollout_is", std::string("token"));
+  c.config.Set("rollout_is_threshold", std::string("0.8_1.25"));
+  c.config.Set("rollout_is_batch_normalize", int64_t{1});
+  Array lr = Array::Matrix(2, 1, DType::kFloat64), mask = lr;
+  lr[0] = 0.0013511284052086922, lr[1] = -0.22314355131420976, mask[0] = mask[1] = 1.0;
+  c.inputs = {{"log_ratio", lr}, {"response_mask", mask}};
+  Case storage;
+  Case golden = Resolved(spec, c, storage);
+  const Result ref = spec.oracle(golden);
+  ASSERT_EQ(ref.boundary[1], 1.0);
+  ASSERT_GT(ref.outputs.at("rollout_is_weights")[1], 0.8);
+  golden.outputs = ref.outputs;
+  golden.metrics = ref.metrics;
+  // verl's (measured), its metrics with row 1 dropped.
+  golden.outputs.at("rollout_is_weights")[0] = 2.00000001, golden.outputs.at("rollout_is_weights")[1] = 0.0;
+  golden.metrics["rollout_is_batch_norm_factor"] = 0.5006760182918314;
+  golden.metrics["rollout_is_mean"] = 0.5006760182918314;
+  golden.metrics["rollout_is_min"] = 0.0;
+  CaseReport r = CompareResult(spec, golden, &ref, std::nullopt);
+  EXPECT_EQ(Field(r, "outputs/rollout_is_weights").outcome, Outcome::kPassed) << r.Describe();
+  // The weights left unnormalised, or normalised by a mean 10% off: no decision gives them.
+  for (const double scale : {1.0 / 1.1, 0.0}) {
+    Result got = ref;
+    Array& w = got.outputs.at("rollout_is_weights");
+    if (scale == 0.0) {
+      w[0] = std::exp(lr[0]), w[1] = std::exp(lr[1]);
+    } else {
+      for (double& x : w.data) x *= scale;
+    }
+    r = CompareResult(spec, golden, &got, std::nullopt);
+    EXPECT_EQ(Field(r, "outputs/rollout_is_weights").outcome, Outcome::kFailed) << scale << "\n" << r.Describe();
+  }
+}
+
+// The optimal token baseline's w = 1 - 2 pi + sum pi^2 cancels near pi = 1: two float32
+// rows whose W are about 3e-5 each leave verl 0.9.1 (measured) 4e-4 from the exact
+// baseline. That rounding is allowed; a baseline 0.1 off is not.
+TEST(JudgeTolerances, AnOptimalTokenBaselineKeepsItsWeightsCancellation) {
+  const FunctionSpec& spec = *FindSpec("optimal_token_baseline");
+  Case c = spec.generate(GenParams{1, 2, 1, DType::kFloat32});
+  c.name = "cancelling_w";
+  c.config = Config(c.Where());
+  Array olp = Array::Matrix(2, 1, DType::kFloat32), spi = olp, rewards = olp, mask = olp;
+  Array index({2}, DType::kInt64);
+  olp[0] = -0.0037921133916825056, olp[1] = -0.003691744292154908;
+  spi[0] = 0.9924578666687012, spi[1] = 0.9926571249961853;
+  rewards[0] = -1.0, rewards[1] = 0.0, mask[0] = mask[1] = 1.0, index[0] = index[1] = 0;
+  c.inputs = {{"old_log_probs", olp},
+              {"sum_pi_squared", spi},
+              {"token_level_rewards", rewards},
+              {"response_mask", mask},
+              {"index", index}};
+  Case storage;
+  Case golden = Resolved(spec, c, storage);
+  const Result ref = spec.oracle(golden);
+  golden.outputs = ref.outputs;
+  golden.outputs.at("advantages")[0] = -0.49301964044570923, golden.outputs.at("advantages")[1] = 0.5069803595542908;
+  CaseReport r = CompareResult(spec, golden, &ref, std::nullopt);
+  EXPECT_EQ(r.outcome, Outcome::kPassed) << r.Describe();
+  Result got = ref;
+  for (double& a : got.outputs.at("advantages").data) a += 0.1;
+  r = CompareResult(spec, golden, &got, std::nullopt);
+  EXPECT_EQ(Field(r, "outputs/advantages").outcome, Outcome::kFailed) << r.Describe();
+}
+
 // Rollout-correction metrics whose float32 rounding scales with the case's own sizes,
 // each held both ways: verl's differently rounded value passes, a genuinely different
 // one fails.

@@ -44,10 +44,13 @@ double GroupMean(const std::vector<double>& s, const std::vector<int64_t>& membe
 }
 
 double GroupStd(const std::vector<double>& s, const std::vector<int64_t>& members) {
-  const double mean = GroupMean(s, members);
+  return GroupStdAbout(s, members, GroupMean(s, members));
+}
+
+double GroupStdAbout(const std::vector<double>& s, const std::vector<int64_t>& members, double center) {
   ExactSum sq;
   for (int64_t i : members) {
-    const double c = s[static_cast<size_t>(i)] - mean;
+    const double c = s[static_cast<size_t>(i)] - center;
     sq.Add(c * c);
   }
   return std::sqrt(sq.Value() / static_cast<double>(members.size() - 1));

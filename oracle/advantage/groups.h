@@ -30,5 +30,9 @@ Array RowsTimesMask(const std::vector<double>& per_seq, const Array& mask);
 double GroupMean(const std::vector<double>& s, const std::vector<int64_t>& members);
 // torch.std (unbiased, n - 1) of the same, about GroupMean.
 double GroupStd(const std::vector<double>& s, const std::vector<int64_t>& members);
+// The same about a given center: torch's std of a whole tensor on the CPU takes its
+// deviations from the tensor's own mean in its dtype (a float32 mean, rounded), summing
+// their squares in double.
+double GroupStdAbout(const std::vector<double>& s, const std::vector<int64_t>& members, double center);
 
 }  // namespace verlconf::oracle

@@ -47,9 +47,12 @@ Array grpo_passk_outcome_advantage(const Array& rewards, const Array& mask, cons
 namespace {
 
 // One GRPO pass over float32 scores, as verl's compute_grpo_outcome_advantage runs on
-// a float32 tensor: torch.mean of float32 is the float32 sum over n (the component
-// scores here sum exactly in float32), torch.std of float32 is accumulated in double
-// and rounded once, and the final (s - mean) / (std + eps) is float32 arithmetic.
+// a float32 tensor: torch.mean of float32 is the float32 sum over n (here rounded once,
+// which a pair's is; a longer group's torch sums in its own order, which the tolerance
+// allows), torch.std of float32
+// on the CPU is the deviations from that float32 mean squared and summed in double,
+// rounded once (measured: [-0.50000018, -0.5] gives 1.3328e-07, about the exact mean
+// 1.2644e-07), and the final (s - mean) / (std + eps) is float32 arithmetic.
 // Singletons use float32 tensors 0 and 1, as in grpo.
 std::vector<double> GrpoFloat32(const std::vector<double>& s64, const Array& index, const GrpoConfig& cfg) {
   std::vector<double> s(s64.size());
@@ -62,7 +65,7 @@ std::vector<double> GrpoFloat32(const std::vector<double>& s64, const Array& ind
       ExactSum sum;
       for (int64_t i : members) sum.Add(s[static_cast<size_t>(i)]);
       mean = static_cast<float>(sum.Value()) / static_cast<float>(members.size());
-      sd = static_cast<float>(GroupStd(s, members));
+      sd = static_cast<float>(GroupStdAbout(s, members, static_cast<double>(mean)));
     }
     for (int64_t i : members) {
       const float centered = static_cast<float>(s[static_cast<size_t>(i)]) - mean;

@@ -26,9 +26,15 @@ struct OtbConfig {
 // are aligned as they stand, observation tokens included (they add nothing to W).
 // Fully masked rows stay in their group (they count in N and in the longest /
 // second-longest test).
+// `cancellation`, when given, receives the rounding bound of the baselines in units of
+// the dtype's eps: w = 1 - 2 pi + sum pi^2 cancels (pi near 1: 1 - 1.992 + 0.992), so
+// each W carries eps times the size of its terms, and B_t moves by that over |sum_i W|:
+// max over positions of sum_i |G_i - B| M_i / |sum_i W_i + epsilon|, M the running sum
+// of |w|'s terms (and of |W| for the cumsum's own rounding).
 AdvantageReturns optimal_token_baseline_advantage(const Array& rewards, const Array& mask, const Array& index,
                                                   const Array& old_log_probs, const Array& sum_pi_squared,
-                                                  const Array* rollout_is_weights, const OtbConfig& cfg);
+                                                  const Array* rollout_is_weights, const OtbConfig& cfg,
+                                                  double* cancellation = nullptr);
 
 // verl: compute_multi_turn_optimal_token_baseline_advantage
 // ("tir_optimal_token_baseline"): each row's valid tokens are first packed to the left
@@ -36,6 +42,7 @@ AdvantageReturns optimal_token_baseline_advantage(const Array& rewards, const Ar
 // position; fully masked rows are left out of the groups.
 AdvantageReturns tir_optimal_token_baseline_advantage(const Array& rewards, const Array& mask, const Array& index,
                                                       const Array& old_log_probs, const Array& sum_pi_squared,
-                                                      const Array* rollout_is_weights, const OtbConfig& cfg);
+                                                      const Array* rollout_is_weights, const OtbConfig& cfg,
+                                                      double* cancellation = nullptr);
 
 }  // namespace verlconf::oracle

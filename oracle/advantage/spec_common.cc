@@ -243,13 +243,21 @@ double WhitenConditionAfter(const Array& x, const Array& mask, double upstream) 
 }
 
 void SetWhitenedAdvantageTolerance(FunctionSpec& s, std::function<Array(const Case&)> whitened,
-                                   std::vector<std::string> fields, std::function<double(const Case&)> upstream) {
-  s.case_tolerance = [whitened = std::move(whitened), fields = std::move(fields), upstream = std::move(upstream)](
-                         const Case& c, const std::string& field) -> std::optional<Tolerance> {
+                                   std::vector<std::string> fields, std::function<double(const Case&)> upstream,
+                                   std::function<DType(const Case&)> computed_in) {
+  s.case_tolerance = [whitened = std::move(whitened), fields = std::move(fields), upstream = std::move(upstream),
+                      computed_in = std::move(computed_in)](const Case& c,
+                                                            const std::string& field) -> std::optional<Tolerance> {
     if (std::find(fields.begin(), fields.end(), field) == fields.end()) return std::nullopt;
     const Array& mask = c.Input("response_mask");
-    return WhitenedTolerance(
-        c.dtype, upstream ? WhitenConditionAfter(whitened(c), mask, upstream(c)) : WhitenCondition(whitened(c), mask));
+    const DType dtype = computed_in ? computed_in(c) : c.dtype;
+    std::optional<Tolerance> t = WhitenedTolerance(
+        dtype, upstream ? WhitenConditionAfter(whitened(c), mask, upstream(c)) : WhitenCondition(whitened(c), mask));
+    if (dtype == c.dtype) return t;
+    if (!t) t = DefaultTolerance(dtype);
+    t->reason = std::string("verl computes this case in ") + DTypeName(dtype) + " whatever its dtype" +
+                (t->reason.empty() ? "" : "; " + t->reason);
+    return t;
   };
 }
 

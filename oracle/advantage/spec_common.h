@@ -94,9 +94,12 @@ Case MultiTrajectoryDelegateCase(const Case& c);
 // `fields` are the whitened outputs (gdpo returns its advantages as its returns too).
 // `upstream`, when given, is the condition number of the step that computed x (its
 // absolute error in eps, for O(1) results): the bound is then WhitenConditionAfter's.
+// `computed_in`, when given, is the dtype verl computes the case in where it is not the
+// case's own (gdpo's float32 components): the bound is that dtype's.
 void SetWhitenedAdvantageTolerance(FunctionSpec& s, std::function<Array(const Case&)> whitened,
                                    std::vector<std::string> fields = {"outputs/advantages"},
-                                   std::function<double(const Case&)> upstream = nullptr);
+                                   std::function<double(const Case&)> upstream = nullptr,
+                                   std::function<DType(const Case&)> computed_in = nullptr);
 double WhitenedScoreCondition(const Case& c);
 // The whitening bound for a case of `dtype` whose whitened input has condition `cond`
 // (SetWhitenedAdvantageTolerance's rule); nullopt when cond <= 1.

@@ -4,6 +4,9 @@
 // applies when the dispatcher does not pass them.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <optional>
+#include <string>
 
 #include "oracle/advantage/baselines.h"
 #include "oracle/advantage/grpo_variants.h"
@@ -92,6 +95,28 @@ std::vector<ConfigKey> OtbConfigKeys() {
            "zero the unique longest trajectory's baseline past the second-longest; "
            "the dispatcher never passes it"},
           {"epsilon", "float", 1e-8, "added to sum(W); the dispatcher never passes it"}};
+}
+
+using OtbFn = oracle::AdvantageReturns (*)(const Array&, const Array&, const Array&, const Array&, const Array&,
+                                           const Array*, const oracle::OtbConfig&, double*);
+
+// The baselines' cancellation (w = 1 - 2 pi + sum pi^2 near pi = 1, the oracle's bound
+// in eps) as an absolute allowance on the advantages beside the dtype's default: a
+// float32 W of 5e-5 whose terms are of order 1 carries a relative error of 1e-3.
+void SetOtbTolerance(FunctionSpec& s, OtbFn run) {
+  s.float32_condition = nullptr;
+  s.case_tolerance = [run](const Case& c, const std::string& field) -> std::optional<Tolerance> {
+    if (field != "outputs/advantages") return std::nullopt;
+    double cancellation = 0.0;
+    run(c.Input("token_level_rewards"), c.Input("response_mask"), c.Input("index"), c.Input("old_log_probs"),
+        c.Input("sum_pi_squared"), c.OptionalInput("rollout_is_weights"), ReadOtb(c), &cancellation);
+    const Tolerance d = DefaultTolerance(c.dtype);
+    const double extra = 4.0 * (c.dtype == DType::kFloat32 ? kEps32 : kEps64) * cancellation;
+    if (!std::isfinite(extra) || extra <= d.atol) return std::nullopt;
+    char why[160];
+    std::snprintf(why, sizeof why, "+ 4 eps times the baselines' cancellation %.3g (sum_i W near 0)", cancellation);
+    return Tolerance{d.rtol, d.atol + extra, why};
+  };
 }
 
 }  // namespace
@@ -255,14 +280,18 @@ void AddAdvantageEstimatorSpecs(std::vector<FunctionSpec>& out) {
                                            c.OptionalInput("reward_components"), c.OptionalInput("reward_weights"), g);
         },
         {"outputs/advantages", "outputs/returns"},
-        // With components the oracle replays verl's float32 GRPO step in torch's order;
-        // another correct float32 order (a GPU's, the CUDA host twin's) rounds each
-        // component's group sums differently, amplified by that group's condition number.
-        // Without them it is float64 GRPO of token_level_rewards, with GRPO's.
+        // With components the oracle replays verl's float32 GRPO step; another correct
+        // float32 order (torch's own for a longer group, a GPU's, the CUDA host twin's)
+        // rounds each component's group sums differently, amplified by that group's
+        // condition number. Without them it is float64 GRPO of token_level_rewards, with
+        // GRPO's.
         [](const Case& c) {
           return c.OptionalInput("reward_components") ? oracle::ComponentGroupCondition(c)
                                                       : oracle::GrpoFloat32Condition(c);
-        });
+        },
+        // verl casts the components to float32, so the GRPO step whose rounding the
+        // whitening amplifies is float32 arithmetic in a float64 case too.
+        [](const Case& c) { return c.OptionalInput("reward_components") ? DType::kFloat32 : c.dtype; });
     s.dispatch_kwargs = GenericDispatch({"batch", "non_tensor_batch"});
     s.config = {{"epsilon", "float", 1e-6, "added to each component's group std"},
                 {"norm_adv_by_std_in_grpo", "bool", int64_t{1},
@@ -280,7 +309,7 @@ void AddAdvantageEstimatorSpecs(std::vector<FunctionSpec>& out) {
         "per-position W-weighted group baseline of the reward-to-go");
     s.config = OtbConfigKeys();
     s.dispatch_kwargs = GenericDispatch({"old_log_probs", "rollout_is_weights", "sum_pi_squared"});
-    s.float32_condition = nullptr;  // passes the default float32 tolerance
+    SetOtbTolerance(s, oracle::optimal_token_baseline_advantage);
     out.push_back(std::move(s));
   }
   {
@@ -294,7 +323,7 @@ void AddAdvantageEstimatorSpecs(std::vector<FunctionSpec>& out) {
         "as optimal_token_baseline, on each row's valid tokens packed to the left");
     s.config = OtbConfigKeys();
     s.dispatch_kwargs = GenericDispatch({"old_log_probs", "rollout_is_weights", "sum_pi_squared"});
-    s.float32_condition = nullptr;  // passes the default float32 tolerance
+    SetOtbTolerance(s, oracle::tir_optimal_token_baseline_advantage);
     out.push_back(std::move(s));
   }
   oracle::AddMultiTrajectorySpec(out);

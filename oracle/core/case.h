@@ -160,6 +160,10 @@ struct Result {
   // an exp's last bit) may decide it the other way. The comparison reports
   // disagreements there as boundary flips instead of hiding them or failing on them.
   Array boundary;
+  // metric -> the token-shaped mask that fraction counts over, where it is not the case's
+  // mask input (bypass_mode counts its clip fractions over the tokens rejection sampling
+  // kept). A boundary's allowance on a fraction is a share of its own mask's tokens.
+  std::map<std::string, Array> fraction_masks;
   // The oracle's aggregations behind its scalar outputs; none for an implementation
   // under test (the judge reads it from the reference side only).
   AggregateMagnitude magnitude;

@@ -107,6 +107,17 @@ class DecisionCombinations {
     return v;
   }
 
+  // The arrays of an element-wise field (group "outputs" or "grads") over the combinations.
+  std::vector<const Array*> Arrays(const std::string& group, const std::string& name) {
+    if (!computed_) Compute();
+    std::vector<const Array*> v;
+    for (const Result& r : results_) {
+      const auto& m = group == "grads" ? r.grads : r.outputs;
+      if (auto it = m.find(name); it != m.end()) v.push_back(&it->second);
+    }
+    return v;
+  }
+
  private:
   // At most this many combinations are run (two oracle calls each).
   static constexpr size_t kMaxCombinations = 256;
@@ -492,6 +503,29 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
         if (again.outcome != Outcome::kFailed && explained(group, name, w[0], f.tol, oracle_value))
           f = std::move(again);
       }
+      if (f.outcome == Outcome::kFailed && it != have.end() && w.size() > 1 && AnyMarked(ref.boundary)) {
+        // An element-wise field a decision moves beyond its own position (IS weights
+        // divided by their batch mean): it passes as a whole when the candidate's array is
+        // the result of one set of decisions at the boundary and verl's of another.
+        auto whole = [&](const Array& x, const std::vector<const Array*>& options) -> const Array* {
+          for (const Array* o : options) {
+            bool all = o->shape == x.shape;
+            for (int64_t k = 0; all && k < x.size(); ++k) all = Close(x[k], (*o)[k], f.tol, k);
+            if (all) return o;
+          }
+          return nullptr;
+        };
+        const Array* as = whole(it->second, by_candidate.Arrays(group, name));
+        if (as && whole(w, by_reference.Arrays(group, name))) {
+          Array everywhere(w.shape, DType::kFloat64);
+          for (double& x : everywhere.data) x = 1.0;
+          DecisionView d;
+          d.boundary = &everywhere;
+          d.branch_values.push_back(as);
+          FieldReport again = CompareField(field, &it->second, w, f.tol, f.discrete, d);
+          if (again.outcome != Outcome::kFailed) f = std::move(again);
+        }
+      }
       r.fields.push_back(std::move(f));
     }
   };
@@ -522,7 +556,11 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
     const bool discrete =
         std::find(spec.discrete_metrics.begin(), spec.discrete_metrics.end(), name) != spec.discrete_metrics.end();
     const Tolerance floating = CaseTolerance(spec, field, golden, &ref.result.magnitude);
-    const double own_share = discrete && spec.counts_rows && spec.counts_rows(golden, name) ? row_share : share;
+    const bool rows = discrete && spec.counts_rows && spec.counts_rows(golden, name);
+    const auto own_mask = ref.result.fraction_masks.find(name);
+    const double own_share = own_mask == ref.result.fraction_masks.end()
+                                 ? (rows ? row_share : share)
+                                 : ref.DecisionShare(flipped, rows, &own_mask->second);
     const Tolerance tol = discrete ? FractionTolerance(floating, w, golden, own_share) : floating;
     // A statistic of decided values (the largest kept IS weight, their mean) takes the
     // other decision's value when a decision at a boundary goes the other way: that value,

@@ -78,32 +78,38 @@ struct ReferenceDecisions {
   // `rows`: the same for a fraction of rows (FunctionSpec::counts_rows): a row with such a
   // token counts once, over the rows that have a valid token (verl divides by those or by
   // every row; the smaller denominator bounds both).
-  double DecisionShare(const std::set<int64_t>& flipped, bool rows = false) const {
+  // `counted`: the mask the fraction counts over where it is not the input mask
+  // (Result::fraction_masks): the share is of its tokens, of which a boundary token of the
+  // input's may be one or not (a decision that keeps or drops it moves the denominator too).
+  double DecisionShare(const std::set<int64_t>& flipped, bool rows = false, const Array* counted = nullptr) const {
     if (!mask || !boundary.size()) return 0.0;
+    if (counted && counted->shape != mask->shape) counted = nullptr;
+    const Array& over = counted ? *counted : *mask;
     auto moves = [&](int64_t k) {
       return (*mask)[k] != 0.0 && boundary[k] != 0.0 && (flipped.count(k) || unobservable.count(k));
     };
+    // Exactly 1 when every counted token may move (not 1 - 1e-8: a one-row fraction moves
+    // by all of it), and at most 1 over a counted mask smaller than the moving tokens.
+    auto ratio = [](double moved, double total) { return moved == 0 ? 0.0 : total > moved ? moved / total : 1.0; };
     double moved = 0, total = 0;
     if (rows && mask->shape.size() == 2) {
       const int64_t T = mask->cols();
       for (int64_t i = 0; i < mask->rows(); ++i) {
         bool valid = false, moved_row = false;
         for (int64_t k = i * T; k < (i + 1) * T; ++k) {
-          valid = valid || (*mask)[k] != 0.0;
+          valid = valid || over[k] != 0.0;
           moved_row = moved_row || moves(k);
         }
         total += valid ? 1.0 : 0.0;
         moved += moved_row ? 1.0 : 0.0;
       }
-      return total > 0 ? moved / total : 0.0;
+      return ratio(moved, total);
     }
     for (int64_t k = 0; k < mask->size(); ++k) {
-      total += (*mask)[k];
-      if (moves(k)) moved += (*mask)[k];
+      total += over[k];
+      if (moves(k)) moved += counted ? 1.0 : (*mask)[k];
     }
-    // Exactly 1 when every valid token may move (not 1 - 1e-8: a one-row fraction
-    // moves by all of it).
-    return total > 0 ? moved / total : 0.0;
+    return ratio(moved, total);
   }
 };
 

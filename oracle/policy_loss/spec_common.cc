@@ -33,6 +33,7 @@ Result PackPolicyLoss(PolicyLossResult pl, DType dtype) {
   r.grads["log_prob"] = std::move(pl.grad_log_prob);
   r.metrics = std::move(pl.metrics);
   r.boundary = std::move(pl.boundary);
+  r.fraction_masks = std::move(pl.fraction_masks);
   r.magnitude = pl.magnitude;
   return r;
 }

@@ -20,10 +20,11 @@ struct PolicyLossInputs {
 
 struct PolicyLossResult {
   double loss = 0.0;
-  Array grad_log_prob;                    // d loss / d log_prob
-  std::map<std::string, double> metrics;  // verl's names, e.g. "actor/pg_clipfrac"
-  Array boundary;                         // tokens within float32 rounding of a decision (Result::boundary)
-  AggregateMagnitude magnitude;           // of the aggregation behind `loss` (Result::magnitude)
+  Array grad_log_prob;                          // d loss / d log_prob
+  std::map<std::string, double> metrics;        // verl's names, e.g. "actor/pg_clipfrac"
+  Array boundary;                               // tokens within float32 rounding of a decision (Result::boundary)
+  AggregateMagnitude magnitude;                 // of the aggregation behind `loss` (Result::magnitude)
+  std::map<std::string, Array> fraction_masks;  // where not the input mask (Result::fraction_masks)
 };
 
 // Filled in by the registry entry's reader from the case's config; verl's defaults are

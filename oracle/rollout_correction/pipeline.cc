@@ -178,6 +178,8 @@ PolicyLossResult policy_loss_bypass_mode(const PolicyLossInputs& in, const Vanil
     const PolicyLossInputs eff{in.old_log_prob, in.log_prob, in.advantages, pipe.modified_response_mask, nullptr};
     out = policy_loss_vanilla(eff, cfg);
   }
+  // The loss's own fractions count over the tokens rejection sampling kept.
+  for (const auto& [k, v] : out.metrics) out.fraction_masks[k] = pipe.modified_response_mask;
   for (const auto& [k, v] : pipe.metrics) out.metrics[k] = v;
   ElementwiseMax(out.boundary, pipe.boundary);
   return out;

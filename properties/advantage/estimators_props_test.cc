@@ -10,6 +10,7 @@
 #include <random>
 
 #include "oracle/advantage/groups.h"
+#include "oracle/advantage/grpo_variants.h"
 #include "oracle/advantage/returns.h"
 #include "oracle/core/errors.h"
 #include "oracle/torch_functional/masked.h"
@@ -456,6 +457,23 @@ RC_GTEST_PROP(Gdpo, WithoutComponentsIsWhitenedGrpo, ()) {
   Array want = oracle::masked_whiten(grpo, c.Input("response_mask"), true);
   for (int64_t e = 0; e < want.size(); ++e) want[e] *= c.Input("response_mask")[e];
   RC_ASSERT(Close(gdpo, want, kExact, NanPolicy::kNanEqualsNan));
+}
+
+// A component's float32 GRPO takes its std about the group's float32 mean, as torch's
+// CPU std does: verl 0.9.1 (torch 2.15) gives -0.052594803 for the first row of the
+// group [-0.50000015, -0.5] (std 1.3328e-07); about the exact mean it would be
+// -0.0555 (std 1.2644e-07).
+TEST(Gdpo, AComponentsStdIsTakenAboutItsFloat32Mean) {
+  Array comp = Array::Matrix(3, 1, DType::kFloat64), mask = comp, rewards = comp, index({3}, DType::kInt64);
+  const double scores[3] = {-0.50000015, 1.0, -0.5};
+  for (int64_t i = 0; i < 3; ++i) comp[i] = scores[i], mask[i] = 1.0, rewards[i] = 0.0;
+  index[0] = 0, index[1] = 1, index[2] = 0;
+  oracle::GrpoConfig cfg;
+  cfg.epsilon = 1e-6;
+  cfg.norm_adv_by_std_in_grpo = true;
+  const Array sum = oracle::gdpo_weighted_sum(rewards, mask, index, &comp, nullptr, cfg);
+  EXPECT_EQ(sum[0], -0.052594803273677826);
+  EXPECT_EQ(sum[2], 0.10518960654735565);
 }
 
 // With one output per session the wrapper has nothing to select or broadcast: it is
