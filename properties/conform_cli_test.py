@@ -183,6 +183,24 @@ class ConformCli(unittest.TestCase):
         self.assertEqual(code, 0, out + err)
         self.assertIn("no drift beyond tolerance", out)
 
+    def test_drift_that_compares_nothing_is_exit_4(self):
+        # No case in common (two families), and every common case with other inputs.
+        old, new, moved = (os.path.join(self.tmp, n) for n in ("old", "new", "moved"))
+        for d, fam in ((old, "kl.h5"), (new, "aggregation.h5"), (moved, "kl.h5")):
+            os.mkdir(d)
+            shutil.copyfile(os.path.join(GOLDENS, fam), os.path.join(d, fam))
+            os.chmod(os.path.join(d, fam), 0o644)
+        with h5py.File(os.path.join(moved, "kl.h5"), "r+") as f:
+            for fn in f:
+                for c in f[fn]:
+                    ds = f[fn][c]["inputs"]["logprob"]
+                    ds[...] = ds[()] + 0.25
+        for a, b in ((old, new), (old, moved)):
+            code, out, err = run("drift", a, b)
+            self.assertEqual(code, 4, out + err)
+            self.assertIn("nothing compared", err)
+            self.assertNotIn("no drift beyond tolerance", out)
+
     def test_junit_written(self):
         junit = os.path.join(self.tmp, "out.xml")
         code, out, err = run("check", "--against", GOLDENS, "--only", "k3", "--junit", junit)

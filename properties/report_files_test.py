@@ -1,10 +1,13 @@
 """The files conform writes (--junit, --report) and its stdout: only a regular file or a
-new name is written, never an input, never through a planted link; a run that exits 2
-leaves no report behind, stale or new; a table that did not reach stdout is exit 2.
+new name is written, never an input (goldens, candidate, adapter, interpreter, baseline,
+the --out directory's files), never through a planted link; nothing is removed or
+replaced before the run has its result, so a run that exits 2 leaves the previous file as
+it was; a table that did not reach stdout is exit 2.
 Each test asserts the exit code and the one line on stderr."""
 
 import hashlib
 import os
+import sys
 import shutil
 import stat
 import tempfile
@@ -114,24 +117,58 @@ class ReportFiles(unittest.TestCase):
         bad = os.path.join(self.tmp, "no", "such", "dir", "out.md")
         self.assertBadInput(self.check_k3("--report", bad), bad, "does not exist")
 
-    # --- no stale result -------------------------------------------------------------
-    def test_a_run_that_exits_2_leaves_no_previous_report(self):
+    # --- nothing removed before the run has its result -----------------------------
+    def test_a_run_that_exits_2_leaves_the_previous_file_as_it_was(self):
         junit = os.path.join(self.tmp, "junit.xml")
         report = os.path.join(self.tmp, "report.md")
         code, out, err = self.check_k3("--junit", junit, "--report", report)
         self.assertEqual(code, 0, out + err)
-        self.assertTrue(os.path.exists(junit) and os.path.exists(report))
-        # Bad input found during the run (an unknown --only name) and a usage error.
+        before = (digest(junit), digest(report))
+        # Bad input found during the run (an unknown --only name) and a usage error: the
+        # exit status says the run failed; the user's files are not touched.
         self.assertBadInput(self.check_k3("--junit", junit, "--report", report, "--only", "k9"), "k9")
-        self.assertFalse(os.path.exists(junit) or os.path.exists(report))
-        self.check_k3("--junit", junit)
+        self.assertEqual((digest(junit), digest(report)), before)
         self.assertBadInput(self.check_k3("--junit", junit, "--bogus"), "--bogus")
-        self.assertFalse(os.path.exists(junit))
+        self.assertEqual(digest(junit), before[0])
         drift = os.path.join(self.tmp, "drift.md")
         code, out, err = run("drift", GOLDENS, GOLDENS, "--report", drift)
         self.assertEqual(code, 0, out + err)
+        kept = digest(drift)
         self.assertBadInput(run("drift", GOLDENS, os.path.join(self.tmp, "nowhere"), "--report", drift), "nowhere")
-        self.assertFalse(os.path.exists(drift))
+        self.assertEqual(digest(drift), kept)
+        # An option the command does not take is refused before any output is looked at.
+        self.assertBadInput(run("drift", GOLDENS, GOLDENS, "--write-baseline", drift), "--write-baseline")
+        self.assertBadInput(run("explore", "--impl", "cuda-host", "--junit", drift), "--junit")
+        self.assertEqual(digest(drift), kept)
+        self.assertNoTemporaries(self.tmp)
+
+    def test_an_output_naming_an_input_of_the_run_is_refused_untouched(self):
+        # The adapter file and the interpreter are inputs of validate and explore.
+        adapter = os.path.join(self.tmp, "my_adapter.py")
+        with open(adapter, "w") as f:
+            f.write("FUNCTIONS = {}\n")
+        python = os.path.join(self.tmp, "python3")
+        shutil.copyfile(sys.executable, python)
+        os.chmod(python, 0o755)
+        kept = (digest(adapter), digest(python))
+        for cmd in (
+            ["validate", "--adapter", adapter, "--python", python],
+            ["explore", "--adapter", adapter, "--python", python, "--cases", "1"],
+        ):
+            for option in ("--report", "--junit") if cmd[0] == "validate" else ("--report",):
+                for target in (adapter, python):
+                    self.assertBadInput(run(*cmd, option, target), "the same file as the input")
+        self.assertEqual((digest(adapter), digest(python)), kept)
+        # explore --out: a report inside it, a golden set as it, a parent that does not exist.
+        goldens = os.path.join(self.tmp, "g")
+        shutil.copytree(GOLDENS, goldens)
+        explore = ["explore", "--impl", "cuda-host", "--only", "k3", "--cases", "1"]
+        self.assertBadInput(run(*explore, "--out", goldens), "holds .h5 files")
+        out = os.path.join(self.tmp, "out")
+        os.mkdir(out)
+        self.assertBadInput(run(*explore, "--out", out, "--report", os.path.join(out, "explore.json")), "inside --out")
+        self.assertBadInput(run(*explore, "--out", os.path.join(self.tmp, "no", "out")), "does not exist")
+        self.assertEqual(os.listdir(out), [])
         self.assertNoTemporaries(self.tmp)
 
     # --- stdout ---------------------------------------------------------------------

@@ -15,11 +15,18 @@ namespace verlconf::sharding {
 // The loss a spec backpropagates: its first scalar output. std::logic_error if none.
 const std::string& LossOutput(const FunctionSpec& spec);
 
+// What one call returned, held to its micro-batch before any of it is used: the loss one
+// number, each gradient one of spec.grads in the shape of the call's input. BadInput
+// "rank R, micro-batch M: FIELD: what is wrong" otherwise (the caller names the case).
+void RequireCallResult(const FunctionSpec& spec, const ShardCall& call, const Result& r);
+
 // The combined result, shaped like the full batch: outputs[LossOutput] = (1/k) sum of
 // the calls' losses, grads[g] for every g in spec.grads = each call's gradient scattered
 // back to its rows (and first `horizon` columns) times 1/k, zero in the columns a call
-// did not hold. Metrics are not combined (verl averages or sums them per metric; the
-// check is of the gradient and the loss). `results[i]` belongs to `sharded.calls[i]`.
+// did not hold. A field some call left out is left out of the combination (not provided,
+// never a partial sum). Metrics are not combined (verl averages or sums them per metric;
+// the check is of the gradient and the loss). `results[i]` belongs to `sharded.calls[i]`
+// and is checked by RequireCallResult first.
 Result Combine(const FunctionSpec& spec, const Case& full, const ShardedCase& sharded,
                const std::vector<Result>& results);
 

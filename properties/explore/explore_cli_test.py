@@ -322,6 +322,29 @@ class BadInput(unittest.TestCase):
                 f.write("FUNCTIONS = {'vanila': print}\nname = 'bad'\n\ndef versions():\n    return {}\n")
             self.assert_bad(explore("--adapter", path, "--python", sys.executable, "--cases", "3"), "vanila")
 
+    def test_a_result_of_the_wrong_shape_never_reaches_the_combination(self):
+        # token-mean whose gradient gains a column, whose loss is empty, or has no loss: on
+        # the sharded rows each is exit 2 naming the call (never a write past the batch).
+        with open(os.path.join(ROOT, "tools", "harness", "testdata", "token_mean_adapter.py")) as f:
+            src = f.read()
+        damage = {
+            "grads/loss_mat: shape": "r['grads']['loss_mat'] = np.pad(r['grads']['loss_mat'], ((0, 0), (0, 1)))",
+            "a loss is one number": "r['outputs']['loss'] = np.zeros(0)",
+        }
+        with tempfile.TemporaryDirectory() as tmp:
+            for want, change in damage.items():
+                path = os.path.join(tmp, "bad_shape_adapter.py")
+                with open(path, "w") as f:
+                    f.write(
+                        src + "def bad(inputs, cfg, dtype):\n    r = token_mean(inputs, cfg, dtype)\n"
+                        f"    {change}\n    return r\nFUNCTIONS = {{'token-mean': bad}}\n"
+                    )
+                r = explore("--adapter", path, "--python", sys.executable, "--cases", "10", "--only", "token-mean",
+                            "--dp-cases", "3")  # fmt: skip
+                self.assert_bad(r, want)
+                self.assertIn("token-mean [dp k=", r[2])
+                self.assertIn("rank ", r[2])
+
 
 class CudaHost(unittest.TestCase):
     def test_the_host_path_against_the_oracle(self):

@@ -20,12 +20,6 @@
 namespace verlconf::tools {
 namespace {
 
-std::string ShapeText(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 constexpr const char* kRowsPrefix = "dp rows ";
 
 // The rows a call held, from its `why`.
@@ -80,23 +74,6 @@ sharding::ShardPlan PlanOf(const CallsOf& calls, int64_t dp_size, int64_t batch)
   return plan;
 }
 
-// What the call returned, held to the shape of its micro-batch: a loss that is not one
-// number or a gradient of another shape is BadInput, as a candidate field of the wrong
-// shape would make the combination meaningless.
-void RequireCallShapes(const FunctionSpec& spec, const Case& cand, const sharding::ShardCall& call) {
-  const std::string& loss = sharding::LossOutput(spec);
-  if (auto it = cand.outputs.find(loss); it != cand.outputs.end() && it->second.size() != 1)
-    throw BadInput(cand.Where() + ": outputs/" + loss + ": " + std::to_string(it->second.size()) +
-                   " elements; a loss is one number");
-  for (const auto& [name, a] : cand.grads) {
-    const Array* in = call.input.OptionalInput(name);
-    if (!in) throw BadInput(cand.Where() + ": grads/" + name + ": not a differentiable input of " + spec.name);
-    if (a.shape != in->shape)
-      throw BadInput(cand.Where() + ": grads/" + name + ": shape " + ShapeText(a.shape) + " where the call's " + name +
-                     " is " + ShapeText(in->shape));
-  }
-}
-
 CaseReport CheckOne(const FunctionSpec& spec, const Case& golden, const CallsOf& calls, int64_t dp_size,
                     const std::string& label) {
   const Case full = sharding::JudgedFullBatch(spec, explore::InputsOnly(golden));
@@ -126,25 +103,19 @@ CaseReport CheckOne(const FunctionSpec& spec, const Case& golden, const CallsOf&
   }
 
   std::vector<Result> results;
-  std::set<std::string> grads(spec.grads.begin(), spec.grads.end());
-  bool has_loss = true;
-  size_t k = 0;
   for (const auto& [at, cand] : calls) {
-    const sharding::ShardCall& call = sharded.calls.at(k++);
     if (cand->declined) return CaseReport::NotCompared(ref, Outcome::kUnsupported, *cand->declined);
     if (cand->expect_error) return CompareResult(spec, ref, nullptr, *cand->expect_error);
-    RequireCallShapes(spec, *cand, call);
-    has_loss &= cand->outputs.count(loss) > 0;
-    for (auto it = grads.begin(); it != grads.end();) it = cand->grads.count(*it) ? std::next(it) : grads.erase(it);
     results.push_back(Result::Of(*cand));
   }
-  // What every call returned is combined; a field one call lacks is not provided.
-  FunctionSpec only = spec;
-  only.grads.assign(grads.begin(), grads.end());
-  for (Result& r : results)
-    if (!r.outputs.count(loss)) r.outputs[loss] = Array::Scalar(0.0);
-  Result got = sharding::Combine(only, full, sharded, results);
-  if (!has_loss) got.outputs.erase(loss);
+  Result got;
+  try {
+    got = sharding::Combine(spec, full, sharded, results);
+  } catch (const BadInput& ex) {
+    throw BadInput(calls.begin()->second->file + ":/" + calls.begin()->second->function + "/" +
+                   ParseDpCallName(calls.begin()->second->name)->case_name + ".dp" + std::to_string(dp_size) +
+                   ".*: " + ex.what());
+  }
   return CompareResult(spec, ref, &got, std::nullopt);
 }
 
@@ -193,7 +164,19 @@ std::vector<CaseReport> CheckDpInvariance(const fixtures::GoldenSet& golden, con
   std::map<CallKey, CallsOf> by_case;
   for (const Case* c : calls) {
     const auto name = ParseDpCallName(c->name);
-    by_case[{c->family, c->function, name->case_name, name->dp_size}][{name->rank, name->micro_batch}] = c;
+    // Each number in its one decimal spelling: "r00" would otherwise stand in for "r0".
+    const std::string canonical = name->case_name + ".dp" + std::to_string(name->dp_size) + ".r" +
+                                  std::to_string(name->rank) + ".m" + std::to_string(name->micro_batch);
+    if (canonical != c->name)
+      throw BadInput(c->Where() +
+                     ": a sharded call is named <case>.dp<k>.r<rank>.m<micro-batch> with each number "
+                     "in plain decimal (no leading zeros); this name reads as '" +
+                     canonical + "'");
+    auto& of = by_case[{c->family, c->function, name->case_name, name->dp_size}];
+    if (!of.emplace(std::make_pair(name->rank, name->micro_batch), c).second)
+      throw BadInput(c->Where() + ": rank " + std::to_string(name->rank) + ", micro-batch " +
+                     std::to_string(name->micro_batch) + " given twice (also " +
+                     of.at({name->rank, name->micro_batch})->Where() + ")");
   }
   for (const auto& [key, of] : by_case) {
     const auto& [family, function, case_name, k] = key;

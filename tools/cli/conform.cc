@@ -219,7 +219,8 @@ const std::vector<Command>& Commands() {
          "(schema verlconf.drift)"},
         {"--help", nullptr, "this help"}},
        "exit codes: 0 no change beyond tolerance, 1 a change beyond tolerance or a field on one\n"
-       "side only, 2 bad input or usage, 3 an internal error of conform"},
+       "side only, 2 bad input or usage, 3 an internal error of conform, 4 nothing compared (no\n"
+       "case in both sets with the same inputs)"},
       {"help",
        "[COMMAND]",
        "this overview, or one command's options",
@@ -247,8 +248,8 @@ std::string Usage() {
        "`conform COMMAND --help` lists the command's options; `conform --version` the source\n"
        "revision and what produced the bundled goldens.\n\n"
        "exit codes: 0 passed, 1 conformance failure or drift (check --require-all: or anything\n"
-       "UNSUPPORTED or SKIPPED), 2 bad input or usage, 3 internal error of conform, 4 check\n"
-       "compared nothing (no case PASSED or FAILED)\n";
+       "UNSUPPORTED or SKIPPED), 2 bad input or usage, 3 internal error of conform, 4 nothing\n"
+       "compared (no case PASSED or FAILED; for drift, no case in both sets with the same inputs)\n";
   return s;
 }
 
@@ -367,12 +368,17 @@ std::string OptAll(const Args& a, const std::string& name) {
   return v;
 }
 
-// Report files are claimed before anything else can fail (tools/cli/report_file.h), so that
-// a run that exits 2 leaves none behind, stale or new.
+// Report files are claimed once the options are parsed and before anything is run or
+// written (tools/cli/report_file.h): an output that names any input of the run (`inputs`:
+// files or directories of goldens, the adapter, the interpreter) or a file the run's --out
+// directory keeps is refused, and nothing is removed.
 void ClaimOutputs(const Args& a, const std::vector<std::string>& inputs) {
   std::vector<std::string> files;
   for (const auto& in : inputs)
     for (const auto& f : t::InputFiles(in)) files.push_back(f);
+  const std::string out_dir = t::ResolveUserPath(Opt(a, "--out"));
+  if (!out_dir.empty())
+    for (auto& f : t::FilesUnder(out_dir)) files.push_back(std::move(f));
   // The baseline is an input too: a --write-baseline over it would remove it before it is read.
   const std::string baseline = t::ResolveUserPath(Opt(a, "--baseline"));
   if (!baseline.empty() && t::IsRegularFile(baseline)) files.push_back(baseline);
@@ -480,8 +486,16 @@ std::string PythonOf(const Args& a) {
   return Interpreter("python3", "--python");
 }
 
+// The adapter's own file, when the user named one.
+std::vector<std::string> AdapterInputs(const std::string& adapter, const std::string& python) {
+  std::vector<std::string> in;
+  if (!python.empty()) in.push_back(python);
+  const std::string path = t::ResolveUserPath(adapter);
+  if (!adapter.empty() && t::IsRegularFile(path)) in.push_back(path);
+  return in;
+}
+
 int Validate(const Args& a, const char* argv0, const std::string& against, const std::string& bundled) {
-  ClaimOutputs(a, {against});
   Allow(a, 0, "validate");
   t::ValidateOptions v;
   t::CheckOptions& o = v.check;
@@ -498,6 +512,9 @@ int Validate(const Args& a, const char* argv0, const std::string& against, const
   v.force = Flag(a, "--force");
   if (v.force && v.out.empty()) throw BadInput("--force: replaces the results of an --out directory; give --out");
   v.argv0 = argv0;
+  std::vector<std::string> inputs = AdapterInputs(o.adapter, v.python);
+  inputs.push_back(against);
+  ClaimOutputs(a, inputs);
   JudgingOptions(a, against, bundled, o);
   return t::RunValidate(v, std::cout);
 }
@@ -513,7 +530,6 @@ int64_t Count(const Args& a, const std::string& name, int64_t fallback, int64_t 
 }
 
 int Explore(const Args& a, const char* argv0) {
-  ClaimOutputs(a, {});
   Allow(a, 0, "explore");
   ve::ExploreCommand o;
   o.adapter = Opt(a, "--adapter");
@@ -556,6 +572,7 @@ int Explore(const Args& a, const char* argv0) {
     if (n == "--config") o.config.push_back(v);
   o.argv0 = argv0;
   o.display = t::CommandName();
+  ClaimOutputs(a, AdapterInputs(o.adapter, o.python));
   return ve::RunExploreCommand(o, std::cout);
 }
 
@@ -599,8 +616,8 @@ int Main(int argc, char** argv) {
     return v.empty() ? bundled : t::ResolveUserPath(v);
   };
   if (cmd == "check") {
-    ClaimOutputs(a, {against(), t::ResolveUserPath(Opt(a, "--candidate"))});
     Allow(a, 0, "check");
+    ClaimOutputs(a, {against(), t::ResolveUserPath(Opt(a, "--candidate"))});
     t::CheckOptions o;
     o.candidate = t::ResolveUserPath(Opt(a, "--candidate"));
     o.impl = Opt(a, "--impl", "oracle");
@@ -622,8 +639,8 @@ int Main(int argc, char** argv) {
   // drift
   std::vector<std::string> dirs;
   for (const auto& p : a.positional) dirs.push_back(t::ResolveUserPath(p));
-  ClaimOutputs(a, dirs);
   Allow(a, 2, "drift");
+  ClaimOutputs(a, dirs);
   if (a.positional.size() != 2) throw BadInput("drift: expected OLD_DIR NEW_DIR (try: conform drift --help)");
   return t::RunDrift(t::ResolveUserPath(a.positional[0]), t::ResolveUserPath(a.positional[1]), OptAll(a, "--only"),
                      t::ResolveUserPath(Opt(a, "--report")), JsonFormat(a), std::cout);
@@ -644,14 +661,14 @@ int verlconf::tools::ConformMain(int argc, char** argv) {
     if (!StdoutWritten()) throw BadInput("cannot write the results to standard output");
     return code;
   } catch (const BadInput& e) {
-    t::DiscardClaimedOutputs();
+    t::ForgetClaimedOutputs();
     std::cout.flush();
     std::cerr << "conform: error: " << e.what() << "\n";
     return t::kExitBadInput;
   } catch (const std::exception& e) {
     // Anything else is a bug in conform; exit 3 so it is never mistaken for a pass
     // or for a bad-input report.
-    t::DiscardClaimedOutputs();
+    t::ForgetClaimedOutputs();
     std::cout.flush();
     std::cerr << "conform: internal error: " << e.what() << "\n";
     return t::kExitInternal;

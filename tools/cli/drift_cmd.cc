@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <iostream>
 #include <map>
 #include <ostream>
 #include <set>
@@ -72,6 +73,7 @@ struct Drift {
   // Names in verl's own registries (/_verl_registry) on one side only: "list: name".
   std::vector<std::string> registry_removed, registry_added;
   std::vector<CaseChange> changes;
+  int compared = 0;  // cases in both sets with the same inputs: a result or an error each side
   bool AnyChange() const {
     if (!error_changes.empty() || !fields_one_side.empty()) return true;
     for (const auto& [fn, fs] : fields)
@@ -186,6 +188,7 @@ Drift Compute(const fixtures::GoldenSet& a, const fixtures::GoldenSet& b, const 
       d.inputs_differ.push_back(label);
       continue;
     }
+    ++d.compared;
     if (oc->expect_error.has_value() != nc.expect_error.has_value()) {
       d.error_changes.push_back(label + ": " + (oc->expect_error ? *oc->expect_error : "result") + " -> " +
                                 (nc.expect_error ? *nc.expect_error : "result"));
@@ -339,7 +342,11 @@ void RenderText(const Drift& d, std::ostream& out) {
     out << "\n" << n << " " << dt << " case(s) of the old set not compared: the new set holds no " << dt << " cases\n";
   for (const auto& [dt, n] : d.new_dtype_not_captured)
     out << "\n" << n << " " << dt << " case(s) of the new set not compared: the old set holds no " << dt << " cases\n";
-  out << "\n" << (d.AnyChange() ? "drift found beyond tolerance" : "no drift beyond tolerance") << "\n";
+  out << "\n"
+      << (d.AnyChange()     ? "drift found beyond tolerance"
+          : d.compared == 0 ? "nothing compared: no case in both sets with the same inputs"
+                            : "no drift beyond tolerance")
+      << "\n";
 }
 
 void RatioJson(JsonWriter& j, double ratio) {
@@ -520,7 +527,10 @@ int RunDrift(const std::string& old_dir, const std::string& new_dir, const std::
   Drift d = Compute(a, b, selection);
   d.old_dir = old_dir;
   d.new_dir = new_dir;
-  const int code = d.AnyChange() ? kExitFailure : kExitOk;
+  // Two sets with no case in common, or whose common cases all have other inputs, say
+  // nothing about drift: that is no "no drift".
+  const bool nothing = d.compared == 0 && !d.AnyChange();
+  const int code = d.AnyChange() ? kExitFailure : nothing ? kExitNothingCompared : kExitOk;
   if (json)
     out << RenderJson(d, code) << "\n";
   else
@@ -528,6 +538,10 @@ int RunDrift(const std::string& old_dir, const std::string& new_dir, const std::
   out.flush();
   if (!out) throw BadInput("cannot write the results to standard output");
   if (!report.empty()) WriteFileAtomically(report, RenderMarkdown(d));
+  if (nothing)
+    std::cerr << "conform: nothing compared: no selected case is in both sets with the same inputs ("
+              << d.only_old.size() << " only in the old set, " << d.only_new.size() << " only in the new set, "
+              << d.inputs_differ.size() << " with other inputs)\n";
   return code;
 }
 

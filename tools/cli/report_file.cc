@@ -120,6 +120,26 @@ std::vector<std::string> InputFiles(const std::string& path) {
   return out;
 }
 
+std::vector<std::string> FilesUnder(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return out;
+  while (dirent* e = readdir(d)) {
+    const std::string n = e->d_name;
+    if (n == "." || n == "..") continue;
+    const std::string p = dir + "/" + n;
+    struct stat st;
+    if (lstat(p.c_str(), &st) != 0) continue;
+    if (S_ISDIR(st.st_mode) && out.size() < 100000) {
+      for (auto& f : FilesUnder(p)) out.push_back(std::move(f));
+    } else if (S_ISREG(st.st_mode)) {
+      out.push_back(p);
+    }
+  }
+  closedir(d);
+  return out;
+}
+
 void ClaimOutput(const std::string& option, const std::string& path, const std::vector<std::string>& input_files) {
   const std::string who = option + " " + path;
   if (path.empty()) throw BadInput(option + ": an empty file name");
@@ -150,15 +170,11 @@ void ClaimOutput(const std::string& option, const std::string& path, const std::
       if (stat(in.c_str(), &ist) == 0 && ist.st_dev == st.st_dev && ist.st_ino == st.st_ino)
         throw BadInput(who + ": the same file as the input " + in + "; refusing to overwrite an input");
     }
-    if (unlink(path.c_str()) != 0) throw BadInput(who + ": cannot remove the previous file (" + Errno() + ")");
   }
   Claims().push_back({path, canonical});
 }
 
-void DiscardClaimedOutputs() {
-  for (const Claim& c : Claims()) unlink(c.path.c_str());
-  Claims().clear();
-}
+void ForgetClaimedOutputs() { Claims().clear(); }
 
 AtomicFile::AtomicFile(const std::string& path) : path_(path) {
   if (g_temp_live) throw BadInput(path + ": another report is being written");

@@ -7,17 +7,22 @@
 
 namespace verlconf::tools {
 
-// Before a run: `path` (given with `option`) becomes this run's output. BadInput, and
-// nothing touched, when it names an existing non-regular file (directory, FIFO,
-// device, socket, or a symbolic link to one or to nothing), an input of the run (same
-// inode as one of `input_files`), another output of the run, or lies in a directory
-// that does not exist or cannot be written. Otherwise a previous file at `path` is
-// removed at once, so that a run that fails, is interrupted or is killed never leaves
-// an earlier run's result behind for CI to read.
+// Before a run, after its options are parsed: `path` (given with `option`) becomes this
+// run's output. BadInput, and nothing touched, when it names an existing non-regular
+// file (directory, FIFO, device, socket, or a symbolic link to one or to nothing), an
+// input of the run (same inode as one of `input_files`: goldens, candidate, adapter,
+// interpreter, baseline, the --out directory's files), another output of the run, or
+// lies in a directory that does not exist or cannot be written. Nothing at `path` is
+// removed or replaced until the run has its result (AtomicFile): a run that exits 2 or 3
+// leaves the previous file as it was, and its exit status says that it failed.
 void ClaimOutput(const std::string& option, const std::string& path, const std::vector<std::string>& input_files);
 
-// Removes every claimed output (a run that exits 2 or 3 produced no valid one).
-void DiscardClaimedOutputs();
+// Forgets the claims (a run that exits 2 or 3 writes none of them).
+void ForgetClaimedOutputs();
+
+// Every regular file under `dir`, recursively (links not followed): the files a run's
+// --out directory keeps, which no other output may replace.
+std::vector<std::string> FilesUnder(const std::string& dir);
 
 // What a command reads from `path`: a directory's *.h5 files, or the file itself.
 std::vector<std::string> InputFiles(const std::string& path);

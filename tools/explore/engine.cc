@@ -279,6 +279,10 @@ std::optional<Worker::Judged> Worker::ExploreSharded(const FunctionSpec& spec, i
                            " of the sharding)";
     } catch (const Unsupported& ex) {
       j.report = CaseReport::NotCompared(golden, Outcome::kUnsupported, ex.what());
+    } catch (const BadInput& ex) {  // a call's result of the wrong shape: the adapter breaks the contract
+      throw BadInput((candidate_ ? candidate_->name() : std::string(ImplName(o_.impl))) + ": " +
+                     tools::DpRowName(spec.family + "/" + spec.name, ranks) + ", generated case " +
+                     std::to_string(index) + ": " + ex.what());
     }
     j.report.function = tools::DpRowName(spec.name, ranks);
     j.failures = ReportFailures(j.report);

@@ -27,6 +27,7 @@
 #include "oracle/judge/validate.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/paths.h"
+#include "tools/cli/report_file.h"
 #include "tools/cli/selection.h"
 #include "tools/cli/version.h"
 #include "tools/explore/engine.h"
@@ -245,15 +246,7 @@ void MakeDir(const std::string& dir) {
     throw BadInput("cannot create " + dir + ": " + std::strerror(errno));
 }
 
-void WriteText(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    f << text;
-    if (!f) throw BadInput("cannot write " + path);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw BadInput("cannot write " + path + ": " + std::strerror(errno));
-}
+void WriteText(const std::string& path, const std::string& text) { t::WriteFileAtomically(path, text); }
 
 void WriteCases(const ExploreCommand& o, const ExploreRun& run, const std::string& dir, bool golden_side) {
   std::map<std::string, fixtures::FixtureFile> files;
@@ -698,8 +691,17 @@ int RunExploreCommand(const ExploreCommand& o, std::ostream& out) {
 
   if (!o.out.empty()) {
     struct stat st;
+    // Checked before the run: a directory that cannot be made fails now, not after it.
+    const size_t slash = o.out.find_last_of('/');
+    const std::string parent = slash == std::string::npos ? "." : slash == 0 ? "/" : o.out.substr(0, slash);
+    if (stat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      throw BadInput("--out " + o.out + ": the directory " + parent + " does not exist");
+    if (!o.report.empty() && o.report.rfind(o.out + "/", 0) == 0)
+      throw BadInput("--report " + o.report + ": inside --out " + o.out + ", whose files this run writes");
     if (stat(o.out.c_str(), &st) == 0) {
       if (!S_ISDIR(st.st_mode)) throw BadInput("--out " + o.out + ": not a directory");
+      if (!t::InputFiles(o.out).empty())
+        throw BadInput("--out " + o.out + ": holds .h5 files (a golden or candidate set?); give a new directory");
       for (const char* sub : {"/cases", "/candidate", "/repro"})
         if (stat((o.out + sub).c_str(), &st) == 0)
           throw BadInput("--out " + o.out + ": holds the results of an earlier run (" + std::string(sub + 1) +

@@ -283,6 +283,9 @@ class Contract(unittest.TestCase):
                 (lambda f: f["token-mean"].move(first, case + ".dp4.r0.m7"), "skips micro-batch"),
                 (lambda f: f["token-mean"].move(first, case + ".dp3.r0.m0"), "sharded over 3 ranks"),
                 (lambda f: f["token-mean"].copy(first, case + ".dp8.r0.m0"), "no dp-invariance row over 8 ranks"),
+                # "r00" beside "r0": a second spelling of the same call, never a silent replacement.
+                (lambda f: f["token-mean"].copy(first, case + ".dp4.r00.m0"), "no leading zeros"),
+                (lambda f: f["token-mean"].move(first, case + ".dp04.r0.m0"), "reads as '" + case + ".dp4.r0.m0'"),
             ):
                 bad = os.path.join(work, "bad")
                 shutil.rmtree(bad, ignore_errors=True)
