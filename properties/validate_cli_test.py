@@ -13,6 +13,8 @@ import json
 import os
 import shutil
 import subprocess
+import time
+import signal
 import sys
 import tempfile
 import textwrap
@@ -166,6 +168,69 @@ class Validate(Base):
         last = err.strip().splitlines()[-1]
         self.assertTrue(last.startswith("conform: error:"), err)
         self.assertIn("pass --python", last)
+
+
+class Lifetime(Base):
+    """The harness runs in its own process group and ends with the run; the temporary goes
+    on every exit path; a background process the adapter starts never holds the run."""
+
+    ADAPTER = """
+        import os, subprocess, sys, time
+        name = "lifetime"
+        def versions():
+            return {}
+        def k1(inputs, cfg, dtype):
+            open(os.environ["MARK"], "a").write(str(os.getpid()) + "\\n")
+            if os.environ.get("BACKGROUND"):
+                subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+            else:
+                time.sleep(600)
+            return None
+        FUNCTIONS = {"k1": k1}
+    """
+
+    @staticmethod
+    def read(path):
+        with open(path) as f:
+            return f.read()
+
+    def alive(self, pid):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+
+    def test_a_signal_ends_the_harness_and_removes_the_temporary(self):
+        adapter = self.path("lifetime_adapter.py", self.ADAPTER)
+        scratch, mark = self.path("scratch"), self.path("mark")
+        os.mkdir(scratch)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with open(mark, "w"):
+                pass
+            env = dict(os.environ, TMPDIR=scratch, MARK=mark)
+            cmd = [CONFORM, "validate", "--against", GOLDENS, "--python", sys.executable, "--adapter", adapter]
+            p = subprocess.Popen(cmd + ["--only", "k1"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            deadline = time.time() + 120
+            while not self.read(mark).strip() and time.time() < deadline:
+                time.sleep(0.1)
+            pids = [int(x) for x in self.read(mark).split()]
+            self.assertTrue(pids, "the adapter was never called")
+            p.send_signal(sig)
+            p.communicate(timeout=60)
+            self.assertEqual(p.returncode, -sig)
+            time.sleep(0.2)
+            self.assertFalse(any(self.alive(pid) for pid in pids), f"the harness outlived conform ({sig})")
+            self.assertEqual(os.listdir(scratch), [], f"the temporary was left behind ({sig})")
+
+    def test_a_background_process_of_the_adapter_does_not_hold_the_run(self):
+        adapter = self.path("lifetime_adapter.py", self.ADAPTER)
+        mark = self.path("mark", "")
+        start = time.time()
+        code, out, err = validate("--adapter", adapter, "--only", "k1", MARK=mark, BACKGROUND="1")
+        self.assertLess(time.time() - start, 120, "validate waited for the adapter's background process")
+        self.assertEqual(code, 4, out + err)  # every case declined: nothing compared
 
 
 class OnlyAndJobs(Base):

@@ -1,16 +1,20 @@
 // `conform validate`: the candidate harness (tools/harness/run_candidate.py) on an adapter,
 // in the interpreter that has the framework, then `check --candidate` of what it wrote.
 #include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <optional>
 #include <string>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <vector>
 
@@ -52,18 +56,97 @@ std::string HarnessScript(const std::string& argv0) {
                  "//tools:conform`, from the repository root, or as the verlconf wheel's `verlconf`)");
 }
 
-// Runs argv; its stdout and stderr go to ours (stderr: stdout is the check's), and the
-// text is returned. The exit status, or 128 + the signal.
+// The harness's process group and the temporary directory, for the signal handler: a
+// run ended by SIGINT, SIGTERM or SIGHUP (what a CI timeout sends) ends the harness and
+// whatever it started, and removes the temporary, before it dies of the signal.
+volatile sig_atomic_t g_child = 0;
+char g_temp_dir[PATH_MAX] = "";
+
+// The files of `dir` removed and the directory with them, with async-signal-safe calls
+// only (the harness writes files there, no subdirectories).
+void RemoveFilesAndDir(const char* dir) {
+  const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    alignas(8) char buf[4096];
+    for (long n; (n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0;)
+      for (long off = 0; off < n;) {
+        // struct linux_dirent64: ino (8), off (8), reclen (2), type (1), name.
+        unsigned short reclen;
+        std::memcpy(&reclen, buf + off + 16, sizeof reclen);
+        const char* name = buf + off + 19;
+        if (!(name[0] == '.' && (name[1] == 0 || (name[1] == '.' && name[2] == 0)))) unlinkat(fd, name, 0);
+        off += reclen;
+      }
+    close(fd);
+  }
+  rmdir(dir);
+}
+
+extern "C" void EndHarnessAndReraise(int sig) {
+  const pid_t child = g_child;
+  if (child > 0) {
+    kill(-child, SIGKILL);
+    while (waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+  if (g_temp_dir[0]) RemoveFilesAndDir(g_temp_dir);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+// The handler above for the length of a validate run.
+class EndWithTheRun {
+ public:
+  EndWithTheRun() {
+    for (size_t i = 0; i < 3; ++i) {
+      struct sigaction sa;
+      std::memset(&sa, 0, sizeof sa);
+      sa.sa_handler = EndHarnessAndReraise;
+      sigemptyset(&sa.sa_mask);
+      sigaction(kSignals[i], nullptr, &old_[i]);
+      if (old_[i].sa_handler != SIG_IGN) sigaction(kSignals[i], &sa, nullptr);
+    }
+  }
+  ~EndWithTheRun() {
+    for (size_t i = 0; i < 3; ++i) sigaction(kSignals[i], &old_[i], nullptr);
+    g_temp_dir[0] = 0;
+  }
+  EndWithTheRun(const EndWithTheRun&) = delete;
+  EndWithTheRun& operator=(const EndWithTheRun&) = delete;
+
+ private:
+  static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
+  struct sigaction old_[3];
+};
+
+// At most this much of what the harness prints is kept (for the error message): the rest
+// is streamed to stderr and dropped.
+constexpr size_t kKeptOutput = 64 * 1024;
+
+// Runs argv in its own process group; its stdout and stderr go to ours (stderr: stdout is
+// the check's), and the last kKeptOutput bytes of it are returned. It ends when argv's
+// process exits, whatever it left running (a background process holding the pipe is
+// ended with the group). The exit status, or 128 + the signal.
 int Run(const std::vector<std::string>& argv, std::string& text, bool echo = true) {
   int fds[2];
-  if (pipe(fds) != 0) throw BadInput(std::string("cannot start the harness: ") + std::strerror(errno));
+  if (pipe2(fds, O_CLOEXEC) != 0) throw BadInput(std::string("cannot start the harness: ") + std::strerror(errno));
+  sigset_t block, old;
+  sigemptyset(&block);
+  sigaddset(&block, SIGINT);
+  sigaddset(&block, SIGTERM);
+  sigaddset(&block, SIGHUP);
+  // No signal between the fork and recording the child for the handler.
+  sigprocmask(SIG_BLOCK, &block, &old);
   const pid_t pid = fork();
-  if (pid < 0) throw BadInput(std::string("cannot start the harness: ") + std::strerror(errno));
+  if (pid < 0) {
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    throw BadInput(std::string("cannot start the harness: ") + std::strerror(errno));
+  }
   if (pid == 0) {
+    setpgid(0, 0);
+    sigprocmask(SIG_SETMASK, &old, nullptr);
     dup2(fds[1], 1);
     dup2(fds[1], 2);
-    close(fds[0]);
-    close(fds[1]);
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -71,23 +154,39 @@ int Run(const std::vector<std::string>& argv, std::string& text, bool echo = tru
     std::fprintf(stderr, "cannot run %s: %s\n", args[0], std::strerror(errno));
     _exit(127);
   }
+  setpgid(pid, pid);  // as the child does: whichever runs first
+  g_child = pid;
+  sigprocmask(SIG_SETMASK, &old, nullptr);
   close(fds[1]);
+  int status = 0;
+  bool exited = false;
   char buf[4096];
-  for (ssize_t got; (got = read(fds[0], buf, sizeof buf)) != 0;) {
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      break;
+  for (;;) {
+    struct pollfd p = {fds[0], POLLIN, 0};
+    const int ready = poll(&p, 1, exited ? 0 : 200);
+    if (ready < 0 && errno != EINTR) break;
+    if (ready > 0) {
+      const ssize_t got = read(fds[0], buf, sizeof buf);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) break;  // every writer is gone
+      text.append(buf, static_cast<size_t>(got));
+      if (text.size() > 2 * kKeptOutput) text.erase(0, text.size() - kKeptOutput);
+      if (echo) {
+        std::cerr.write(buf, got);
+        std::cerr.flush();
+      }
+      continue;
     }
-    text.append(buf, static_cast<size_t>(got));
-    if (echo) {
-      std::cerr.write(buf, got);
-      std::cerr.flush();
-    }
+    if (exited) break;  // drained what the harness wrote before it exited
+    if (waitpid(pid, &status, WNOHANG) == pid) exited = true;
   }
   close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  if (!exited)
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  kill(-pid, SIGKILL);  // what it started and left behind ends with it
+  g_child = 0;
+  if (text.size() > kKeptOutput) text.erase(0, text.size() - kKeptOutput);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -107,8 +206,10 @@ class TempDir {
     if (!mkdtemp(templ.data()))
       throw BadInput("cannot create a temporary directory in " + base + ": " + std::strerror(errno));
     path_ = templ;
+    if (path_.size() < sizeof g_temp_dir) std::memcpy(g_temp_dir, path_.c_str(), path_.size() + 1);
   }
   ~TempDir() {
+    g_temp_dir[0] = 0;
     if (DIR* d = opendir(path_.c_str())) {
       while (const dirent* e = readdir(d)) {
         const std::string n = e->d_name;
@@ -131,6 +232,7 @@ class TempDir {
 int RunValidate(const ValidateOptions& v, std::ostream& out) {
   const CheckOptions& o = v.check;
   const std::string script = HarnessScript(v.argv0);
+  const EndWithTheRun end_with_the_run;
   // A malformed baseline is exit 2 before the harness computes anything.
   if (!o.baseline.empty()) LoadBaseline(o.baseline);
   const std::string hint = "pass --python with the interpreter that has your framework, numpy and h5py";
