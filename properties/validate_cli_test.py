@@ -232,6 +232,34 @@ class Lifetime(Base):
         self.assertLess(time.time() - start, 120, "validate waited for the adapter's background process")
         self.assertEqual(code, 4, out + err)  # every case declined: nothing compared
 
+    def test_sys_exit_and_a_hanging_call_are_adapter_errors_and_the_run_goes_on(self):
+        for body, want in (
+            ("sys.exit(0)", "SystemExit(0)"),
+            ("time.sleep(600)", "did not return within 1 s (--call-timeout)"),
+        ):
+            adapter = self.path(
+                "stop_adapter.py",
+                f"""
+                import sys, time
+                import numpy as np
+                name = "stop"
+                def versions():
+                    return {{}}
+                def k1(inputs, cfg, dtype):
+                    if inputs["logprob"].shape[0] == 4:
+                        {body}
+                    lp = inputs["logprob"]
+                    return {{"outputs": {{"kl": (lp - inputs["ref_logprob"]).astype(lp.dtype)}}}}
+                FUNCTIONS = {{"k1": k1}}
+                """,
+            )
+            start = time.time()
+            code, out, err = validate("--adapter", adapter, "--only", "k1", "--call-timeout", "1", "--verbose")
+            self.assertLess(time.time() - start, 300, body)
+            self.assertEqual(code, 1, out + err)
+            self.assertIn(want, out + err)
+            self.assertGreater(int(row(out, "k1")[3]), 0, out)  # the other cases were judged
+
 
 class OnlyAndJobs(Base):
     def test_jobs_writes_what_a_serial_run_writes(self):

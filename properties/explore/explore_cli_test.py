@@ -12,6 +12,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 import tempfile
 import unittest
 
@@ -344,6 +345,35 @@ class BadInput(unittest.TestCase):
                 self.assert_bad(r, want)
                 self.assertIn("token-mean [dp k=", r[2])
                 self.assertIn("rank ", r[2])
+
+    def test_a_hanging_call_is_an_adapter_error_and_the_run_goes_on(self):
+        # One call hangs in Python (the server's timer ends it), one in native code (the
+        # server is ended and restarted); every other case is judged.
+        with tempfile.TemporaryDirectory() as tmp:
+            for hang in ("time.sleep(600)", "os.system('sleep 600')"):
+                path, marker = os.path.join(tmp, "hang_adapter.py"), os.path.join(tmp, hang[:4] + ".hung")
+                with open(path, "w") as f:
+                    f.write(
+                        "import os, time\nimport numpy as np\nname = 'hang'\n"
+                        "def versions():\n    return {}\n"
+                        "seen = []\n"
+                        "def k1(inputs, cfg, dtype):\n"
+                        "    seen.append(1)\n"
+                        f"    if len(seen) == 2 and not os.path.exists({marker!r}):\n"
+                        f"        open({marker!r}, 'w').close()\n        {hang}\n"
+                        "    lp, ref = inputs['logprob'], inputs['ref_logprob']\n"
+                        "    return {'outputs': {'kl': (lp - ref).astype(lp.dtype)}, 'grads': {'logprob': np.ones_like(lp)}}\n"
+                        "FUNCTIONS = {'k1': k1}\n"
+                    )
+                start = time.time()
+                code, out, err = explore("--adapter", path, "--python", sys.executable, "--cases", "6", "--only",
+                                         "k1", "--call-timeout", "1", "--format", "json")  # fmt: skip
+                self.assertLess(time.time() - start, 120, hang)
+                self.assertEqual(code, 1, out + err)
+                j = json.loads(out)
+                (row,) = j["functions"]
+                self.assertEqual(row["cases"], 6, hang)
+                self.assertEqual((row["passed"], row["failed"]), (5, 1), (hang, row))
 
 
 class CudaHost(unittest.TestCase):

@@ -51,6 +51,7 @@ struct ValidateOptions {
   std::string python_default;  // where the default came from, for messages: "python3" or "$VERLCONF_PYTHON"
   std::string out;             // where the harness writes; "" for a temporary directory
   bool force = false;          // passed to the harness: replace the results --out holds
+  int64_t call_timeout = 600;  // passed to the harness: seconds one adapter call may take (0: none)
   std::string argv0;           // to find the harness script in the runfiles
 };
 

@@ -124,6 +124,9 @@ const std::vector<Command>& Commands() {
         {"--against", "DIR", "the golden set to run on and compare with (default: the bundled verl 0.9.1 set)"},
         {"--only", "NAME,...", kOnlyHelp},
         {"--jobs", "N", "run the harness in N processes and check N cases at a time (default 1)"},
+        {"--call-timeout", "S",
+         "seconds one adapter call may take (default 600; 0: no limit); past it the case is an adapter error naming "
+         "its function and case, and the run goes on"},
         {"--junit", "FILE", "also write JUnit XML (one test case per golden case) to FILE"},
         {"--report", "FILE.md", "also write the table, a function x field matrix and the failures as Markdown"},
         {"--format", "text|json", "what goes to stdout: the table (text) or one JSON object (schema verlconf.check)"},
@@ -164,6 +167,9 @@ const std::vector<Command>& Commands() {
         {"--only", "NAME,...", "FUNCTION, FAMILY or FAMILY/FUNCTION, comma-separated or repeated"},
         {"--jobs", "N", "N adapter processes judging cases at a time (default 1); the output is the same"},
         {"--shrink-seconds", "S", "the time one difference may take to shrink (default 25)"},
+        {"--call-timeout", "S",
+         "seconds one adapter call may take (default 600; 0: no limit); past it the case is an adapter error naming "
+         "its function and case, the adapter's process is restarted if it does not answer, and the run goes on"},
         {"--dp-cases", "N",
          "sharded cases per function that takes verl's global-batch arguments, for each of 2, 4 and 8 ranks "
          "(default: --cases / 10, at least 1; 0: none): the candidate per micro-batch, combined as DDP/FSDP combine "
@@ -495,6 +501,8 @@ std::vector<std::string> AdapterInputs(const std::string& adapter, const std::st
   return in;
 }
 
+int64_t Count(const Args& a, const std::string& name, int64_t fallback, int64_t lo, int64_t hi);
+
 int Validate(const Args& a, const char* argv0, const std::string& against, const std::string& bundled) {
   Allow(a, 0, "validate");
   t::ValidateOptions v;
@@ -509,6 +517,7 @@ int Validate(const Args& a, const char* argv0, const std::string& against, const
   const char* env_python = std::getenv("VERLCONF_PYTHON");
   v.python_default = env_python && *env_python ? "$VERLCONF_PYTHON" : "python3";
   v.out = t::ResolveUserPath(Opt(a, "--out"));
+  v.call_timeout = Count(a, "--call-timeout", 600, 0, 86400);
   v.force = Flag(a, "--force");
   if (v.force && v.out.empty()) throw BadInput("--force: replaces the results of an --out directory; give --out");
   v.argv0 = argv0;
@@ -567,6 +576,7 @@ int Explore(const Args& a, const char* argv0) {
   o.seed = static_cast<uint64_t>(Count(a, "--seed", 0, 0, 999999999999));
   o.cases = Count(a, "--cases", 100, 1, 10000000);
   o.shrink_seconds = static_cast<double>(Count(a, "--shrink-seconds", 25, 0, 3600));
+  o.call_timeout = Count(a, "--call-timeout", 600, 0, 86400);
   o.dp_cases = Count(a, "--dp-cases", std::max<int64_t>(1, o.cases / 10), 0, 10000000);
   for (const auto& [n, v] : a.options)
     if (n == "--config") o.config.push_back(v);

@@ -262,6 +262,7 @@ int RunValidate(const ValidateOptions& v, std::ostream& out) {
   if (!o.only.empty()) argv.insert(argv.end(), {"--only", o.only});
   if (o.jobs > 1) argv.insert(argv.end(), {"--jobs", std::to_string(o.jobs)});
   if (v.force) argv.push_back("--force");
+  argv.insert(argv.end(), {"--call-timeout", std::to_string(v.call_timeout)});
   std::string text;
   const int code = Run(argv, text);
   if (code != 0) {

@@ -1,9 +1,12 @@
 #include "tools/explore/adapter_process.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <sys/wait.h>
@@ -14,6 +17,9 @@
 
 namespace verlconf::explore {
 namespace {
+
+// How long past --call-timeout a server that has not answered is given before it is ended.
+constexpr double kGrace = 10.0;
 
 void AppendArrays(std::string& out, const char* key, const std::map<std::string, Array>& arrays) {
   out += ",\"";
@@ -64,21 +70,27 @@ std::string Text(const Json& j, const char* key) {
 
 }  // namespace
 
-AdapterProcess::AdapterProcess(const AdapterOptions& o) : options_(o) {
+AdapterProcess::AdapterProcess(const AdapterOptions& o) : options_(o) { Start(); }
+
+void AdapterProcess::Start() {
+  const AdapterOptions& o = options_;
   int in[2], out[2];
   // Close-on-exec: a second server must not inherit this one's stdin, or this one never
   // sees the end of its input and the run waits for it forever.
   if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0)
     throw BadInput(std::string("cannot start the adapter: ") + std::strerror(errno));
+  const std::string limit = std::to_string(o.call_timeout);
   pid_ = fork();
   if (pid_ < 0) throw BadInput(std::string("cannot start the adapter: ") + std::strerror(errno));
   if (pid_ == 0) {
+    setpgid(0, 0);  // its own group: a server that is ended takes what it started with it
     dup2(in[0], 0);
     dup2(out[1], 1);
     close(in[0]);
     close(in[1]);
     close(out[0]);
     close(out[1]);
+    setenv("VERLCONF_CALL_TIMEOUT", limit.c_str(), 1);  // adapter_call.CALL_TIMEOUT_ENV
     std::vector<std::string> argv = {o.python, o.script, "--adapter", o.adapter, "--conform", o.conform};
     std::vector<char*> args;
     for (auto& a : argv) args.push_back(a.data());
@@ -87,13 +99,14 @@ AdapterProcess::AdapterProcess(const AdapterOptions& o) : options_(o) {
     std::fprintf(stderr, "cannot run %s: %s\n", args[0], std::strerror(errno));
     _exit(127);
   }
+  setpgid(pid_, pid_);
   close(in[0]);
   close(out[1]);
   to_ = fdopen(in[1], "w");
   from_ = fdopen(out[0], "r");
   // A server that dies must be an error on our side, not a SIGPIPE.
   std::signal(SIGPIPE, SIG_IGN);
-  const Json hello = ParseJson(ReadLine(), "the adapter server's greeting");
+  const Json hello = ParseJson(*ReadLine(), "the adapter server's greeting");
   const Json* ok = hello.Find("ok");
   if (!ok || !ok->boolean) {
     std::string why;
@@ -102,26 +115,44 @@ AdapterProcess::AdapterProcess(const AdapterOptions& o) : options_(o) {
     throw BadInput("adapter " + o.adapter + " cannot be used: " + (why.empty() ? "no reason given" : why));
   }
   name_ = Text(hello, "adapter");
+  functions_.clear();
   if (const Json* f = hello.Find("functions"))
     for (const Json& n : f->items) functions_.insert(n.text);
+  versions_.clear();
   if (const Json* v = hello.Find("versions"))
     for (const auto& [k, val] : v->members)
       if (val.kind == Json::Kind::kString) versions_[k] = val.text;
 }
 
-AdapterProcess::~AdapterProcess() {
+void AdapterProcess::Stop() {
   if (to_) std::fclose(to_);  // EOF: the server exits
   if (from_) std::fclose(from_);
+  to_ = from_ = nullptr;
   if (pid_ > 0) {
     int status = 0;
     while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }
+    kill(-pid_, SIGKILL);  // what it started and left behind
   }
+  pid_ = -1;
 }
 
-std::string AdapterProcess::ReadLine() {
+AdapterProcess::~AdapterProcess() { Stop(); }
+
+std::optional<std::string> AdapterProcess::ReadLine(double seconds) {
   std::string line;
-  for (int c; (c = std::fgetc(from_)) != EOF;) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (;;) {
+    // Wait only where stdio holds nothing already read (glibc's FILE read buffer).
+    if (seconds > 0 && from_->_IO_read_ptr >= from_->_IO_read_end) {
+      const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+      struct pollfd p = {fileno(from_), POLLIN, 0};
+      const int ready = left > 0 ? poll(&p, 1, static_cast<int>(std::min(left * 1000.0, 1e9)) + 1) : 0;
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready == 0) return std::nullopt;
+    }
+    const int c = std::fgetc(from_);
+    if (c == EOF) break;
     if (c == '\n') return line;
     line += static_cast<char>(c);
   }
@@ -154,7 +185,27 @@ Case AdapterProcess::Call(const Case& c, std::map<std::string, Array>* recorded,
   req += "}";
   WriteLine(req);
   const std::string where = c.Where();
-  const Json r = ParseJson(ReadLine(), where + ": the adapter server's answer");
+  const double wait = options_.call_timeout > 0 ? options_.call_timeout + kGrace : 0;
+  const std::optional<std::string> answer = ReadLine(wait);
+  if (!answer) {
+    // Stuck where the server's own timer cannot reach (native code): ended with its group
+    // and started again; the case is the adapter's error, and the run goes on.
+    kill(-pid_, SIGKILL);
+    Stop();
+    Start();
+    Case out = c;
+    out.outputs.clear();
+    out.grads.clear();
+    out.metrics.clear();
+    out.metric_dtypes.clear();
+    out.vjps.clear();
+    out.declined.reset();
+    out.expect_error = "AdapterError: " + key + " case " + c.name + ": the call did not return within " +
+                       std::to_string(static_cast<long long>(options_.call_timeout)) +
+                       " s (--call-timeout); the adapter's process was ended and restarted";
+    return out;
+  }
+  const Json r = ParseJson(*answer, where + ": the adapter server's answer");
   if (const Json* p = r.Find("problems"); p && !p->items.empty()) {
     std::string why;
     for (const Json& line : p->items) why += (why.empty() ? "" : "; ") + line.text;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <sys/types.h>
@@ -20,6 +21,10 @@ struct AdapterOptions {
   std::string script;   // serve_adapter.py
   std::string adapter;  // a module path or a bundled adapter name
   std::string conform;  // this binary: the server reads the registry from its `spec --json`
+  // Seconds one call may take (0: none). The server ends a call past it as an adapter
+  // error; one that does not answer within kGrace more (stuck in native code) is killed,
+  // with whatever it started, and restarted, and the call is an adapter error here.
+  double call_timeout = 0;
 };
 
 // Where a call sits in a sharded batch, as the server hands it to an adapter's SHARD hook
@@ -57,7 +62,10 @@ class AdapterProcess {
   Case Call(const Case& c, std::map<std::string, Array>* recorded = nullptr, const ShardContext* shard = nullptr);
 
  private:
-  std::string ReadLine();
+  void Start();
+  void Stop();
+  // The next line; nullopt when the server has said nothing for `seconds` (> 0).
+  std::optional<std::string> ReadLine(double seconds = 0);
   void WriteLine(const std::string& line);
 
   AdapterOptions options_;

@@ -663,14 +663,15 @@ int RunExploreCommand(const ExploreCommand& o, std::ostream& out) {
                                  o.adapter.size() > 3 && o.adapter.rfind(".py") == o.adapter.size() - 3
                                      ? t::ResolveUserPath(o.adapter)
                                      : o.adapter,
-                                 t::SelfExecutable("the adapter server")};
+                                 t::SelfExecutable("the adapter server"), static_cast<double>(o.call_timeout)};
   } else {
     const std::optional<Impl> impl = ParseImpl(o.impl);
     if (!impl) throw BadInput("--impl " + o.impl + ": not one of oracle, cuda, cuda-host");
     e.impl = *impl;
   }
   if (o.reference == "verl")
-    e.reference = AdapterOptions{o.python, script, "verl", t::SelfExecutable("the adapter server")};
+    e.reference = AdapterOptions{o.python, script, "verl", t::SelfExecutable("the adapter server"),
+                                 static_cast<double>(o.call_timeout)};
 
   // The selection, over the registry's functions.
   t::Selection sel(o.only);

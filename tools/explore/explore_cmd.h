@@ -23,6 +23,7 @@ struct ExploreCommand {
   uint64_t seed = 0;
   int64_t cases = 100;
   double shrink_seconds = 25;
+  int64_t call_timeout = 600;       // seconds one adapter call may take (0: none)
   int64_t dp_cases = -1;            // sharded cases per function and k; -1: cases / 10, at least 1
   std::vector<std::string> config;  // --config KEY=V[,V...], as given
   std::string argv0;
