@@ -623,6 +623,30 @@ class Baseline(PlantedCandidate):
                 line = len(text.rstrip("\n").split("\n"))
                 assert_bad_input(self, self.check("--baseline", b), "%s:%d: " % (b, line), needle)
         assert_bad_input(self, self.check("--baseline", self.path("absent.txt")), "absent.txt", "no such file")
+        # Said as what it is, not "no such file".
+        fifo = self.path("fifo.txt")
+        os.mkfifo(fifo)
+        assert_bad_input(self, self.check("--baseline", fifo), "fifo.txt", "a FIFO (named pipe)")
+        assert_bad_input(self, self.check("--baseline", self.tmp), "a directory")
+        # A field the function does not have would only ever be "stale".
+        b = self.path("bad.txt", "grpo outputs/advantage # r\n")
+        assert_bad_input(self, self.check("--baseline", b), b + ":1: ", "'outputs/advantage' is no field of grpo")
+        # Text that would reach a terminal, JSON or JUnit raw: exit 2 naming the line, shown escaped.
+        for raw, needle in (
+            (b"grpo outputs/advantages # red \x1b[31m\n", "control characters in"),
+            (b"grpo outputs/advantages # caf\xe9\n", "bytes that are not UTF-8"),
+            (b"# ok\n\xef\xbb\xbfgrpo outputs/advantages # r\n", "byte-order mark"),
+        ):
+            with open(b, "wb") as f:
+                f.write(raw)
+            line = assert_bad_input(self, self.check("--baseline", b), b + ":", needle)
+            self.assertNotIn("\x1b", line)
+            line.encode("utf-8")
+        # A byte-order mark that opens the file is an editor's, and is read past.
+        with open(b, "wb") as f:
+            f.write(("\ufeffgrpo outputs/advantages # " + REASON + "\n").encode())
+        code, out, err = self.check("--baseline", b)
+        self.assertIn(code, (0, 1), out + err)
         # validate reads it before the harness computes anything.
         b = self.path("bad.txt", "grpo outputs/advantages\n")
         line = assert_bad_input(self, validate("--adapter", "numpy_example", "--baseline", b), b + ":1: ", "no reason")

@@ -3,9 +3,13 @@
 #include <cmath>
 #include <cstdio>
 
+#include "oracle/core/text.h"
+
 namespace verlconf {
 
-std::string JsonEscape(const std::string& s) {
+std::string JsonEscape(const std::string& text) {
+  // Whatever the text came from, the document stays valid UTF-8 JSON (text.h).
+  const std::string s = PrintableText(text);
   std::string o = "\"";
   for (unsigned char c : s) {
     switch (c) {

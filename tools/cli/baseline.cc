@@ -10,6 +10,7 @@
 
 #include "oracle/core/errors.h"
 #include "oracle/core/registry.h"
+#include "oracle/core/text.h"
 #include "tools/cli/check_dp.h"
 
 namespace verlconf::tools {
@@ -25,6 +26,47 @@ bool KnownField(const std::string& f) {
   if (f == "error") return true;
   for (const char* group : {"outputs/", "grads/", "metrics/", "vjps/"})
     if (f.rfind(group, 0) == 0 && f.size() > std::string(group).size()) return true;
+  return false;
+}
+
+// `name` against a registry name that may hold "<...>" placeholders (one or more
+// characters other than '/').
+bool NameMatches(const std::string& pattern, const std::string& name, size_t p = 0, size_t n = 0) {
+  while (p < pattern.size()) {
+    if (pattern[p] == '<') {
+      const size_t close = pattern.find('>', p);
+      if (close == std::string::npos) break;
+      for (size_t end = n + 1; end <= name.size() && name[end - 1] != '/'; ++end)
+        if (NameMatches(pattern, name, close + 1, end)) return true;
+      return false;
+    }
+    if (n >= name.size() || pattern[p] != name[n]) return false;
+    ++p, ++n;
+  }
+  return p == pattern.size() && n == name.size();
+}
+
+// Whether `field` (KnownField's form) is one `spec` has: an entry naming another would
+// only ever be reported as stale.
+bool FieldOf(const FunctionSpec& spec, const std::string& field) {
+  if (field == "error") return true;
+  const size_t slash = field.find('/');
+  const std::string group = field.substr(0, slash), name = field.substr(slash + 1);
+  auto any = [&](const std::vector<std::string>& names) {
+    for (const std::string& n : names)
+      if (NameMatches(n, name)) return true;
+    return false;
+  };
+  std::vector<std::string> outputs;
+  for (const auto& o : spec.outputs) outputs.push_back(o.name);
+  if (group == "outputs") return any(outputs);
+  if (group == "grads") return any(spec.grads);
+  if (group == "metrics") return any(spec.metrics);
+  if (group == "vjps") {  // vjps/<output>/<input>
+    const std::string output = name.substr(0, name.find('/'));
+    for (const std::string& n : outputs)
+      if (NameMatches(n, output)) return true;
+  }
   return false;
 }
 
@@ -93,6 +135,15 @@ Baseline LoadBaseline(const std::string& path) {
   while (std::getline(in, text)) {
     ++n;
     const std::string where = path + ":" + std::to_string(n) + ": ";
+    // An editor's byte-order mark opens the file; anything else that is not clean UTF-8
+    // text would reach the terminal, JSON and JUnit as it stands.
+    if (n == 1 && text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);
+    if (!text.empty() && text.back() == '\r') text.pop_back();
+    if (text.find("\xEF\xBB\xBF") != std::string::npos)
+      throw BadInput(where + "a byte-order mark (U+FEFF) inside the file in '" + PrintableText(text) + "'");
+    if (!IsCleanText(text, false))
+      throw BadInput(where + (IsValidUtf8(text) ? "control characters" : "bytes that are not UTF-8") + " in '" +
+                     PrintableText(text) + "' (a baseline is UTF-8 text, one entry per line)");
     const std::string line = Trim(text);
     if (line.empty() || line[0] == '#') continue;
     const size_t hash = line.find('#');
@@ -131,6 +182,20 @@ Baseline LoadBaseline(const std::string& path) {
     if (!KnownField(e.field))
       throw BadInput(where + "'" + e.field +
                      "': expected a field (outputs/NAME, grads/NAME, metrics/NAME, vjps/NAME) or error");
+    bool has_field = false;
+    std::string fields;
+    for (const FunctionSpec& s : Registry())
+      if (s.name == e.function && (e.family.empty() || s.family == e.family)) {
+        has_field = has_field || FieldOf(s, e.field);
+        if (fields.empty()) {
+          for (const auto& o : s.outputs) fields += (fields.empty() ? "" : ", ") + ("outputs/" + o.name);
+          for (const auto& g : s.grads) fields += ", grads/" + g;
+          for (const auto& m : s.metrics) fields += ", metrics/" + m;
+        }
+      }
+    if (!has_field)
+      throw BadInput(where + "'" + e.field + "' is no field of " + w[0] + " (misspelled?); it has " + fields +
+                     ", vjps/OUTPUT/INPUT and error");
     e.case_glob = w.size() == 3 ? w[2] : "*";
     b.entries.push_back(std::move(e));
   }

@@ -438,7 +438,7 @@ void BaselineOptions(const Args& a, t::CheckOptions& o) {
   o.strict_baseline = Flag(a, "--strict-baseline");
   if (o.strict_baseline && o.baseline.empty()) throw BadInput("--strict-baseline: give the --baseline it applies to");
   if (!o.baseline.empty() && !t::IsRegularFile(o.baseline))
-    throw BadInput("--baseline " + Opt(a, "--baseline") + ": no such file");
+    throw BadInput("--baseline " + Opt(a, "--baseline") + ": " + t::NotARegularFile(o.baseline));
 }
 
 // What check and validate share: the golden set, the outputs, the selection and the
@@ -511,7 +511,7 @@ int Validate(const Args& a, const char* argv0, const std::string& against, const
   if (o.adapter.empty()) throw BadInput("validate: --adapter is required (try: conform validate --help)");
   const bool file = o.adapter.size() > 3 && o.adapter.compare(o.adapter.size() - 3, 3, ".py") == 0;
   if ((file || o.adapter.find('/') != std::string::npos) && !t::IsRegularFile(t::ResolveUserPath(o.adapter)))
-    throw BadInput("--adapter " + o.adapter + ": no such file");
+    throw BadInput("--adapter " + o.adapter + ": " + t::NotARegularFile(t::ResolveUserPath(o.adapter)));
   o.python = Opt(a, "--python");
   v.python = PythonOf(a);
   const char* env_python = std::getenv("VERLCONF_PYTHON");
@@ -558,7 +558,7 @@ int Explore(const Args& a, const char* argv0) {
     throw BadInput("explore --impl oracle: the oracle is the reference; compare it with verl (--reference verl)");
   const bool file = o.adapter.size() > 3 && o.adapter.compare(o.adapter.size() - 3, 3, ".py") == 0;
   if ((file || o.adapter.find('/') != std::string::npos) && !t::IsRegularFile(t::ResolveUserPath(o.adapter)))
-    throw BadInput("--adapter " + o.adapter + ": no such file");
+    throw BadInput("--adapter " + o.adapter + ": " + t::NotARegularFile(t::ResolveUserPath(o.adapter)));
   const std::string py = Opt(a, "--python");
   if (!py.empty() && o.adapter.empty() && o.reference != "verl")
     throw BadInput("--python: runs an adapter; --impl " + o.impl + " runs in conform");
@@ -568,7 +568,7 @@ int Explore(const Args& a, const char* argv0) {
   o.only = OptAll(a, "--only");
   o.baseline = t::ResolveUserPath(Opt(a, "--baseline"));
   if (!o.baseline.empty() && !t::IsRegularFile(o.baseline))
-    throw BadInput("--baseline " + Opt(a, "--baseline") + ": no such file");
+    throw BadInput("--baseline " + Opt(a, "--baseline") + ": " + t::NotARegularFile(o.baseline));
   o.json = JsonFormat(a);
   o.jobs = Jobs(a);
   if (o.jobs > 1 && o.adapter.empty() && o.reference != "verl" && o.impl != "oracle")

@@ -3,12 +3,15 @@
 #include <map>
 #include <sstream>
 
+#include "oracle/core/text.h"
 #include "tools/cli/report_file.h"
 #include "tools/cli/version.h"
 
 namespace verlconf::tools {
 namespace {
-std::string Xml(const std::string& s) {
+std::string Xml(const std::string& text) {
+  // Whatever the text came from, the document stays well-formed (text.h).
+  const std::string s = PrintableText(text);
   std::string o;
   for (char c : s) {
     switch (c) {

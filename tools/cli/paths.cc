@@ -20,6 +20,17 @@ bool IsRegularFile(const std::string& p) {
   return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+std::string NotARegularFile(const std::string& p) {
+  struct stat st;
+  if (stat(p.c_str(), &st) != 0) return "no such file";
+  if (S_ISREG(st.st_mode)) return "";
+  if (S_ISDIR(st.st_mode)) return "a directory, not a regular file";
+  if (S_ISFIFO(st.st_mode)) return "a FIFO (named pipe), not a regular file";
+  if (S_ISSOCK(st.st_mode)) return "a socket, not a regular file";
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) return "a device, not a regular file";
+  return "not a regular file";
+}
+
 namespace {
 std::string Env(const char* name) {
   const char* v = std::getenv(name);

@@ -13,6 +13,9 @@ inline constexpr const char* kBundledGoldens = "fixtures/verl-0.9.1";
 std::string ResolveUserPath(const std::string& path);
 
 bool IsDirectory(const std::string& path);
+// Why `p` is no regular file to read ("no such file", "a directory, not a regular file",
+// "a FIFO (named pipe), not a regular file", ...); "" when it is one (through links).
+std::string NotARegularFile(const std::string& p);
 bool IsRegularFile(const std::string& path);  // through links
 
 // The bundled primary golden set, found beside the binary (the wheel's layout: the binary at

@@ -13,6 +13,7 @@
 
 #include "oracle/core/errors.h"
 #include "oracle/core/json.h"
+#include "oracle/core/text.h"
 #include "tools/explore/wire.h"
 
 namespace verlconf::explore {
@@ -63,9 +64,11 @@ std::map<std::string, Array> Arrays(const Json& response, const char* key, const
   return out;
 }
 
+// A text the adapter sent (its name, an exception's message, a decline's reason), as every
+// output can carry it (text.h).
 std::string Text(const Json& j, const char* key) {
   const Json* v = j.Find(key);
-  return v && v->kind == Json::Kind::kString ? v->text : "";
+  return v && v->kind == Json::Kind::kString ? PrintableText(v->text) : "";
 }
 
 }  // namespace
@@ -121,7 +124,7 @@ void AdapterProcess::Start() {
   versions_.clear();
   if (const Json* v = hello.Find("versions"))
     for (const auto& [k, val] : v->members)
-      if (val.kind == Json::Kind::kString) versions_[k] = val.text;
+      if (val.kind == Json::Kind::kString) versions_[PrintableText(k)] = PrintableText(val.text);
 }
 
 void AdapterProcess::Stop() {
