@@ -8,6 +8,8 @@ timeout: a hang is a failure too."""
 
 import fcntl
 import os
+import resource
+import signal
 import shutil
 import struct
 import subprocess
@@ -285,6 +287,28 @@ class ReaderBadInput(unittest.TestCase):
                 )
 
     # --- what libhdf5 refuses -----------------------------------------------------
+    def test_a_file_size_limit_does_not_touch_reading(self):
+        # The reader's hand-back is a pipe: ulimit -f (RLIMIT_FSIZE) far below the goldens'
+        # size, with SIGXFSZ at its default or ignored, reads them as without it.
+        from cli_support import CONFORM  # noqa: E402
+
+        def limit(ignore):
+            def pre():
+                resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+                if ignore:
+                    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+            return pre
+
+        want = run("check", "--against", GOLDENS, "--only", "kl,token-mean")
+        self.assertEqual(want[0], 0, want)
+        for ignore in (False, True):
+            p = subprocess.run(
+                [CONFORM, "check", "--against", GOLDENS, "--only", "kl,token-mean"],
+                capture_output=True, text=True, timeout=600, preexec_fn=limit(ignore),
+            )  # fmt: skip
+            self.assertEqual((p.returncode, p.stdout), (0, want[1]), p.stderr)
+
     def test_locked_by_another_process(self):
         path = self.family()
         with open(path, "rb") as held:
