@@ -10,6 +10,7 @@ differences a baseline accepts (each with its reason) and no other.
 import json
 import math
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -385,6 +386,24 @@ class CudaHost(unittest.TestCase):
         self.assertEqual(code, 0, json.dumps(j["differences"], indent=1)[:4000] + err)
         self.assertEqual(j["stale_baseline"], [])
         self.assertGreater(j["totals"]["passed"], 2000)
+
+    def test_memory_does_not_grow_with_the_number_of_cases(self):
+        # Ten times the cases, the same peak memory (within allocator noise), and within an
+        # address-space limit of 1.5 GB.
+        def peak_kib(cases):
+            pid = os.fork()
+            if pid == 0:
+                resource.setrlimit(resource.RLIMIT_AS, (1536 << 20, 1536 << 20))
+                os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+                os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+                os.execv(CONFORM, [CONFORM, "explore", "--impl", "cuda-host", "--only", "k3,token-mean", "--cases",
+                                   str(cases), "--dp-cases", "0", "--shrink-seconds", "1"])  # fmt: skip
+            _, status, usage = os.wait4(pid, 0)
+            self.assertTrue(os.WIFEXITED(status) and os.WEXITSTATUS(status) in (0, 1), status)
+            return usage.ru_maxrss
+
+        small, large = peak_kib(2000), peak_kib(20000)
+        self.assertLess(large, small * 1.25 + 16 * 1024, (small, large))
 
 
 if __name__ == "__main__":

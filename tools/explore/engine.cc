@@ -6,9 +6,11 @@
 #include <chrono>
 #include <cmath>
 #include <iterator>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "oracle/core/errors.h"
 #include "oracle/explore/causes.h"
@@ -311,37 +313,130 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
   }
   for (int k = 1; k < jobs; ++k) workers.push_back(std::make_unique<Worker>(o));
 
-  // Every (function, index), judged by whichever worker takes it; results by position.
-  // Then the sharded cases: (function, ranks, index) for the functions that take verl's
-  // global-batch arguments, each a row of its own (dp-invariance).
-  struct Item {
+  // The rows: each function's plain cases, then its sharded cases over each of 2, 4 and 8
+  // ranks (dp-invariance) for the functions that take verl's global-batch arguments. Item
+  // k of the run is found by the rows' offsets, never listed: memory does not grow with
+  // the number of cases. Whatever a judged case leaves behind is folded into its row's
+  // tally at once; a case is kept only while it is the first (lowest index) to show a
+  // difference.
+  struct Row {
     const FunctionSpec* spec;
-    int64_t ranks, index;
+    int64_t ranks, count, offset;
   };
-  std::vector<Item> items;
-  for (const FunctionSpec* s : todo)
-    for (int64_t i = 0; i < o.cases; ++i) items.push_back({s, 0, i});
+  std::vector<Row> rows;
+  int64_t total = 0;
+  auto add_row = [&](const FunctionSpec* s, int64_t ranks, int64_t count) {
+    rows.push_back({s, ranks, count, total});
+    total += count;
+  };
+  for (const FunctionSpec* s : todo) add_row(s, 0, o.cases);
   if (!o.reference)
     for (const FunctionSpec* s : todo)
       if (o.dp_cases > 0 && sharding::TakesGlobalBatchInfo(*s))
-        for (const int64_t k : kDpRanks)
-          for (int64_t i = 0; i < o.dp_cases; ++i) items.push_back({s, k, i});
+        for (const int64_t k : kDpRanks) add_row(s, k, o.dp_cases);
+  auto row_of = [&](int64_t k) {
+    size_t lo = 0, hi = rows.size();
+    while (hi - lo > 1) {
+      const size_t mid = (lo + hi) / 2;
+      (rows[mid].offset <= k ? lo : hi) = mid;
+    }
+    return lo;
+  };
+
+  // Per difference: its first case, and the indices of the cases that show it (the
+  // first kKeptIndices of them: what "may share a cause" compares).
+  constexpr size_t kKeptIndices = 20000;
+  struct Seen {
+    Difference d;
+    size_t row = 0;
+    size_t position = 0;  // of the failure in its first case's list
+    std::set<int64_t> indices;
+  };
+  std::map<std::tuple<const FunctionSpec*, int64_t, Failure>, Seen> seen;
+  std::vector<FunctionTally> tallies(rows.size());
+  std::vector<int64_t> refused_at(rows.size(), -1);
+  std::vector<bool> judged_any(rows.size(), false);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    tallies[r].spec = rows[r].spec;
+    tallies[r].dp_ranks = rows[r].ranks;
+  }
+
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::optional<Worker::Judged>> results(items.size());
-  std::vector<std::string> refusals(results.size());
-  std::atomic<size_t> next{0};
-  std::mutex error_mu;
+  std::atomic<int64_t> next_item{0};
+  std::mutex fold_mu, error_mu;
   std::exception_ptr error;
+  auto fold = [&](size_t r, int64_t i, std::optional<Worker::Judged> j, const std::string& refusal) {
+    std::lock_guard<std::mutex> lock(fold_mu);
+    FunctionTally& t = tallies[r];
+    ++t.cases;
+    if (!j) {
+      ++t.refused;
+      if (refused_at[r] < 0 || i < refused_at[r]) refused_at[r] = i, t.refused_example = refusal;
+      return;
+    }
+    judged_any[r] = true;
+    if (o.baseline) {
+      std::vector<CaseReport> one{std::move(j->report)};
+      std::vector<std::vector<tools::FailingKey>> keys(1);
+      for (const Failure& f : j->failures) keys[0].push_back({f.field, f.cause});
+      tools::ApplyBaseline(*o.baseline, one, &keys);
+      j->report = std::move(one[0]);
+    }
+    const CaseReport& rep = j->report;
+    switch (rep.outcome) {
+      case Outcome::kPassed: ++t.passed; break;
+      case Outcome::kFailed: ++t.failed; break;
+      case Outcome::kBaselined: ++t.baselined; break;
+      case Outcome::kMistrusted: ++t.mistrusted; break;
+      case Outcome::kUnsupported: ++t.unsupported; break;
+      case Outcome::kSkipped: ++t.skipped; break;
+    }
+    if (rep.outcome != Outcome::kFailed) return;
+    for (size_t pos = 0; pos < j->failures.size(); ++pos) {
+      const Failure& fail = j->failures[pos];
+      if (o.baseline && o.baseline->Accepts(rep, {fail.field, fail.cause})) continue;  // accepted: no difference
+      auto [it, fresh] = seen.try_emplace(std::make_tuple(t.spec, t.dp_ranks, fail));
+      Seen& e = it->second;
+      Difference& d = e.d;
+      ++d.cases;
+      e.indices.insert(i);
+      if (e.indices.size() > kKeptIndices) e.indices.erase(std::prev(e.indices.end()));
+      if (!fresh && d.first_index <= i) continue;
+      // The first case to show it so far: the one an unsharded, serial run meets first.
+      e.row = r;
+      e.position = pos;
+      d.spec = t.spec;
+      d.dp_ranks = t.dp_ranks;
+      d.failure = fail;
+      d.first_index = i;
+      d.first_regime = j->regime;
+      d.start = InputsOnly(j->golden);
+      // The reference's recorded choice is remade on every shrunk case (a stale one
+      // would not fit the shrunk shape), so shrinking starts without it.
+      for (const std::string& name : j->recorded) d.start.inputs.erase(name);
+      if (t.dp_ranks) {  // not shrunk: the sharding plan is part of the case's shape
+        d.minimal = d.start;
+        d.minimal.name = "dp" + std::to_string(t.dp_ranks) + "_" + MinimalCaseName(fail).substr(4);
+        d.golden = j->golden;
+        d.got = j->got;
+        d.report = j->report;
+      }
+    }
+  };
   auto work = [&](Worker& w) {
-    for (size_t k; (k = next++) < results.size();) {
+    for (int64_t k; (k = next_item++) < total;) {
       try {
-        const Item& it = items[k];
-        results[k] = it.ranks ? w.ExploreSharded(*it.spec, it.index, it.ranks, &refusals[k])
-                              : w.Explore(*it.spec, it.index, &refusals[k]);
+        const size_t r = row_of(k);
+        const Row& row = rows[r];
+        const int64_t i = k - row.offset;
+        std::string refusal;
+        std::optional<Worker::Judged> j =
+            row.ranks ? w.ExploreSharded(*row.spec, i, row.ranks, &refusal) : w.Explore(*row.spec, i, &refusal);
+        fold(r, i, std::move(j), refusal);
       } catch (...) {
         std::lock_guard<std::mutex> lock(error_mu);
         if (!error) error = std::current_exception();
-        next = results.size();
+        next_item = total;
       }
     }
   };
@@ -352,81 +447,9 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
   }
   if (error) std::rethrow_exception(error);
   run.explore_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (o.baseline) {
-    std::vector<CaseReport> all;
-    std::vector<size_t> at;
-    for (size_t k = 0; k < results.size(); ++k)
-      if (results[k]) {
-        all.push_back(std::move(results[k]->report));
-        at.push_back(k);
-      }
-    std::vector<std::vector<tools::FailingKey>> keys;
-    for (const size_t k : at) {
-      keys.emplace_back();
-      for (const Failure& f : results[k]->failures) keys.back().push_back({f.field, f.cause});
-    }
-    tools::ApplyBaseline(*o.baseline, all, &keys);
-    for (size_t i = 0; i < at.size(); ++i) results[at[i]]->report = std::move(all[i]);
-  }
 
-  std::map<std::tuple<const FunctionSpec*, int64_t, Failure>, size_t> seen;
-  std::map<std::pair<const FunctionSpec*, int64_t>, std::vector<size_t>> rows;
-  std::vector<std::pair<const FunctionSpec*, int64_t>> order;
-  for (size_t k = 0; k < items.size(); ++k) {
-    const auto key = std::make_pair(items[k].spec, items[k].ranks);
-    if (!rows.count(key)) order.push_back(key);
-    rows[key].push_back(k);
-  }
-  for (const auto& key : order) {
-    FunctionTally t;
-    t.spec = key.first;
-    t.dp_ranks = key.second;
-    for (const size_t k : rows[key]) {
-      const int64_t i = items[k].index;
-      ++t.cases;
-      if (!results[k]) {
-        ++t.refused;
-        if (t.refused_example.empty()) t.refused_example = refusals[k];
-        continue;
-      }
-      const CaseReport& r = results[k]->report;
-      switch (r.outcome) {
-        case Outcome::kPassed: ++t.passed; break;
-        case Outcome::kFailed: ++t.failed; break;
-        case Outcome::kBaselined: ++t.baselined; break;
-        case Outcome::kMistrusted: ++t.mistrusted; break;
-        case Outcome::kUnsupported: ++t.unsupported; break;
-        case Outcome::kSkipped: ++t.skipped; break;
-      }
-      for (const Failure& fail : r.outcome == Outcome::kFailed ? results[k]->failures : std::vector<Failure>{}) {
-        if (o.baseline && o.baseline->Accepts(r, {fail.field, fail.cause})) continue;  // accepted: no difference
-        const auto dkey = std::make_tuple(t.spec, t.dp_ranks, fail);
-        auto it = seen.find(dkey);
-        if (it == seen.end()) {
-          Difference d;
-          d.spec = t.spec;
-          d.dp_ranks = t.dp_ranks;
-          d.failure = fail;
-          d.first_index = i;
-          d.first_regime = results[k]->regime;
-          d.start = InputsOnly(results[k]->golden);
-          // The reference's recorded choice is remade on every shrunk case (a stale one
-          // would not fit the shrunk shape), so shrinking starts without it.
-          for (const std::string& name : results[k]->recorded) d.start.inputs.erase(name);
-          if (t.dp_ranks) {  // not shrunk: the sharding plan is part of the case's shape
-            d.minimal = d.start;
-            d.minimal.name = "dp" + std::to_string(t.dp_ranks) + "_" + MinimalCaseName(fail).substr(4);
-            d.golden = results[k]->golden;
-            d.got = results[k]->got;
-            d.report = results[k]->report;
-          }
-          it = seen.emplace(dkey, run.differences.size()).first;
-          run.differences.push_back(std::move(d));
-        }
-        ++run.differences[it->second].cases;
-        run.differences[it->second].case_indices.push_back(i);
-      }
-    }
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const FunctionTally& t = tallies[r];
     if (progress) {
       char line[256];
       std::snprintf(line, sizeof line, "explored %s/%s%s: %lld cases, %lld failed", t.spec->family.c_str(),
@@ -436,17 +459,34 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
     }
     run.functions.push_back(t);
   }
+  // In the order a serial run meets them: by row, then by first case, then as that case
+  // lists them.
+  std::vector<Seen*> order;
+  for (auto& [key, e] : seen) order.push_back(&e);
+  std::sort(order.begin(), order.end(), [](const Seen* a, const Seen* b) {
+    return std::tie(a->row, a->d.first_index, a->position) < std::tie(b->row, b->d.first_index, b->position);
+  });
+  for (Seen* e : order) {
+    e->d.case_indices.assign(e->indices.begin(), e->indices.end());
+    run.differences.push_back(std::move(e->d));
+  }
+  seen.clear();
 
-  if (o.baseline) {  // after the tally: an entry may cover a cause of a case that stays FAILED
-    std::vector<CaseReport> judged;
-    for (const auto& r : results)
-      if (r) judged.push_back(r->report);
+  if (o.baseline) {                  // after the tally: an entry may cover a cause of a case that stays FAILED
+    std::vector<CaseReport> judged;  // one stand-in per row that judged a case: Stale reads the function
+    for (size_t r = 0; r < rows.size(); ++r)
+      if (judged_any[r]) {
+        CaseReport stand_in;
+        stand_in.family = rows[r].spec->family;
+        stand_in.function = rows[r].ranks ? tools::DpRowName(rows[r].spec->name, rows[r].ranks) : rows[r].spec->name;
+        judged.push_back(std::move(stand_in));
+      }
     for (const tools::BaselineEntry* e : o.baseline->Stale(judged)) run.stale.push_back(*e);
   }
 
   // Shrinking, one difference per worker at a time.
   const auto t1 = std::chrono::steady_clock::now();
-  next = 0;
+  std::atomic<size_t> next{0};
   auto shrink = [&](Worker& w) {
     for (size_t k; (k = next++) < run.differences.size();) {
       try {
@@ -508,13 +548,23 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
       }
       // Every one of (at least five) generated cases that show the rarer one shows the
       // other as well: no coincidence of a few cases. Both lists are in exploration order.
+      // Where a list keeps only its first cases, both are compared up to the smaller of
+      // their last kept indices.
+      const bool capped = d.cases > static_cast<int64_t>(d.case_indices.size()) ||
+                          e.cases > static_cast<int64_t>(e.case_indices.size());
+      if (d.case_indices.empty() || e.case_indices.empty()) continue;
+      const int64_t bound = std::min(d.case_indices.back(), e.case_indices.back());
+      auto upto = [&](const std::vector<int64_t>& v) {
+        return capped ? std::vector<int64_t>(v.begin(), std::upper_bound(v.begin(), v.end(), bound)) : v;
+      };
+      const std::vector<int64_t> da = upto(d.case_indices), ea = upto(e.case_indices);
       std::vector<int64_t> both;
-      std::set_intersection(d.case_indices.begin(), d.case_indices.end(), e.case_indices.begin(), e.case_indices.end(),
-                            std::back_inserter(both));
-      const size_t fewer = std::min(d.case_indices.size(), e.case_indices.size());
+      std::set_intersection(da.begin(), da.end(), ea.begin(), ea.end(), std::back_inserter(both));
+      const size_t fewer = std::min(da.size(), ea.size());
       if (fewer >= 5 && both.size() == fewer)
-        d.may_share.push_back({e.failure, "every one of the " + std::to_string(fewer) +
-                                              " generated cases that show the rarer one shows both"});
+        d.may_share.push_back({e.failure, "every one of the " + std::to_string(fewer) + " generated cases " +
+                                              (capped ? "(of the first " + std::to_string(bound + 1) + ") " : "") +
+                                              "that show the rarer one shows both"});
     }
   }
   return run;

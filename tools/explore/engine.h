@@ -98,8 +98,10 @@ struct Difference {
     std::string why;
   };
   std::vector<Shared> may_share;
-  std::vector<int64_t> case_indices;  // the explored cases that fail this way, in order
-  int64_t dp_ranks = 0;               // k for a sharded case's difference (not shrunk: the plan is its shape)
+  // The explored cases that fail this way, in order: all of them, or the first 20,000
+  // where `cases` counts more (memory stays bounded in the number of cases).
+  std::vector<int64_t> case_indices;
+  int64_t dp_ranks = 0;  // k for a sharded case's difference (not shrunk: the plan is its shape)
   Failure failure;
   int64_t cases = 0;        // explored cases that fail this way
   int64_t first_index = 0;  // the first of them
