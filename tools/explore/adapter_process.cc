@@ -169,50 +169,14 @@ void AdapterProcess::WriteLine(const std::string& line) {
     throw BadInput("the adapter server (" + options_.adapter + ") stopped reading its input; its messages are above");
 }
 
-Case AdapterProcess::Call(const Case& c, std::map<std::string, Array>* recorded, const ShardContext* shard) {
-  const std::string key = c.family + "/" + c.function;
-  const int64_t id = next_id_++;
-  std::string req = "{\"id\":" + std::to_string(id) + ",\"function\":" + JsonEscape(key) +
-                    ",\"case\":" + JsonEscape(c.name) + ",\"dtype\":\"" + DTypeName(c.dtype) + "\"";
-  AppendArrays(req, "inputs", c.inputs);
-  req += ",\"config\":{";
-  bool first = true;
-  for (const auto& [k, v] : c.config.values()) {
-    req += (first ? "" : ",") + JsonEscape(k) + ":";
-    first = false;
-    AppendConfigValue(req, v);
-  }
-  req += "}";
-  if (!c.projections.empty()) AppendArrays(req, "projections", c.projections);
-  if (shard) AppendShard(req, *shard);
-  req += "}";
-  WriteLine(req);
+Case DecodeAnswer(const Case& c, const std::string& line, int64_t id, const std::string& adapter,
+                  std::map<std::string, Array>* recorded) {
   const std::string where = c.Where();
-  const double wait = options_.call_timeout > 0 ? options_.call_timeout + kGrace : 0;
-  const std::optional<std::string> answer = ReadLine(wait);
-  if (!answer) {
-    // Stuck where the server's own timer cannot reach (native code): ended with its group
-    // and started again; the case is the adapter's error, and the run goes on.
-    kill(-pid_, SIGKILL);
-    Stop();
-    Start();
-    Case out = c;
-    out.outputs.clear();
-    out.grads.clear();
-    out.metrics.clear();
-    out.metric_dtypes.clear();
-    out.vjps.clear();
-    out.declined.reset();
-    out.expect_error = "AdapterError: " + key + " case " + c.name + ": the call did not return within " +
-                       std::to_string(static_cast<long long>(options_.call_timeout)) +
-                       " s (--call-timeout); the adapter's process was ended and restarted";
-    return out;
-  }
-  const Json r = ParseJson(*answer, where + ": the adapter server's answer");
+  const Json r = ParseJson(line, where + ": the adapter server's answer");
   if (const Json* p = r.Find("problems"); p && !p->items.empty()) {
     std::string why;
-    for (const Json& line : p->items) why += (why.empty() ? "" : "; ") + line.text;
-    throw BadInput("adapter " + options_.adapter + " broke the contract (docs/adapter-contract.md): " + why);
+    for (const Json& problem : p->items) why += (why.empty() ? "" : "; ") + problem.text;
+    throw BadInput("adapter " + adapter + " broke the contract (docs/adapter-contract.md): " + why);
   }
   const Json* rid = r.Find("id");
   if (!rid || rid->number != static_cast<double>(id))
@@ -245,6 +209,47 @@ Case AdapterProcess::Call(const Case& c, std::map<std::string, Array>* recorded,
     throw BadInput(where + ": the adapter server answered an unknown kind '" + kind + "'");
   }
   return out;
+}
+
+Case AdapterProcess::Call(const Case& c, std::map<std::string, Array>* recorded, const ShardContext* shard) {
+  const std::string key = c.family + "/" + c.function;
+  const int64_t id = next_id_++;
+  std::string req = "{\"id\":" + std::to_string(id) + ",\"function\":" + JsonEscape(key) +
+                    ",\"case\":" + JsonEscape(c.name) + ",\"dtype\":\"" + DTypeName(c.dtype) + "\"";
+  AppendArrays(req, "inputs", c.inputs);
+  req += ",\"config\":{";
+  bool first = true;
+  for (const auto& [k, v] : c.config.values()) {
+    req += (first ? "" : ",") + JsonEscape(k) + ":";
+    first = false;
+    AppendConfigValue(req, v);
+  }
+  req += "}";
+  if (!c.projections.empty()) AppendArrays(req, "projections", c.projections);
+  if (shard) AppendShard(req, *shard);
+  req += "}";
+  WriteLine(req);
+  const double wait = options_.call_timeout > 0 ? options_.call_timeout + kGrace : 0;
+  const std::optional<std::string> answer = ReadLine(wait);
+  if (!answer) {
+    // Stuck where the server's own timer cannot reach (native code): ended with its group
+    // and started again; the case is the adapter's error, and the run goes on.
+    kill(-pid_, SIGKILL);
+    Stop();
+    Start();
+    Case out = c;
+    out.outputs.clear();
+    out.grads.clear();
+    out.metrics.clear();
+    out.metric_dtypes.clear();
+    out.vjps.clear();
+    out.declined.reset();
+    out.expect_error = "AdapterError: " + key + " case " + c.name + ": the call did not return within " +
+                       std::to_string(static_cast<long long>(options_.call_timeout)) +
+                       " s (--call-timeout); the adapter's process was ended and restarted";
+    return out;
+  }
+  return DecodeAnswer(c, *answer, id, options_.adapter, recorded);
 }
 
 }  // namespace verlconf::explore

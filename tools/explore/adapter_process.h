@@ -37,6 +37,13 @@ struct ShardContext {
   std::map<std::string, Array> rank_inputs;  // the rank's rows, at its widest micro-batch's width
 };
 
+// One answer line of the server to request `id` on `c`, read as AdapterProcess::Call
+// returns it: every field checked before anything uses it (an array's dtype and byte
+// count, a metric a single number, the answer's id and kind); BadInput naming the case
+// otherwise. Apart from the process so that a fuzzer can throw any bytes at it.
+Case DecodeAnswer(const Case& c, const std::string& line, int64_t id, const std::string& adapter,
+                  std::map<std::string, Array>* recorded = nullptr);
+
 class AdapterProcess {
  public:
   // Starts the server and reads its greeting. BadInput with the server's problems when the

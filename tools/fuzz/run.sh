@@ -81,3 +81,28 @@ if [[ $status -ne 0 ]]; then
   exit 1
 fi
 echo "fuzz: no crash, leak or hang in ${seconds}s"
+
+# What an adapter sends back (tools/fuzz/reply_fuzzer.cc): one answer line, decoded and
+# combined as a sharded call's result. A fifth of the time, at least 10 s.
+reply_seconds=$(( seconds / 5 > 10 ? seconds / 5 : 10 ))
+cd - > /dev/null
+reply="$work/reply_fuzzer"
+echo "fuzz: building $reply"
+clang++ -std=c++17 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
+  -fno-sanitize-recover=undefined -I. -isystem /usr/include/hdf5/serial \
+  tools/fuzz/reply_fuzzer.cc tools/explore/wire.cc tools/explore/adapter_process.cc oracle/*/*.cc -ldl -lm -lpthread \
+  -o "$reply"
+mkdir -p "$work/reply_corpus"
+cp tools/fuzz/reply_seeds/* "$work/reply_corpus/"
+echo "fuzz: running the adapter-reply target for ${reply_seconds}s"
+cd "$work"
+"$reply" -max_total_time="$reply_seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 -print_final_stats=1 \
+  reply_corpus 2>&1 | tee "$work/reply.log" |
+  grep -E "^(#[0-9]+ +(DONE|INITED)|Done|==[0-9]+==ERROR|SUMMARY|stat::number_of_executed_units)" || true
+status=${PIPESTATUS[0]}
+if [[ $status -ne 0 ]]; then
+  echo "fuzz: adapter replies FAILED (exit $status); log $work/reply.log"
+  tail -40 "$work/reply.log"
+  exit 1
+fi
+echo "fuzz: adapter replies: no crash, leak or hang in ${reply_seconds}s"
