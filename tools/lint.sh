@@ -64,6 +64,16 @@ if [[ $style -eq 1 ]]; then
     fi
   fi
 
+  # One writer for every file conform writes (tools/lint_writers.py).
+  mapfile -t writer_sources < <(git ls-files 'oracle/*.cc' 'fixtures/*.cc' 'tools/*.cc' ':!:tools/torch_api/**' \
+    ':!:tools/bench/**' ':!:tools/fuzz/**' ':!:tools/gpu/**')
+  if /usr/bin/python3 tools/lint_writers.py "${writer_sources[@]}"; then
+    echo "tools/lint.sh: ${#writer_sources[@]} sources write files only through AtomicFile or WriteFixtureFile"
+  else
+    echo "tools/lint.sh: a file written another way (tools/lint_writers.py)" >&2
+    rc=1
+  fi
+
   # BUILD and .bzl files.
   mapfile -t bazel_files < <(git ls-files '*BUILD.bazel' '*.bzl' '*.BUILD' 'WORKSPACE')
   if command -v buildifier > /dev/null; then

@@ -363,7 +363,8 @@ class BadInput(unittest.TestCase):
                         f"    if len(seen) == 2 and not os.path.exists({marker!r}):\n"
                         f"        open({marker!r}, 'w').close()\n        {hang}\n"
                         "    lp, ref = inputs['logprob'], inputs['ref_logprob']\n"
-                        "    return {'outputs': {'kl': (lp - ref).astype(lp.dtype)}, 'grads': {'logprob': np.ones_like(lp)}}\n"
+                        "    kl, g = (lp - ref).astype(lp.dtype), np.ones_like(lp)\n"
+                        "    return {'outputs': {'kl': kl}, 'grads': {'logprob': g}}\n"
                         "FUNCTIONS = {'k1': k1}\n"
                     )
                 start = time.time()
