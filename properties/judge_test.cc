@@ -545,6 +545,38 @@ TEST(JudgeFractions, ARowFractionMovesByTheBoundaryRowsShare) {
   EXPECT_EQ(Field(CompareResult(spec, golden, &got, std::nullopt), "metrics/" + tf).outcome, Outcome::kFailed);
 }
 
+// A clip fraction counted exactly (k / n, no 1e-8 guard in the denominator) is verl's
+// count: it passes in float64, where the guard moves it by up to 1e-8 relative; a
+// fraction 1e-6 relative off is no count and no guard, and fails.
+TEST(JudgeFractions, AnExactCountWithoutVerlsGuardIsTheSameCount) {
+  const FunctionSpec& spec = *FindSpec("vanilla");
+  int tested = 0;
+  for (uint64_t seed = 1; seed <= 24; ++seed) {
+    Case c = spec.generate(GenParams{seed, 1 + static_cast<int64_t>(seed % 3), 2, DType::kFloat64});
+    c.name = "exact_count";
+    Case storage;
+    Case golden = Resolved(spec, c, storage);
+    const Result ref = spec.oracle(golden);
+    golden.outputs = ref.outputs;
+    golden.grads = ref.grads;
+    golden.metrics = ref.metrics;
+    const std::string m = "actor/pg_clipfrac";
+    const double w = ref.metrics.at(m);
+    if (w == 0.0) continue;
+    double n = 0;
+    for (double x : golden.Input("response_mask").data) n += x;
+    Result got = ref;
+    got.metrics[m] = w * (n + 1e-8) / n;  // k / n
+    CaseReport r = CompareResult(spec, golden, &got, std::nullopt);
+    EXPECT_EQ(Field(r, "metrics/" + m).outcome, Outcome::kPassed) << r.Describe();
+    got.metrics[m] = w * (1 + 1e-6);
+    r = CompareResult(spec, golden, &got, std::nullopt);
+    EXPECT_EQ(Field(r, "metrics/" + m).outcome, Outcome::kFailed) << r.Describe();
+    ++tested;
+  }
+  EXPECT_GT(tested, 2);
+}
+
 // bypass_mode counts its clip fractions over the tokens rejection sampling kept, not over
 // the response mask: a boundary token's share is of those. Token 1's log-ratio is exactly
 // fl(log 0.8) and its k1 exactly on log(1.25), kept; torch's exp gives a ratio an ulp
