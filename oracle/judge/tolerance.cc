@@ -195,11 +195,9 @@ int64_t CountedElements(const Case& c) {
 // differ at a rounding boundary moves the count legitimately: `share` of the valid tokens.
 Tolerance FractionTolerance(const Tolerance& floating, double want, const Case& c, double share) {
   const double half_count = 0.5 / static_cast<double>(CountedElements(c));
-  // verl's masked_mean divides by mask.sum() + 1e-8: a fraction counted exactly, k / n, is
-  // the same count 1e-8 / n (at most 1e-8) relative away. The count is the semantics, the
-  // guard is not: it is allowed here (a count that differs is still 1 / n away).
-  constexpr double kMaskedMeanGuard = 1e-8;
-  double arithmetic = floating.atol + std::max(floating.rtol, 2.0 * kMaskedMeanGuard) * std::fabs(want);
+  // The division is verl's, guard included: masked_mean's k / (n + 1e-8) is 1e-8 / n
+  // relative below an exact k / n, beyond float64's tolerance (docs/verl-quirks.md).
+  double arithmetic = floating.atol + floating.rtol * std::fabs(want);
   if (!std::isfinite(arithmetic)) arithmetic = half_count;  // verl's NaN (0/0) is matched as a value
   // verl reduces a boolean fraction in float32 whatever the case's dtype (.float().mean()),
   // so a fraction the share moves arrives as float32(k / n), not k / n: each side within
