@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "oracle/core/tensor.h"
 
@@ -167,6 +168,13 @@ struct Result {
   // The oracle's aggregations behind its scalar outputs; none for an implementation
   // under test (the judge reads it from the reference side only).
   AggregateMagnitude magnitude;
+  // The results of the other choices the reference may equally make where it chooses
+  // among options it cannot rank (kl_cov's top-k pick among covariances tied within
+  // rounding): a candidate that matches one of them as a whole passes. With
+  // more_alternatives there are more than are listed, and a candidate that matches none
+  // of them can be neither cleared nor failed.
+  std::vector<Result> alternatives;
+  bool more_alternatives = false;
 };
 
 }  // namespace verlconf

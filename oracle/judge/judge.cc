@@ -339,9 +339,11 @@ class DecisionCombinations {
 // candidate's side (its result against that result). An error every input gets (a
 // refused config) is no decision's, and neither is one a move of more than rounding gives.
 std::optional<CaseReport> AcrossABoundary(const FunctionSpec& spec, const Case& golden, const Result* got,
-                                          const std::optional<std::string>& raised, const std::string& verl_version) {
+                                          const std::optional<std::string>& raised, const std::string& verl_version,
+                                          const RunFn* reference) {
   constexpr size_t kMaxPositions = 64;
   if (!spec.oracle) return std::nullopt;
+  const RunFn& run = reference ? *reference : spec.oracle;
   const Array* x = nullptr;
   std::string input;
   for (const InputSpec& in : spec.inputs)
@@ -376,7 +378,7 @@ std::optional<CaseReport> AcrossABoundary(const FunctionSpec& spec, const Case& 
   };
   auto raises = [&](const std::string& error) {
     for (const auto& m : moves) try {
-        spec.oracle(moved(m));
+        run(moved(m));
       } catch (const VerlError& e) {
         if (ErrorKind(e.what()) == ErrorKind(error)) return true;
       } catch (const std::exception&) {
@@ -386,11 +388,11 @@ std::optional<CaseReport> AcrossABoundary(const FunctionSpec& spec, const Case& 
   auto returns = [&](const Result& r) -> std::optional<CaseReport> {
     for (const auto& m : moves) try {
         Case p = moved(m);
-        const Result o = spec.oracle(p);
+        const Result o = run(p);
         p.outputs = o.outputs;
         p.grads = o.grads;
         p.metrics = o.metrics;
-        CaseReport rep = CompareResult(spec, p, &r, std::nullopt, verl_version);
+        CaseReport rep = CompareResult(spec, p, &r, std::nullopt, verl_version, reference);
         if (rep.outcome != Outcome::kFailed) return rep;
       } catch (const std::exception&) {
       }
@@ -414,6 +416,70 @@ std::optional<CaseReport> AcrossABoundary(const FunctionSpec& spec, const Case& 
   return std::nullopt;
 }
 
+// Whether `option` gives the golden's outputs and gradients within their tolerances.
+bool GivesTheGolden(const FunctionSpec& spec, const Case& golden, const Result& option) {
+  for (const auto* group : {"outputs", "grads"}) {
+    const bool grads = std::string(group) == "grads";
+    for (const auto& [name, w] : grads ? golden.grads : golden.outputs) {
+      const auto& m = grads ? option.grads : option.outputs;
+      auto it = m.find(name);
+      if (it == m.end() || it->second.shape != w.shape) return false;
+      const Tolerance tol = CaseTolerance(spec, std::string(group) + "/" + name, golden, &option.magnitude);
+      for (int64_t k = 0; k < w.size(); ++k)
+        if (!Close(it->second[k], w[k], tol, k)) return false;
+    }
+  }
+  return true;
+}
+
+bool SameInputs(const Case& a, const Case& b) {
+  if (a.inputs.size() != b.inputs.size()) return false;
+  for (const auto& [name, x] : a.inputs) {
+    auto it = b.inputs.find(name);
+    if (it == b.inputs.end() || it->second.shape != x.shape || it->second.data != x.data) return false;
+  }
+  return true;
+}
+
+// A candidate that fails against the reference's choice, where the reference chooses
+// among options it cannot rank (Result::alternatives) and the golden is one of them: the
+// case is judged against each other option in turn (the first it passes against is its
+// report). Where there are more options than listed and none clears it, it is MISTRUSTED:
+// neither a pass nor a failure can be stated.
+std::optional<CaseReport> AgainstAlternatives(const FunctionSpec& spec, const Case& golden, const Result& got,
+                                              const ReferenceDecisions& ref, const std::string& verl_version) {
+  const Result& base = ref.result;
+  if (base.alternatives.empty() && !base.more_alternatives) return std::nullopt;
+  bool golden_is_an_option = GivesTheGolden(spec, golden, base);
+  for (size_t i = 0; !golden_is_an_option && i < base.alternatives.size(); ++i)
+    golden_is_an_option = GivesTheGolden(spec, golden, base.alternatives[i]);
+  if (!golden_is_an_option) return std::nullopt;
+  for (const Result& alt : base.alternatives) {
+    Case other = golden;
+    other.outputs = alt.outputs;
+    other.grads = alt.grads;
+    other.metrics = alt.metrics;
+    // The reference of the other option: its result on these inputs, the reference's own
+    // elsewhere (a push across a threshold boundary), neither offering options again.
+    const RunFn as_other = [&](const Case& c) {
+      Result x = SameInputs(c, golden) ? alt : ref.run(c);
+      x.alternatives.clear();
+      x.more_alternatives = false;
+      return x;
+    };
+    CaseReport again = CompareResult(spec, other, &got, std::nullopt, verl_version, &as_other);
+    if (again.outcome != Outcome::kFailed) {
+      again.detail = "against another choice verl may equally make (a pick among values tied within rounding)" +
+                     (again.detail.empty() ? "" : "; " + again.detail);
+      return again;
+    }
+  }
+  if (!base.more_alternatives) return std::nullopt;
+  return CaseReport::NotCompared(golden, Outcome::kMistrusted,
+                                 "verl's choice among values tied within rounding has more options than the judge "
+                                 "enumerates, and none of those listed gives the candidate's result");
+}
+
 }  // namespace
 
 CaseReport DeclinedGolden(const Case& golden) {
@@ -427,16 +493,18 @@ CaseReport DeclinedGolden(const Case& golden) {
 }
 
 CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Result* got,
-                         const std::optional<std::string>& raised, const std::string& verl_version) {
+                         const std::optional<std::string>& raised, const std::string& verl_version,
+                         const RunFn* reference) {
   CaseReport r = CaseReport::NotCompared(golden, Outcome::kPassed, "");
   if (golden.expect_error || raised) {
     // Error semantics: the same condition must raise the same kind of exception.
     if (golden.expect_error && raised && ErrorKind(*golden.expect_error) == ErrorKind(*raised)) {
       r.outcome = Outcome::kPassed;
       r.detail = "raised " + ErrorKind(*raised) + " as verl does";
-    } else if (std::optional<CaseReport> across = (golden.expect_error && raised)
-                                                      ? std::nullopt
-                                                      : AcrossABoundary(spec, golden, got, raised, verl_version)) {
+    } else if (std::optional<CaseReport> across =
+                   (golden.expect_error && raised)
+                       ? std::nullopt
+                       : AcrossABoundary(spec, golden, got, raised, verl_version, reference)) {
       return *across;
     } else {
       r.outcome = Outcome::kFailed;
@@ -449,7 +517,7 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
   }
   // The reference side's view of the decisions: the oracle on the golden's inputs. An
   // implementation's own idea of where its decisions are close never enters the judgement.
-  const ReferenceDecisions ref = ReferenceView(spec, golden);
+  const ReferenceDecisions ref = ReferenceView(spec, golden, reference);
   if (verl_version == kOracleVerlVersion) RefuseNonFiniteReference(golden, ref);
   std::set<int64_t> flipped;  // token positions whose decision differs from the reference's
   // A scalar of decisions taken each their own way: the candidate's value is one that the
@@ -592,6 +660,8 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
     r.fields.push_back(std::move(f));
   }
   FoldOutcome(r);
+  if (r.outcome == Outcome::kFailed)
+    if (std::optional<CaseReport> other = AgainstAlternatives(spec, golden, *got, ref, verl_version)) return *other;
   if (r.outcome == Outcome::kPassed && MasksCoverNothing(spec, golden)) {
     r.outcome = Outcome::kMistrusted;
     r.detail = "every mask input is all zero";

@@ -21,9 +21,12 @@ namespace verlconf {
 // `raised` is "<Kind>: <message>" when the implementation raised a verl error.
 // `verl_version`: the golden's release. A non-finite golden where the oracle's semantics
 // give a number is a file verl did not produce only for the release the oracle mirrors.
+// `reference`: the function whose values the golden holds, where it is not the oracle on
+// the golden's inputs (a sharded case's, sharding::ShardedSemantics): the decisions at a
+// boundary are pushed through it.
 CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Result* got,
-                         const std::optional<std::string>& raised,
-                         const std::string& verl_version = kOracleVerlVersion);
+                         const std::optional<std::string>& raised, const std::string& verl_version = kOracleVerlVersion,
+                         const RunFn* reference = nullptr);
 
 // A golden case whose capture declined it (the captured verl lacks the function: a drift
 // set): UNSUPPORTED with the reason. BadInput if it also carries a result.

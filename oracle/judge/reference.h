@@ -42,6 +42,7 @@ struct ReferenceDecisions {
   // What a push needs: the function, the case (alive as long as this view), the input
   // whose rounding decides, and the push per position (0 off the boundary).
   const FunctionSpec* spec = nullptr;
+  RunFn run;  // the reference's function: the oracle, or verl's semantics of a sharding
   const Case* golden = nullptr;
   const char* input = nullptr;
   Array push;
@@ -116,6 +117,8 @@ struct ReferenceDecisions {
 // The oracle on `golden`'s inputs and, where its result marks a boundary, the other
 // decision's values (the spec's decision input pushed across it on each side), the ties,
 // and the positions no field can tell apart. have == false when the oracle raises.
-ReferenceDecisions ReferenceView(const FunctionSpec& spec, const Case& golden);
+// `reference`: the function whose values the golden holds where it is not the oracle
+// alone (a sharded case's: sharding::ShardedSemantics).
+ReferenceDecisions ReferenceView(const FunctionSpec& spec, const Case& golden, const RunFn* reference = nullptr);
 
 }  // namespace verlconf

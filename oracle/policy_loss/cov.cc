@@ -103,6 +103,78 @@ Array kl_cov_default_selection(const PolicyLossInputs& in, const CovLossConfig& 
   return sel;
 }
 
+std::vector<Array> kl_cov_tied_selections(const PolicyLossInputs& in, const CovLossConfig& cfg, const Array& sel,
+                                          size_t max, bool* more) {
+  *more = false;
+  const Array& mask = in.response_mask;
+  const Array cov = kl_cov_covariance(in);
+  const double eps = mask.dtype == DType::kFloat32 ? kEps32 : kEps64;
+  std::vector<int64_t> valid;
+  ExactSum sa, sl, abs_a, abs_l;
+  for (int64_t k = 0; k < mask.size(); ++k)
+    if (mask[k] > 0) {
+      valid.push_back(k);
+      sa.Add(in.advantages[k]);
+      sl.Add(in.log_prob[k]);
+      abs_a.Add(std::fabs(in.advantages[k]));
+      abs_l.Add(std::fabs(in.log_prob[k]));
+    }
+  const int64_t kk = kl_cov_pick_count(in, cfg);
+  const auto n = static_cast<int64_t>(valid.size());
+  if (kk <= 0 || kk >= n) return {};
+  const double ma = sa.Value() / n, ml = sl.Value() / n;
+  const double ma_abs = abs_a.Value() / n, ml_abs = abs_l.Value() / n;
+  // The rounding of one covariance: each centred factor is off by the rounding of its
+  // terms and of the mean (bounded by the mean magnitude), times the other factor.
+  auto margin = [&](int64_t k) {
+    const double a = in.advantages[k], l = in.log_prob[k];
+    return kDecisionUlps * eps *
+           (std::fabs(a - ma) * (std::fabs(l) + ml_abs) + std::fabs(l - ml) * (std::fabs(a) + ma_abs));
+  };
+  int64_t last_in = -1, first_out = -1;  // the smallest picked, the largest left out
+  for (int64_t k : valid) {
+    if (sel[k] != 0.0 && (last_in < 0 || cov[k] < cov[last_in])) last_in = k;
+    if (sel[k] == 0.0 && (first_out < 0 || cov[k] > cov[first_out])) first_out = k;
+  }
+  if (last_in < 0 || first_out < 0) return {};
+  if (cov[last_in] - cov[first_out] > margin(last_in) + margin(first_out)) return {};
+  std::vector<int64_t> tied, kept;  // the tied set; the picked tokens outside it
+  int64_t picked_tied = 0;
+  for (int64_t k : valid) {
+    const bool in_pick = sel[k] != 0.0;
+    const bool near = in_pick ? cov[k] - cov[first_out] <= margin(k) + margin(first_out)
+                              : cov[last_in] - cov[k] <= margin(k) + margin(last_in);
+    if (near) {
+      tied.push_back(k);
+      picked_tied += in_pick ? 1 : 0;
+    } else if (in_pick) {
+      kept.push_back(k);
+    }
+  }
+  // Every choice of picked_tied of the tied tokens, in lexicographic order, but sel's own.
+  std::vector<Array> out;
+  std::vector<size_t> choice(static_cast<size_t>(picked_tied));
+  for (size_t i = 0; i < choice.size(); ++i) choice[i] = i;
+  for (;;) {
+    Array alt(mask.shape, mask.dtype);
+    for (int64_t k : kept) alt[k] = 1.0;
+    for (size_t i : choice) alt[tied[i]] = 1.0;
+    if (alt.data != sel.data) {
+      if (out.size() == max) {
+        *more = true;
+        return out;
+      }
+      out.push_back(std::move(alt));
+    }
+    // The next combination.
+    int64_t i = picked_tied - 1;
+    while (i >= 0 && choice[static_cast<size_t>(i)] == tied.size() - static_cast<size_t>(picked_tied - i)) --i;
+    if (i < 0) return out;
+    ++choice[static_cast<size_t>(i)];
+    for (auto j = static_cast<size_t>(i) + 1; j < choice.size(); ++j) choice[j] = choice[j - 1] + 1;
+  }
+}
+
 void CheckCovSelection(const Array& sel, const Array& mask) {
   if (sel.shape != mask.shape) throw BadInput("cov_selected: shape differs from response_mask");
   for (int64_t k = 0; k < sel.size(); ++k) {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "oracle/aggregation/agg_loss.h"
 #include "oracle/core/tensor.h"
@@ -67,6 +68,15 @@ Array clip_cov_default_selection(const PolicyLossInputs& in, const CovLossConfig
 // (none when n = 0).
 Array kl_cov_covariance(const PolicyLossInputs& in);  // 0 on masked tokens
 Array kl_cov_default_selection(const PolicyLossInputs& in, const CovLossConfig& cfg);
+// The other picks kl_cov may equally make: where the covariances at the pick's edge (the
+// last picked and the first left out) are apart by no more than their rounding in the
+// case's dtype, torch.topk's choice among them is decided by that rounding, or, for an
+// exact tie, by torch's own order (two valid tokens always tie: each covariance is
+// (A_0 - A_1)(l_0 - l_1) / 4). Each other choice of as many tokens from that tied set is
+// returned, the rest of `sel` kept, at most `max` of them; `*more` is set when there
+// are more than that.
+std::vector<Array> kl_cov_tied_selections(const PolicyLossInputs& in, const CovLossConfig& cfg, const Array& sel,
+                                          size_t max, bool* more);
 // How many tokens verl picks (clip_cov: at most; kl_cov: exactly).
 int64_t clip_cov_pick_count(const PolicyLossInputs& in, const CovLossConfig& cfg);
 int64_t kl_cov_pick_count(const PolicyLossInputs& in, const CovLossConfig& cfg);

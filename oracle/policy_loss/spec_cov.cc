@@ -48,6 +48,18 @@ PolicyLossResult Run(CovFn fn, PickFn pick, bool clip, const Case& c, const Case
   return fn(in, cfg, pick(base, ReadConfig(pick_from.config, clip)));
 }
 
+// kl_cov's result with, as alternatives, those of the other picks torch.topk may make
+// among covariances tied within rounding at the pick's edge.
+Result WithTiedPicks(CovFn fn, const Case& c, Result r) {
+  constexpr size_t kMaxPicks = 256;
+  const PolicyLossInputs in = oracle::ReadPolicyLossInputs(c);
+  const CovLossConfig cfg = ReadConfig(c.config, /*clip=*/false);
+  const Array sel = oracle::kl_cov_default_selection(in, cfg);
+  for (const Array& alt : oracle::kl_cov_tied_selections(in, cfg, sel, kMaxPicks, &r.more_alternatives))
+    r.alternatives.push_back(oracle::PackPolicyLoss(fn(in, cfg, alt), c.dtype));
+  return r;
+}
+
 struct CovDef {
   const char* name;
   const char* symbol;
@@ -131,7 +143,11 @@ void AddPolicyLossCovSpecs(std::vector<FunctionSpec>& out) {
     const CovFn fn = d.fn;
     const PickFn pick = d.pick;
     const bool clip = d.clip;
-    s.oracle = [fn, pick, clip](const Case& c) { return oracle::PackPolicyLoss(Run(fn, pick, clip, c, c), c.dtype); };
+    s.oracle = [fn, pick, clip](const Case& c) {
+      Result r = oracle::PackPolicyLoss(Run(fn, pick, clip, c, c), c.dtype);
+      if (!clip && !c.OptionalInput("cov_selected")) r = WithTiedPicks(fn, c, std::move(r));
+      return r;
+    };
     // The pick depends on log_prob (through the covariance) but carries no gradient:
     // hold the base point's pick fixed.
     s.stop_gradient_objective = [fn, pick, clip](const Case& base, const Case& at) {

@@ -184,6 +184,12 @@ Result ShardedReference(const FunctionSpec& spec, const RunFn& impl, const Case&
     c.config.Set("loss_scale_factor", static_cast<double>(horizon));
     const Result r = impl(c);
     loss += r.outputs.at(loss_name)[0];
+    // A decision within rounding in any run is one in the sum.
+    if (r.boundary.size()) {
+      if (!sum.boundary.size()) sum.boundary = Array(r.boundary.shape, r.boundary.dtype);
+      for (int64_t k = 0; k < r.boundary.size() && r.boundary.shape == sum.boundary.shape; ++k)
+        if (r.boundary[k] != 0.0) sum.boundary[k] = 1.0;
+    }
     for (const std::string& g : spec.grads) {
       auto [it, fresh] = sum.grads.try_emplace(g, r.grads.at(g));
       if (!fresh)
@@ -192,6 +198,14 @@ Result ShardedReference(const FunctionSpec& spec, const RunFn& impl, const Case&
   }
   sum.outputs[loss_name] = Array::Scalar(loss, full.dtype);
   return sum;
+}
+
+RunFn ShardedSemantics(const FunctionSpec& spec, const ShardPlan& plan) {
+  return [&spec, plan](const Case& full) {
+    Result want = ShardedReference(spec, spec.oracle, full, plan);
+    if (MicroBatchMayRaise(spec)) (void)RunSharded(spec, spec.oracle, full, plan);
+    return want;
+  };
 }
 
 }  // namespace verlconf::sharding

@@ -78,4 +78,11 @@ Result FullBatchReference(const FunctionSpec& spec, const RunFn& impl, const Cas
 // Equal to FullBatchReference where Classify is kInvariant. std::logic_error for kLocal.
 Result ShardedReference(const FunctionSpec& spec, const RunFn& impl, const Case& full, const ShardPlan& plan);
 
+// verl's semantics for `plan` as one function of the unsplit batch, the oracle's: the
+// error a micro-batch raises where verl runs part of the loss on each by itself
+// (MicroBatchMayRaise), else ShardedReference with its threshold boundary. It is what a
+// sharded case's golden holds, so the judge pushes decisions across a boundary through it
+// (the batch's own counts would scale the other decision's values differently).
+RunFn ShardedSemantics(const FunctionSpec& spec, const ShardPlan& plan);
+
 }  // namespace verlconf::sharding

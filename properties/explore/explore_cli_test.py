@@ -380,13 +380,18 @@ class BadInput(unittest.TestCase):
 
 class CudaHost(unittest.TestCase):
     def test_the_host_path_against_the_oracle(self):
-        code, out, err = explore(
-            "--impl", "cuda-host", "--cases", "30", "--baseline", CUDA_BASELINE, "--format", "json"
-        )
-        j = json.loads(out)
-        self.assertEqual(code, 0, json.dumps(j["differences"], indent=1)[:4000] + err)
-        self.assertEqual(j["stale_baseline"], [])
-        self.assertGreater(j["totals"]["passed"], 2000)
+        # Several seeds: a defect one seed's cases miss (a tie at a pick's edge, a ratio on
+        # a bound in a sharded row) another's meet.
+        for seed in ("0", "1", "2", "3", "4", "7"):
+            with self.subTest(seed=seed):
+                code, out, err = explore(
+                    "--impl", "cuda-host", "--cases", "40", "--seed", seed, "--baseline", CUDA_BASELINE,
+                    "--format", "json",
+                )  # fmt: skip
+                j = json.loads(out)
+                self.assertEqual(code, 0, json.dumps(j["differences"], indent=1)[:4000] + err)
+                self.assertEqual(j["stale_baseline"], [])
+                self.assertGreater(j["totals"]["passed"], 2500)
 
     # AddressSanitizer reserves terabytes of address space and holds freed memory in its
     # quarantine: a footprint test means nothing there (the main phase runs it).

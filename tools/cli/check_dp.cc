@@ -90,12 +90,12 @@ CaseReport CheckOne(const FunctionSpec& spec, const Case& golden, const CallsOf&
   const std::string& loss = sharding::LossOutput(spec);
   // The reference: verl's semantics for this sharding, or verl's error where a
   // micro-batch it runs the loss on by itself is one it refuses.
+  const RunFn semantics = sharding::ShardedSemantics(spec, plan);
   try {
-    const Result want = sharding::ShardedReference(spec, spec.oracle, full, plan);
+    const Result want = semantics(full);
     ref.outputs[loss] = want.outputs.at(loss);
     for (const std::string& g : spec.grads)
       if (want.grads.count(g)) ref.grads[g] = want.grads.at(g);
-    if (sharding::MicroBatchMayRaise(spec)) (void)sharding::RunSharded(spec, spec.oracle, full, plan);
   } catch (const VerlError& ex) {
     ref.outputs.clear();
     ref.grads.clear();
@@ -105,7 +105,8 @@ CaseReport CheckOne(const FunctionSpec& spec, const Case& golden, const CallsOf&
   std::vector<Result> results;
   for (const auto& [at, cand] : calls) {
     if (cand->declined) return CaseReport::NotCompared(ref, Outcome::kUnsupported, *cand->declined);
-    if (cand->expect_error) return CompareResult(spec, ref, nullptr, *cand->expect_error);
+    if (cand->expect_error)
+      return CompareResult(spec, ref, nullptr, *cand->expect_error, kOracleVerlVersion, &semantics);
     results.push_back(Result::Of(*cand));
   }
   Result got;
@@ -116,7 +117,7 @@ CaseReport CheckOne(const FunctionSpec& spec, const Case& golden, const CallsOf&
                    ParseDpCallName(calls.begin()->second->name)->case_name + ".dp" + std::to_string(dp_size) +
                    ".*: " + ex.what());
   }
-  return CompareResult(spec, ref, &got, std::nullopt);
+  return CompareResult(spec, ref, &got, std::nullopt, kOracleVerlVersion, &semantics);
 }
 
 }  // namespace

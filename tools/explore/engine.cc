@@ -32,8 +32,15 @@ namespace {
 // it and the name survives a rerun that finds other differences first.
 std::string MinimalCaseName(const Failure& f) {
   std::string name = "min_";
+  // A comparison keeps its sense ("A < 0" and "A > 0" are two causes); any other mark is '_'.
   auto slug = [&name](const std::string& s) {
-    for (char ch : s) name += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+    for (char ch : s) {
+      if (ch == '<' || ch == '>') {
+        name += ch == '<' ? "lt" : "gt";
+        continue;
+      }
+      name += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+    }
   };
   slug(f.field);
   if (f.kind != "value" && f.field != "error") {
@@ -259,6 +266,7 @@ std::optional<Worker::Judged> Worker::ExploreSharded(const FunctionSpec& spec, i
     }
     golden.why = "sharded " + plan.Describe();
     Judged j{golden, {}, e.regime + " sharded " + plan.Describe(), {}, {}, {}};
+    const RunFn semantics = sharding::ShardedSemantics(spec, plan);
     const RunFn run = candidate_ ? AdapterRun(*candidate_) : *spec.Implementation(o_.impl);
     std::string raised_at;
     try {
@@ -269,12 +277,12 @@ std::optional<Worker::Judged> Worker::ExploreSharded(const FunctionSpec& spec, i
       for (const std::string& gname : spec.grads)
         if (got.grads.count(gname)) only.grads[gname] = got.grads.at(gname);
       if (only.outputs[loss].shape.empty() && only.outputs[loss].data.empty()) only.outputs.erase(loss);
-      j.report = CompareResult(spec, golden, &only, std::nullopt);
+      j.report = CompareResult(spec, golden, &only, std::nullopt, kOracleVerlVersion, &semantics);
       j.got = InputsOnly(golden);
       j.got.outputs = only.outputs;
       j.got.grads = only.grads;
     } catch (const VerlError& ex) {
-      j.report = CompareResult(spec, golden, nullptr, std::string(ex.what()));
+      j.report = CompareResult(spec, golden, nullptr, std::string(ex.what()), kOracleVerlVersion, &semantics);
       // What a reader needs: which call raised what (the combination never ran).
       j.got = InputsOnly(golden);
       j.got.expect_error = std::string(ex.what()) + " (raised by " + (raised_at.empty() ? "a micro-batch" : raised_at) +
@@ -533,6 +541,15 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
   }
   if (error) std::rethrow_exception(error);
   run.shrink_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  // Each kept minimal case is a group of its function's file: a difference whose name
+  // another already holds (causes that differ only in marks the name drops) gets _2, _3, ...
+  std::set<std::string> taken;
+  for (Difference& d : run.differences) {
+    const std::string where = d.spec->family + "/" + d.spec->name + "/";
+    std::string name = d.minimal.name;
+    for (int n = 2; !taken.insert(where + name).second; ++n) name = d.minimal.name + "_" + std::to_string(n);
+    d.minimal.name = name;
+  }
   // Two differences of one row may share a cause where one's minimal case shows the
   // other's failure as well: a reader fixes one and sees whether the other goes too.
   for (size_t a = 0; a < run.differences.size(); ++a) {
