@@ -220,6 +220,36 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+def normalize_device(device: str) -> str:
+    """--device as torch needs it: "cpu", or "cuda:N" with its index. torch.cuda.set_device
+    refuses a CUDA device without an index, so a bare "cuda" (what run.sh passes) is the
+    first device, "cuda:0"."""
+    m = re.fullmatch(r"cpu|cuda(?::(\d+))?", device)
+    if not m:
+        raise UsageError(f"--device: '{device}' is not cpu, cuda or cuda:N")
+    return "cpu" if device == "cpu" else f"cuda:{int(m.group(1) or 0)}"
+
+
+def select_device(torch, device: str) -> Dict[str, Any]:
+    """Makes `device` (normalize_device's form) the current CUDA device and describes it;
+    {"status": "skipped", ...} where it cannot be used. The CPU needs nothing."""
+    if device == "cpu":
+        return {"type": "cpu"}
+    index = int(device.split(":")[1])
+    if not torch.cuda.is_available():
+        return {"type": "cuda", "status": "skipped", "reason": "torch.cuda.is_available() is False"}
+    count = torch.cuda.device_count()
+    if index >= count:
+        return {"type": "cuda", "status": "skipped", "reason": f"--device {device}: torch sees {count} CUDA device(s)"}
+    torch.cuda.set_device(index)
+    return {
+        "type": "cuda",
+        "index": index,
+        "name": torch.cuda.get_device_name(index),
+        "cuda_runtime": torch.version.cuda,
+    }
+
+
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     ap = _Parser(prog="bench_verl.py", description=__doc__.split("\n\n")[0])
     src = ap.add_mutually_exclusive_group()
@@ -257,8 +287,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         raise UsageError(f"--verl-wheel: '{a.verl_wheel}' is not a .whl file")
     if a.verl_site and not os.path.isdir(os.path.join(a.verl_site, "verl")):
         raise UsageError(f"--verl-site: '{a.verl_site}' has no verl package")
-    if not re.fullmatch(r"cpu|cuda(:\d+)?", a.device):
-        raise UsageError(f"--device: '{a.device}' is not cpu, cuda or cuda:N")
+    a.device = normalize_device(a.device)
     a.shape_list = parse_shapes(a.shapes)
     if a.repeats < 1:
         raise UsageError("--repeats must be >= 1")
@@ -827,12 +856,11 @@ def run(a, info: Dict[str, Any], mods: Dict[str, Any]) -> Tuple[Dict[str, Any], 
         "not_run_budget": [],
     }
     if a.device.startswith("cuda"):
-        if not torch.cuda.is_available():
-            out.update(status="skipped", reason="torch.cuda.is_available() is False", device={"type": "cuda"})
+        dev = select_device(torch, a.device)
+        if dev.get("status") == "skipped":
+            out.update(status="skipped", reason=dev["reason"], device={"type": "cuda"})
             return out, 0
-        dev = torch.device(a.device)
-        out["device"] = {"type": "cuda", "name": torch.cuda.get_device_name(dev), "cuda_runtime": torch.version.cuda}
-        torch.cuda.set_device(dev)
+        out["device"] = dev
     else:
         import platform
 

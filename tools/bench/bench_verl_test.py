@@ -1,7 +1,8 @@
 """tools/bench/bench_verl.py and tools/bench/ratio_table.py without torch or verl (CI has neither):
 ratio_table on small synthetic JSONs (both present, one skipped, one absent, rows that match
-on one side only), bench_verl's argument errors (exit 2), its stub finder, the
---simulate-bare filter and load_verl on a fake verl tree whose __init__ must not run.
+on one side only), bench_verl's argument errors (exit 2), its --device names (torch needs an
+index; a fake torch stands in), its stub finder, the --simulate-bare filter and load_verl on
+a fake verl tree whose __init__ must not run.
 
     python3 tools/bench/bench_verl_test.py [path/to/bench_verl.py path/to/ratio_table.py]
 """
@@ -287,6 +288,49 @@ class BenchVerlArgsTest(unittest.TestCase):
             )
             self.assertEqual(a.shape_list, [(4096, 8192), (1024, 2048), (256, 512)])
             self.assertEqual(a.budget_s, 240.0)
+
+    def test_device_names_carry_an_index(self):
+        with tempfile.TemporaryDirectory() as d:
+            whl = os.path.join(d, "verl-0.9.1-py3-none-any.whl")
+            open(whl, "w").close()
+            for given, want in [("cuda", "cuda:0"), ("cuda:0", "cuda:0"), ("cuda:3", "cuda:3"), ("cpu", "cpu")]:
+                self.assertEqual(bv.parse_args(["--verl-wheel", whl, "--device", given]).device, want, given)
+            for bad in ["cuda:", "cuda:x", "cuda0", "gpu", "cpu:0"]:
+                with self.assertRaises(bv.UsageError, msg=bad):
+                    bv.normalize_device(bad)
+
+    def test_select_device_hands_torch_an_index(self):
+        class FakeCuda:
+            def __init__(self, count):
+                self.count, self.current = count, None
+
+            def is_available(self):
+                return self.count > 0
+
+            def device_count(self):
+                return self.count
+
+            def set_device(self, dev):
+                # As torch does: a device without an index is refused.
+                if not isinstance(dev, int):
+                    raise ValueError("Expected a torch.device with a specified index or an integer")
+                self.current = dev
+
+            def get_device_name(self, dev):
+                return "Fake GPU %d" % dev
+
+        def fake_torch(count):
+            return types.SimpleNamespace(cuda=FakeCuda(count), version=types.SimpleNamespace(cuda="13.0"))
+
+        t = fake_torch(2)
+        dev = bv.select_device(t, bv.normalize_device("cuda"))
+        self.assertEqual((t.cuda.current, dev["index"], dev["name"]), (0, 0, "Fake GPU 0"))
+        t = fake_torch(2)
+        self.assertEqual(bv.select_device(t, "cuda:1")["name"], "Fake GPU 1")
+        self.assertEqual(t.cuda.current, 1)
+        self.assertEqual(bv.select_device(fake_torch(2), "cuda:2")["status"], "skipped")
+        self.assertEqual(bv.select_device(fake_torch(0), "cuda:0")["status"], "skipped")
+        self.assertEqual(bv.select_device(fake_torch(0), "cpu"), {"type": "cpu"})
 
     def test_rows_are_the_anchors(self):
         self.assertEqual(len(bv.LABELS), 53)
