@@ -308,6 +308,20 @@ class BadInput(unittest.TestCase):
             explore("--impl", "cuda-host", "--config", "clip_ratio=0.1", "--config", "clip_ratio=0.3"), "given twice"
         )
 
+    def test_cuda_where_it_cannot_run_compared_nothing(self):
+        # This conform has no device code (a GPU build on a machine without a GPU says
+        # "no CUDA device" the same way: tools/gpu/verlconf_gpu_test.sh): the reason, as
+        # check gives it, and exit 4, never an internal error at the first allocation.
+        code, out, err = explore("--impl", "cuda", "--cases", "5", "--seed", "1")
+        self.assertEqual(code, 4, out + err)
+        self.assertRegex(out, r"(?m)^CUDA: (this conform was built without device code|no CUDA device)")
+        self.assertIn("--impl cuda cannot run here", err)
+        self.assertNotIn("internal error", err)
+        code, out, err = explore("--impl", "cuda", "--cases", "5", "--format", "json")
+        self.assertEqual((code, out), (4, ""), err)
+        # The arguments are read before the device is asked for.
+        self.assert_bad(explore("--impl", "cuda", "--only", "vanila"), "vanila")
+
     def test_an_adapter_that_breaks_the_contract(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "bad_adapter.py")

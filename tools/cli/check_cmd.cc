@@ -55,17 +55,6 @@ CaseReport Unsupported(const Case& c, const std::string& why) {
 
 CaseReport Skipped(const Case& c, const std::string& why) { return CaseReport::NotCompared(c, Outcome::kSkipped, why); }
 
-// Why --impl cuda cannot run here: a build without device code (the host copies of the
-// CUDA sources fill only the cuda-host slot), or no usable device; "" when it can.
-std::string CudaUnavailableReason() {
-  bool device_code = false;
-  for (const FunctionSpec& s : Registry()) device_code |= s.Implementation(Impl::kCuda) != nullptr;
-  if (!device_code)
-    return "this conform was built without device code (its CUDA entries are the host copies: --impl cuda-host); "
-           "tools/gpu:verlconf_gpu runs --impl cuda on a GPU (tools/gpu/gpu_check.sh)";
-  return cuda::DeviceUnavailableReason();
-}
-
 // body(k) for k in [0, n), on `jobs` threads, the reports in k's order: exactly what a
 // loop over k gives. An item that throws stops the run as in that loop: the exception of
 // the first such item in k's order is rethrown (later items may have run; their results
@@ -266,6 +255,15 @@ std::string BaselineJson(const Baseline& b, const std::vector<CaseReport>& repor
 }
 
 }  // namespace
+
+std::string CudaUnavailableReason() {
+  bool device_code = false;
+  for (const FunctionSpec& s : Registry()) device_code |= s.Implementation(Impl::kCuda) != nullptr;
+  if (!device_code)
+    return "this conform was built without device code (its CUDA entries are the host copies: --impl cuda-host); "
+           "tools/gpu:verlconf_gpu runs --impl cuda on a GPU (tools/gpu/gpu_check.sh)";
+  return cuda::DeviceUnavailableReason();
+}
 
 int RunCheck(const CheckOptions& o, std::ostream& out) {
   if (!ParseImpl(o.impl)) {

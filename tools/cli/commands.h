@@ -6,8 +6,9 @@
 //      every difference accepted by --baseline) are not failures
 //   2  bad input or usage (thrown as BadInput and printed by main as one line)
 //   3  an internal error of conform
-//   4  check compared nothing: no case PASSED or FAILED (every case SKIPPED, UNSUPPORTED or
-//      MISTRUSTED; a CI job that lost its GPU, a candidate that declines everything)
+//   4  check (or explore) compared nothing: no case PASSED or FAILED (every case SKIPPED,
+//      UNSUPPORTED or MISTRUSTED; a CI job that lost its GPU, a candidate that declines
+//      everything)
 #pragma once
 
 #include <iosfwd>
@@ -60,6 +61,11 @@ struct ValidateOptions {
 inline constexpr const char* kCheckSchema = "verlconf.check";
 inline constexpr const char* kDriftSchema = "verlconf.drift";
 inline constexpr int kSchemaVersion = 1;
+
+// Why --impl cuda cannot run here: a build without device code (the host copies of the
+// CUDA sources fill only the cuda-host slot), or no usable device; "" when it can. check
+// and explore both answer such a run with it and exit kExitNothingCompared.
+std::string CudaUnavailableReason();
 
 int RunCheck(const CheckOptions& o, std::ostream& out);
 int RunValidate(const ValidateOptions& v, std::ostream& out);

@@ -715,6 +715,16 @@ int RunExploreCommand(const ExploreCommand& o, std::ostream& out) {
     baseline = t::LoadBaseline(o.baseline);
     e.baseline = &*baseline;
   }
+  // Without a device the first allocation would end the run as an internal error; say why
+  // instead, as check does, and count it as a run that compared nothing. The arguments
+  // were read first: a bad one is still bad input.
+  if (!e.candidate && e.impl == Impl::kCuda) {
+    if (const std::string why = t::CudaUnavailableReason(); !why.empty()) {
+      if (!o.json) out << "conform explore: candidate cuda (implementation)\nCUDA: " << why << "\n";
+      std::cerr << "conform: explore compared nothing: --impl cuda cannot run here: " << why << "\n";
+      return t::kExitNothingCompared;
+    }
+  }
   ExploreRun run = RunExplore(specs, e, [](const std::string& line) { std::cerr << "conform: " << line << "\n"; });
 
   // Material differences first (grade.h), each grade in the order the functions were explored.

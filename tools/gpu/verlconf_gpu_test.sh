@@ -20,6 +20,16 @@ grep -qE "^  check  " "$tmp/help.txt" || fail "conform --help does not show the 
 "$bin" conform check --only vanilla --against fixtures/verl-0.9.1 >"$tmp/check.txt" 2>&1 || fail "conform check (oracle) through the argument: $(cat "$tmp/check.txt")"
 grep -qE '^[0-9]+ cases: [0-9]+ passed, 0 failed' "$tmp/check.txt" || fail "conform check totals: $(tail -3 "$tmp/check.txt")"
 "$tmp/conform" check --impl nosuch >/dev/null 2>&1; [[ $? -eq 2 ]] || fail "conform bad input: expected exit 2"
+# explore --impl cuda with this binary's device code: on a machine without a GPU the
+# reason and exit 4 (what check gives), never an internal error; with one, a run.
+"$tmp/conform" explore --impl cuda --only k3 --cases 3 >"$tmp/explore.txt" 2>&1
+rc=$?
+if [[ $rc -eq 4 ]]; then
+  grep -q "^CUDA: no CUDA device" "$tmp/explore.txt" || fail "explore --impl cuda without a device: $(cat "$tmp/explore.txt")"
+else
+  [[ $rc -eq 0 || $rc -eq 1 ]] || fail "explore --impl cuda: exit $rc: $(tail -3 "$tmp/explore.txt")"
+fi
+grep -q "internal error" "$tmp/explore.txt" && fail "explore --impl cuda: $(cat "$tmp/explore.txt")"
 
 # cuda_bench: its usage error is its own exit 2.
 "$tmp/cuda_bench" --nosuch >"$tmp/bench.txt" 2>&1; [[ $? -eq 2 ]] || fail "cuda_bench --nosuch: expected exit 2"
