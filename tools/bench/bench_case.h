@@ -22,8 +22,10 @@ struct BenchItem {
   const AnchorRow* anchor = nullptr;
 };
 
-// The entries with a CUDA implementation, in registry order, then the configured anchor
-// rows; `only` (labels or "family/name" keys; empty = all) selects among them.
+// The entries with a CUDA implementation and the configured anchor rows: first every row
+// the perf anchor times (registry order, a configured row after its entry's place), then
+// the entries it does not time; `only` (labels or "family/name" keys; empty = all) selects
+// among them.
 std::vector<BenchItem> BenchItems(const std::vector<std::string>& only);
 
 // Generates inputs for `spec` at rows x tokens (float32 values), sets the configuration

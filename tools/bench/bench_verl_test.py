@@ -217,6 +217,61 @@ class RatioTableTest(unittest.TestCase):
         )
         self.assertIn("stubbed modules: omegaconf, ray", t)
 
+    def test_the_configured_rollout_correction_rows(self):
+        # The H200 run's gap: the four configured anchor rows were last in cuda_bench's
+        # plan and its budget cut them. Measured, each has its CUDA row (matched by the
+        # anchor label both sides use); cut, the cell says why.
+        labels = ["rc/token_is", "rc/sequence_is", "rc/token_icepop", "rc/token_is_batchnorm"]
+        fn = "compute_rollout_correction_weights"
+
+        def cuda_row(label, ms):
+            return {
+                "label": label,
+                "family": "rollout_correction",
+                "name": fn,
+                "rows": 4096,
+                "tokens": 8192,
+                "status": "ok",
+                "ms": ms,
+                "roofline_ms": 0.172,
+                "ratio_to_roofline": ms / 0.172,
+                "meets_target": False,
+                "anchor": {"row": label, "verl_eager_ms": 9.0, "shape_matches": True},
+            }
+
+        def verl_row(label):
+            return {
+                "label": label,
+                "family": "rollout_correction",
+                "name": fn,
+                "rows": 4096,
+                "tokens": 8192,
+                "eager_status": "ok",
+                "eager_ms": 6.0,
+                "compile_status": "ok",
+                "compile_ms": 2.0,
+                "status": "ok",
+            }
+
+        verl = dict(_verl_doc(), shapes=[[4096, 8192]], rows=[verl_row(x) for x in labels])
+        cuda = dict(_cuda_doc(), shapes=[[4096, 8192]], results=[cuda_row(x, 3.0) for x in labels])
+        t = self.run_table(cuda, verl)
+        for label in labels:
+            self.assertEqual(
+                _table_row(t, label, "## B=4096 x T=8192")[1:8],
+                ["3.000", "17.44", "NO", "6.000", "2.000", "2.0x", "0.7x"],
+            )
+        cuda = dict(
+            _cuda_doc(),
+            shapes=[[4096, 8192]],
+            results=[cuda_row(labels[0], 3.0)],
+            not_run_budget=[x + "@4096x8192" for x in labels[1:]],
+        )
+        t = self.run_table(cuda, verl)
+        self.assertEqual(_table_row(t, labels[0], "## B=4096 x T=8192")[1], "3.000")
+        for label in labels[1:]:
+            self.assertEqual(_table_row(t, label, "## B=4096 x T=8192")[1:4], ["not run (budget)", "-", "-"])
+
     def test_cuda_skipped(self):
         cuda = {"schema": "verlconf-cuda-bench/2", "status": "skipped", "reason": "no CUDA device"}
         t = self.run_table(cuda, _verl_doc())

@@ -9,8 +9,10 @@ Either JSON may be missing or say "status": "skipped"; the table then has only t
 side's columns filled, and says why. Rows are matched by label: a cuda_bench row that
 times an anchor row carries that row's label in anchor.row (its own label is
 "family/name" for plain entries and the anchor label for configured ones); bench_verl's
-rows are labelled with the anchor's labels. Speed-ups are verl ms / cuda ms. The anchor's
-verl 0.9.0 ms (an earlier run on an H200) is shown at the anchor's shape only.
+rows are labelled with the anchor's labels. A row cuda_bench left unmeasured when its
+--budget-s ran out (its not_run_budget list) reads "not run (budget)". Speed-ups are verl ms /
+cuda ms. The anchor's verl 0.9.0 ms (an earlier run on an H200) is shown at the anchor's
+shape only.
 
 Exit status: 0 (a table was written, even an empty one); 1 if a given JSON is unreadable or
 of another schema; 2 for bad arguments.
@@ -104,6 +106,9 @@ def build(cuda: Optional[Dict[str, Any]], verl: Optional[Dict[str, Any]], notes:
         if r["label"] not in order[shape]:
             order[shape].append(r["label"])
     verl_rows = {(r["label"], (int(r["rows"]), int(r["tokens"]))): r for r in (verl or {}).get("rows", [])}
+    # "label@BxT" of the rows cuda_bench's --budget-s left unmeasured: a gap in the cuda
+    # columns says so, rather than looking like a row cuda_bench does not have.
+    cuda_not_run = set((cuda or {}).get("not_run_budget", []))
     for r in (cuda or {}).get("results", []):
         shape = _cuda_shape(r, shapes)
         if shape not in shapes:
@@ -162,7 +167,9 @@ def build(cuda: Optional[Dict[str, Any]], verl: Optional[Dict[str, Any]], notes:
             vr = verl_rows.get((label, shape))
             cuda_ms = None
             if cr is None:
-                cells = ["-", "-", "-"]
+                at = f"@{shape[0]}x{shape[1]}"
+                keys = [label + at] + ([f"{vr['family']}/{vr['name']}{at}"] if vr and "family" in vr else [])
+                cells = ["not run (budget)" if any(k in cuda_not_run for k in keys) else "-", "-", "-"]
             elif cr.get("status") == "ok" and cr.get("ms") is not None:
                 cuda_ms = float(cr["ms"])
                 ratio = cr.get("ratio_to_roofline")
