@@ -14,19 +14,24 @@
 #     tools/gpu/gpu_check.sh --build-only gpu-bundle          # here (no GPU needed)
 #     carry: ["gpu-bundle"]    command: bash gpu-bundle/run.sh "$OUT"
 #
-# run.sh writes into OUT_DIR: env.log (driver, nvidia-smi, bundle manifest),
-# bundle_check.log (sha256 of every bundled file against MANIFEST.txt); one
-# <name>.log and GTest <name>.xml per test binary; conform_cuda.log/.xml (JUnit);
-# bench.log and bench.json (cuda_bench); bench_verl.log and bench_verl.json (verl's own
-# functions, eager and torch.compile, from the bundled wheel); ratio_table.md;
-# summary.txt. Its last line reads
-#     SUMMARY: N passed, N failed, N skipped (test binaries); bench: S; bench_verl: S
-# and it exits 1 when a test binary failed, the benchmark errored or the bundle is
-# corrupt, else 0. A binary whose device tests skipped (no usable GPU) counts as
-# skipped, never as passed. The whole run keeps inside GPU_CHECK_DEADLINE seconds
-# (default 470, under the 8 minutes a device call is planned for): each step gets at
-# most its own cap and never more than what is left once the later steps' minimums
-# are set aside; the two benches get the rest as their --budget-s.
+# run.sh (tools/gpu/bundle_run.sh) runs the test binaries, conform --impl cuda against the
+# goldens, conform explore --impl cuda over a few seeds, compute-sanitizer's memcheck over
+# a share of the goldens (where compute-sanitizer is on PATH), cuda_bench and
+# bench_verl.py (verl's own functions, eager and torch.compile, from the bundled wheel).
+# The device tool returns at most 8 files, so OUT_DIR gets gpu-check.tar.gz (every log,
+# GTest/JUnit XML and JSON: env.log, bundle_check.log, <test>.log/.xml, conform_cuda,
+# explore_seed<S> with the replayable differences, memcheck.log, bench and bench_verl
+# .log/.json, ratio_table.md), summary.txt, and ratio_table.md, bench.json and
+# bench_verl.json beside them while the total stays within 8. The last line of summary.txt:
+#     SUMMARY: N passed, N failed, N skipped (test binaries); explore: S; memcheck: S;
+#     bench: S; bench_verl: S
+# and run.sh exits 1 when a test binary failed, explore errored, memcheck found an error,
+# the benchmark errored or the bundle is corrupt, else 0. A binary whose device tests
+# skipped (no usable GPU) counts as skipped, never as passed; conform_cuda is judged on the
+# float32 goldens (the float64 ones are not compared by design). The whole run keeps inside
+# GPU_CHECK_DEADLINE seconds (default 470, under the 8 minutes a device call is planned
+# for): each step gets at most its own cap and never more than what is left once the later
+# steps' minimums are set aside; the two benches get the rest as their --budget-s.
 #
 # Usage:
 #   tools/gpu/gpu_check.sh --build-only BUNDLE_DIR      build + bundle only
@@ -34,9 +39,11 @@
 #                                                   + run here, for a machine with both
 #   BUNDLE_DIR/run.sh OUT_DIR                        run a bundle (the GPU machine)
 # Environment: GPU_CHECK_DEADLINE (seconds for the whole run.sh, default 470);
-# BENCH_ARGS (extra cuda_bench flags, e.g. "--repeats 50"); BENCH_VERL_ARGS (extra
-# bench_verl.py flags); GPU_CHECK_DRY_BUILD=1 (CI's build flags: a check of the script
-# and the bundle, never for figures).
+# GPU_CHECK_EXPLORE_SEEDS (default "1 2 3") and GPU_CHECK_EXPLORE_CASES (per function,
+# default 20); GPU_CHECK_MEMCHECK_ONLY (conform --only for memcheck, default
+# policy_loss,rollout_correction,advantage); BENCH_ARGS (extra cuda_bench flags, e.g.
+# "--repeats 50"); BENCH_VERL_ARGS (extra bench_verl.py flags); GPU_CHECK_DRY_BUILD=1
+# (CI's build flags: a check of the script and the bundle, never for figures).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -167,6 +174,10 @@ done)"
 tar -C "$bundle" -czf "$bundle/bin.tar.gz" bin
 rm -rf "$bundle/bin"
 
+# The runner (tools/gpu/bundle_run.sh, which says what it writes and why).
+cp tools/gpu/bundle_run.sh "$bundle/run.sh"
+chmod +x "$bundle/run.sh"
+
 {
   echo "verlconf GPU bundle (tools/gpu/gpu_check.sh)"
   echo "built_utc: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -183,168 +194,9 @@ rm -rf "$bundle/bin"
   printf '%s\n' "$binaries_report"
   echo
   echo "files:"
-  (cd "$bundle" && { find bin.tar.gz goldens.path py wheels -type f; ls "$goldens_rel"/*.h5; } | sort | xargs sha256sum)
+  (cd "$bundle" && { find bin.tar.gz goldens.path run.sh py wheels -type f; ls "$goldens_rel"/*.h5; } | sort | xargs sha256sum)
 } >"$bundle/MANIFEST.txt"
 
-# The runner. Plain bash + coreutils: the GPU machine may have nothing else.
-cat >"$bundle/run.sh" <<'RUN_SH'
-#!/usr/bin/env bash
-# Runs the verlconf GPU check bundle (made by tools/gpu/gpu_check.sh): every test binary,
-# conform --impl cuda against the tree's goldens, and the benchmark.
-#   usage: run.sh OUT_DIR
-set -uo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-[[ $# -eq 1 ]] || { echo "usage: run.sh OUT_DIR" >&2; exit 2; }
-mkdir -p "$1" || exit 2
-out="$(cd "$1" && pwd)"
-deadline=$((SECONDS + ${GPU_CHECK_DEADLINE:-470}))
-export GTEST_COLOR=no
-names=(third_party_cuda_test cuda_impl_kl_kl_penalty_kernel_test tools_gpu_cuda_test conform_cuda bench bench_verl)
-for n in "${names[@]}"; do rm -f "$out/$n.log" "$out/$n.xml" "$out/$n.json"; done
-rm -f "$out/env.log" "$out/summary.txt" "$out/ratio_table.md"
-
-# A bundle that arrived incomplete would quietly check fewer goldens.
-bundle_ok=1
-if ! (cd "$here" && sed -n '/^files:$/,$p' MANIFEST.txt | tail -n +2 | sha256sum -c --quiet) >"$out/bundle_check.log" 2>&1; then
-  bundle_ok=0
-  echo "FAILED   bundle integrity (sha256 of MANIFEST.txt's files; see bundle_check.log)"
-  cat "$out/bundle_check.log"
-fi
-
-goldens="$here/$(cat "$here/goldens.path" 2>/dev/null)"
-[[ -d "$goldens" ]] || { echo "FAILED   no goldens at $goldens (goldens.path)"; bundle_ok=0; }
-# The device tests find the goldens as the tree's fixtures/ from the tree's root.
-cd "$goldens/../.." || exit 2
-bin="$(mktemp -d)/bin"
-tar -xzf "$here/bin.tar.gz" -C "$(dirname "$bin")" || { echo "FAILED   unpacking bin.tar.gz"; bundle_ok=0; }
-
-{
-  echo "date_utc: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "host: $(uname -a)"
-  echo "glibc: $(ldd --version 2>&1 | head -1)"
-  if command -v nvidia-smi >/dev/null; then
-    timeout 30 nvidia-smi 2>&1
-  else
-    echo "nvidia-smi: not found"
-  fi
-  echo
-  cat "$here/MANIFEST.txt"
-} >"$out/env.log" 2>&1
-
-passed=0 failed=0 skipped=0
-lines=()
-note() { lines+=("$1"); echo "$1"; }
-
-# Seconds a step may take: at most its cap, and never the time the later steps need
-# (their minimums, the second argument) out of what is left before the deadline.
-allowance() {
-  local cap="$1" reserve="$2" left=$((deadline - SECONDS - $2))
-  ((left < cap)) && cap=$left
-  ((cap < 10)) && cap=10
-  echo "$cap"
-}
-
-# Runs one step under a timeout of $1 seconds; stdout+stderr to OUT/<name>.log; sets $rc.
-step() {
-  local limit="$1" name="$2"; shift 2
-  rc=0
-  timeout -k 10 "$limit" "$@" >"$out/$name.log" 2>&1 || rc=$?
-  if [[ $rc -eq 124 || $rc -eq 137 ]]; then echo "(timed out after ${limit}s)" >>"$out/$name.log"; fi
-}
-
-show_tail() { echo "----- last lines of $1.log"; tail -n 30 "$out/$1.log"; echo "-----"; }
-
-for name in third_party_cuda_test cuda_impl_kl_kl_penalty_kernel_test tools_gpu_cuda_test; do
-  # Later: the other tests (30 s each), conform (40 s) and the two benches (60 s each).
-  step "$(allowance 120 250)" "$name" "$bin/$name" --gtest_output="xml:$out/$name.xml"
-  total=0 skip=0
-  if [[ -f "$out/$name.xml" ]]; then
-    total=$(grep -c '<testcase ' "$out/$name.xml" || true)
-    skip=$(grep -c 'result="skipped"' "$out/$name.xml" || true)
-  fi
-  if [[ $rc -ne 0 || ! -f "$out/$name.xml" ]]; then
-    failed=$((failed + 1))
-    note "FAILED   $name (exit $rc; see $name.log)"
-    show_tail "$name"
-  elif [[ $skip -gt 0 ]]; then
-    skipped=$((skipped + 1))
-    why=$(grep -m1 -A1 ': Skipped$' "$out/$name.log" | tail -1)
-    note "SKIPPED  $name ($skip of $total tests skipped: $why)"
-  else
-    passed=$((passed + 1))
-    note "PASSED   $name ($total tests)"
-  fi
-done
-
-# conform prints "N cases: P passed, F failed, M mistrusted, U unsupported, S skipped".
-# Functions without a CUDA entry are UNSUPPORTED by design; they do not fail the step.
-name=conform_cuda
-step "$(allowance 90 120)" "$name" "$bin/conform" check --impl cuda --against "$goldens" --junit "$out/$name.xml"
-counts=$(grep -E '^[0-9]+ cases: ' "$out/$name.log" | tail -1)
-c_pass=$(sed -n 's/.* \([0-9]*\) passed.*/\1/p' <<<"$counts")
-c_skip=$(sed -n 's/.* \([0-9]*\) skipped.*/\1/p' <<<"$counts")
-if [[ $rc -ne 0 || -z "$counts" ]]; then
-  failed=$((failed + 1))
-  note "FAILED   $name (exit $rc; $counts)"
-  show_tail "$name"
-elif [[ "${c_skip:-0}" -gt 0 || "${c_pass:-0}" -eq 0 ]]; then
-  skipped=$((skipped + 1))
-  why=$(grep -m1 '^CUDA: ' "$out/$name.log" || echo "nothing compared")
-  note "SKIPPED  $name ($counts; $why)"
-else
-  passed=$((passed + 1))
-  note "PASSED   $name ($counts)"
-fi
-
-# The benches share what is left: cuda_bench half of it (a wall clock for its own rows,
-# leaving 20 s for its exit), then bench_verl.py the rest.
-bench_s=$(( (deadline - SECONDS) / 2 ))
-((bench_s < 60)) && bench_s=60
-# shellcheck disable=SC2086  # BENCH_ARGS is a flag list on purpose
-step "$bench_s" bench "$bin/cuda_bench" --json "$out/bench.json" --budget-s $((bench_s - 20)) ${BENCH_ARGS:-}
-# The JSON is one line; its top-level "status" is written last.
-bench_status=$(grep -o '"status":"[a-z]*"' "$out/bench.json" 2>/dev/null | tail -1 | cut -d'"' -f4)
-[[ $rc -eq 0 ]] || bench_status="error"
-echo "----- bench.log"
-cat "$out/bench.log"
-echo "-----"
-note "bench: ${bench_status:-error} (exit $rc; bench.json, bench.log)"
-
-# verl's own functions on the same GPU, from the bundled wheel (bench_verl.py stubs the
-# packages verl imports that the machine lacks and says which). Needs python3 + torch.
-verl_s=$((deadline - SECONDS))
-((verl_s < 60)) && verl_s=60
-verl_status="skipped"
-wheel=$(ls "$here"/wheels/verl-*.whl 2>/dev/null | head -1)
-if ! command -v python3 >/dev/null || ! python3 -c "import torch" >/dev/null 2>&1; then
-  echo "bench_verl: skipped: no python3 with torch" >"$out/bench_verl.log"
-elif [[ -z "$wheel" ]]; then
-  echo "bench_verl: skipped: no verl wheel in the bundle" >"$out/bench_verl.log"
-else
-  # shellcheck disable=SC2086  # BENCH_VERL_ARGS is a flag list on purpose
-  step "$verl_s" bench_verl python3 "$here/py/bench_verl.py" --verl-wheel "$wheel" --json "$out/bench_verl.json" \
-    --device cuda --budget-s $((verl_s - 45)) ${BENCH_VERL_ARGS:-}
-  verl_status=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["status"])' \
-    "$out/bench_verl.json" 2>/dev/null || echo error)
-  [[ $rc -eq 0 ]] || verl_status="error (exit $rc)"
-fi
-echo "----- bench_verl.log"
-tail -n 80 "$out/bench_verl.log"
-echo "-----"
-note "bench_verl: $verl_status (bench_verl.json, bench_verl.log)"
-if command -v python3 >/dev/null; then
-  python3 "$here/py/ratio_table.py" --cuda "$out/bench.json" --verl "$out/bench_verl.json" --out "$out/ratio_table.md" \
-    >"$out/ratio_table.log" 2>&1 && cat "$out/ratio_table.md"
-fi
-
-summary="SUMMARY: $passed passed, $failed failed, $skipped skipped (test binaries); bench: ${bench_status:-error}"
-summary+="; bench_verl: $verl_status"
-[[ $bundle_ok -eq 1 ]] || summary+="; bundle: CORRUPT"
-printf '%s\n' "${lines[@]}" "$summary" >"$out/summary.txt"
-echo "$summary"
-[[ $failed -eq 0 && "${bench_status:-error}" != "error" && $bundle_ok -eq 1 ]]
-RUN_SH
-chmod +x "$bundle/run.sh"
 
 size="$(du -sh "$bundle" | cut -f1)"
 bytes="$(du -sb "$bundle" | cut -f1)"
