@@ -1,8 +1,10 @@
 """The GPU capture's torch-free parts, with Debian's python3: capture.py's --dtype and
 --device on the numpy example adapter (verl's own capture needs torch and runs outside
-CI), and gpu_capture_boot.py's wheel selection, unpacking and stubbing on fake wheels.
+CI), gpu_capture_boot.py's wheel selection, unpacking and stubbing on fake wheels, and the
+capture's sources: every input is made on the CPU and only then moved to the device.
 The capture on a GPU itself runs on the GPU machine only (tools/gpu/gpu_capture.sh)."""
 
+import ast
 import contextlib
 import io
 import os
@@ -64,6 +66,112 @@ class CaptureOptions(unittest.TestCase):
         self.assertEqual(code, 1, log)
         self.assertIn("--device cuda: the adapter numpy_example has no set_device", log)
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "x", "advantage.h5")))
+
+
+def _python_sources(*rel_dirs_or_files):
+    for rel in rel_dirs_or_files:
+        path = os.path.join(RUNFILES, rel)
+        if os.path.isfile(path):
+            yield rel, path
+            continue
+        for root, _, files in os.walk(path):
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    yield os.path.relpath(os.path.join(root, name), RUNFILES), os.path.join(root, name)
+
+
+def _dotted(node):
+    """torch.cuda.manual_seed for that attribute chain; "" for anything else."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id] + parts[::-1]) if isinstance(node, ast.Name) else ""
+
+
+# torch's ways of drawing random values or making a generator: a case's inputs never come
+# from them (verl's own torch.randperm runs inside verl, under torch.manual_seed(0)).
+TORCH_DRAWS = {
+    "torch." + n
+    for n in (
+        "Generator rand rand_like randn randn_like randint randint_like randperm normal bernoulli multinomial "
+        "poisson cuda.manual_seed cuda.manual_seed_all"
+    ).split()
+}
+
+
+class InputsAreMadeOnTheCpu(unittest.TestCase):
+    """A case's inputs are the same bits whatever device verl runs on: the catalogue draws
+    them with numpy (seeded, CPU) and the verl adapter hands them to verl through one helper,
+    _on_device, that copies the CPU array and only then moves it. A generator, a draw or a
+    tensor made on a device anywhere in the capture would let the device change the inputs.
+    (The capture on the H200 differed in one case's inputs/cov_selected: that input is verl's
+    own clip_cov pick, recorded, and verl picked differently on the GPU: its float32 ratio
+    on a clip bound rounds differently there, which the CPU-to-H200 drift report reads.)"""
+
+    SOURCES = [
+        "fixtures/capture",
+        "fixtures/capture.py",
+        "fixtures/python/verlconf",
+        "fixtures/adapters/verl_adapter.py",
+        "fixtures/adapters/verl_keys.py",
+    ]
+
+    def trees(self):
+        found = list(_python_sources(*self.SOURCES))
+        self.assertTrue(any(rel.endswith("verl_adapter.py") for rel, _ in found), found)
+        self.assertTrue(any("/catalogue/" in rel for rel, _ in found), found)
+        for rel, path in found:
+            with open(path, encoding="utf-8") as f:
+                yield rel, ast.parse(f.read(), filename=rel)
+
+    def test_only_the_verl_adapter_imports_torch(self):
+        for rel, tree in self.trees():
+            if rel.endswith("verl_adapter.py"):
+                continue
+            for node in ast.walk(tree):
+                names = []
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    names = [node.module or ""]
+                self.assertFalse(
+                    any(n == "torch" or n.startswith("torch.") for n in names),
+                    f"{rel}:{getattr(node, 'lineno', 0)} imports torch",
+                )
+
+    def test_no_draw_and_no_tensor_made_on_a_device(self):
+        for rel, tree in self.trees():
+            for node in ast.walk(tree):
+                if not isinstance(node, ast.Call):
+                    continue
+                where = f"{rel}:{node.lineno}"
+                self.assertNotIn(_dotted(node.func), TORCH_DRAWS, where + ": a torch draw or generator")
+                self.assertFalse(any(k.arg == "device" for k in node.keywords), where + ": a tensor made with device=")
+                if isinstance(node.func, ast.Attribute):
+                    self.assertNotIn(node.func.attr, ("cuda", "set_default_device"), where + ": a tensor put on a GPU")
+
+    def test_values_reach_the_device_through_one_helper(self):
+        # torch.from_numpy, and .to(...) towards the capture's device, only inside
+        # verl_adapter._on_device, whose body is that copy and that move.
+        (tree,) = [t for rel, t in self.trees() if rel.endswith("verl_adapter.py")]
+        helpers = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "_on_device"]
+        self.assertEqual(len(helpers), 1)
+        inside = {id(n) for n in ast.walk(helpers[0])}
+        moves = 0
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            from_numpy = _dotted(node.func) == "torch.from_numpy"
+            to_device = (
+                isinstance(node.func, ast.Attribute)
+                and node.func.attr == "to"
+                and any("_DEVICE" in ast.dump(a) or "device" in ast.dump(a) for a in node.args)
+            )
+            if from_numpy or to_device:
+                self.assertIn(id(node), inside, f"verl_adapter.py:{node.lineno}: a value moved outside _on_device")
+                moves += 1
+        self.assertEqual(moves, 2)  # the copy and the move
 
 
 class Boot(unittest.TestCase):
