@@ -29,6 +29,7 @@
 
 #include "cuda_impl/advantage/groups.cuh"
 #include "cuda_impl/advantage/returns.cuh"
+#include "cuda_impl/core/rows.cuh"
 #include "cuda_impl/core/sum.cuh"
 #include "cuda_impl/core/system.cuh"
 
@@ -49,15 +50,19 @@ struct OtbWeight {
   }
 };
 
-// W_{i,t} = sum_{j <= t} w_{i,j} m_{i,j}: a forward scan per row.
+// OtbWeight at (i, t).
+struct OtbWeightAt {
+  OtbWeight w;
+  int64_t cols;
+  __host__ __device__ float operator()(int64_t i, int64_t t) const { return w(i * cols + t); }
+};
+
+// W_{i,t} = sum_{j <= t} w_{i,j} m_{i,j}: a forward row scan (bitwise reproducible).
 template <class Policy>
 void CumulativeW(Policy& policy, const float* old_log_probs, const float* sum_pi_squared, const float* rho,
                  const float* mask, int64_t rows, int64_t cols, float* w) {
-  const int64_t n = rows * cols;
-  auto keys = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), SegmentOf{cols});
-  auto terms = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0),
-                                               OtbWeight{old_log_probs, sum_pi_squared, rho, mask});
-  thrust::inclusive_scan_by_key(policy, keys, keys + n, terms, w);
+  RowScan(policy, rows, cols, /*reverse=*/false, 0.0f, AddF(),
+          OtbWeightAt{OtbWeight{old_log_probs, sum_pi_squared, rho, mask}, cols}, StoreFloat{w, cols});
 }
 
 // Flat position j = t rows + p (p a sorted position): the key t groups + g.

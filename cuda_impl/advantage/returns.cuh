@@ -3,58 +3,62 @@
 // execution policy (cuda_impl/core/system.cuh).
 //
 // Each backward recurrence over a row is affine in its carried state, so it runs as one
-// reverse inclusive_scan_by_key (row as key, positions walked from the last token) whose
-// operator composes affine maps: every position in O(log T) depth, no loop over T. The
-// state starts at 0, so the composite's offset is the state itself.
+// reverse row scan (cuda_impl/core/rows.cuh: a CTA per row, tiles in order, bitwise
+// reproducible) whose operator composes affine maps. The state starts at 0, so the
+// composite's offset is the state itself.
 #pragma once
 
 #include <thrust/copy.h>
 #include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/discard_iterator.h>
-#include <thrust/iterator/reverse_iterator.h>
-#include <thrust/iterator/transform_iterator.h>
-#include <thrust/iterator/zip_iterator.h>
-#include <thrust/scan.h>
 #include <thrust/transform.h>
 #include <thrust/tuple.h>
 
 #include <cstdint>
 
 #include "cuda_impl/advantage/whiten.cuh"
+#include "cuda_impl/core/rows.cuh"
 #include "cuda_impl/core/sum.cuh"
 #include "cuda_impl/core/system.cuh"
 
 namespace verlconf::cuda {
 
-// The row of every flat position, walked from the end: the scan's keys.
-inline auto ReversedRowKeys(int64_t n, int64_t cols) {
-  auto rows = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), SegmentOf{cols});
-  return thrust::make_reverse_iterator(rows + n);
-}
+struct AddF {
+  __host__ __device__ float operator()(float a, float b) const { return a + b; }
+};
 
-template <class It>
-auto Reversed(It first, int64_t n) {
-  return thrust::make_reverse_iterator(first + n);
-}
-
-// r_t * m_t, a plain product as verl's (rewards * mask).
-struct MaskedReward {
-  __host__ __device__ float operator()(const thrust::tuple<float, float>& rm) const {
-    return thrust::get<0>(rm) * thrust::get<1>(rm);
+// Writes a row scan's value at (i, t): the whole value, or one field of a tuple.
+struct StoreFloat {
+  float* out;
+  int64_t cols;
+  __host__ __device__ void operator()(int64_t i, int64_t t, float v) const { out[i * cols + t] = v; }
+};
+template <int kField>
+struct StoreField {
+  float* out;
+  int64_t cols;
+  template <class Tuple>
+  __host__ __device__ void operator()(int64_t i, int64_t t, const Tuple& v) const {
+    out[i * cols + t] = thrust::get<kField>(v);
   }
 };
 
-// G_t = sum_{s >= t} r_s m_s per row (oracle::MaskedRewardToGo): a reverse scan.
+// r_t * m_t, a plain product as verl's (rewards * mask).
+struct MaskedRewardAt {
+  const float* rewards;
+  const float* mask;
+  int64_t cols;
+  __host__ __device__ float operator()(int64_t i, int64_t t) const {
+    const int64_t k = i * cols + t;
+    return rewards[k] * mask[k];
+  }
+};
+
+// G_t = sum_{s >= t} r_s m_s per row (oracle::MaskedRewardToGo): a reverse row scan.
 template <class Policy>
 void MaskedRewardToGo(Policy&& policy, const float* rewards, const float* mask, int64_t rows, int64_t cols,
                       float* out) {
-  const int64_t n = rows * cols;
-  if (n <= 0) return;
-  auto terms =
-      thrust::make_transform_iterator(thrust::make_zip_iterator(thrust::make_tuple(rewards, mask)), MaskedReward());
-  auto keys = ReversedRowKeys(n, cols);
-  thrust::inclusive_scan_by_key(policy, keys, keys + n, Reversed(terms, n), Reversed(out, n),
-                                thrust::equal_to<int64_t>(), thrust::plus<float>());
+  RowScan(policy, rows, cols, /*reverse=*/true, 0.0f, AddF(), MaskedRewardAt{rewards, mask, cols},
+          StoreFloat{out, cols});
 }
 
 // ---- REINFORCE++: x' = a x + b ------------------------------------------------------
@@ -73,10 +77,14 @@ struct ComposeAffine1 {
 // REINFORCE++'s running return: running' = fresh m + running (1 - m) with fresh =
 // r + gamma running, i.e. a = m gamma + (1 - m), b = m r. At m = 0 the map is the
 // identity: the return is carried unchanged across an observation token.
-struct RppStep {
+struct RppStepAt {
+  const float* rewards;
+  const float* mask;
+  int64_t cols;
   float gamma;
-  __host__ __device__ Affine1 operator()(const thrust::tuple<float, float>& rm) const {
-    const float r = thrust::get<0>(rm), m = thrust::get<1>(rm);
+  __host__ __device__ Affine1 operator()(int64_t i, int64_t t) const {
+    const int64_t k = i * cols + t;
+    const float r = rewards[k], m = mask[k];
     return Affine1(m * gamma + (1.0f - m), m * r);
   }
 };
@@ -102,13 +110,9 @@ void reinforce_plus_plus_advantage(Policy&& policy, const float* rewards, const 
                                    float gamma, float* advantages, float* returns) {
   const int64_t n = rows * cols;
   if (n <= 0) return;
-  auto steps =
-      thrust::make_transform_iterator(thrust::make_zip_iterator(thrust::make_tuple(rewards, mask)), RppStep{gamma});
   // The running state goes to `advantages` first, which is rewritten below.
-  auto out = thrust::make_zip_iterator(thrust::make_tuple(thrust::make_discard_iterator(), advantages));
-  auto keys = ReversedRowKeys(n, cols);
-  thrust::inclusive_scan_by_key(policy, keys, keys + n, Reversed(steps, n), Reversed(out, n),
-                                thrust::equal_to<int64_t>(), ComposeAffine1());
+  RowScan(policy, rows, cols, /*reverse=*/true, Affine1(1.0f, 0.0f), ComposeAffine1(),
+          RppStepAt{rewards, mask, cols, gamma}, StoreField<1>{advantages, cols});
   thrust::transform(policy, thrust::counting_iterator<int64_t>(0), thrust::counting_iterator<int64_t>(n), returns,
                     RppReturn{rewards, mask, advantages, cols, gamma});
   thrust::copy(policy, returns, returns + n, advantages);
@@ -135,16 +139,17 @@ struct ComposeAffine2 {
 //   nv' = v m + (1 - m) nv,    last' = fresh m + (1 - m) last
 // so an observation token (m = 0) passes both the bootstrap value and the running
 // advantage through unchanged.
-struct GaeStep {
+struct GaeStepAt {
+  const float* rewards;
+  const float* values;
+  const float* mask;
+  int64_t cols;
   float gamma, gamma_lam;
-  __host__ __device__ Affine2 operator()(const thrust::tuple<float, float, float>& rvm) const {
-    const float r = thrust::get<0>(rvm), v = thrust::get<1>(rvm), m = thrust::get<2>(rvm);
+  __host__ __device__ Affine2 operator()(int64_t i, int64_t t) const {
+    const int64_t k = i * cols + t;
+    const float r = rewards[k], v = values[k], m = mask[k];
     return Affine2(1.0f - m, m * gamma, m * gamma_lam + (1.0f - m), v * m, (r - v) * m);
   }
-};
-
-struct PlusF {
-  __host__ __device__ float operator()(float a, float b) const { return a + b; }
 };
 
 // verl: compute_gae_advantage_return. returns = A + V (unmasked); advantages =
@@ -154,14 +159,9 @@ void gae_advantage_return(Policy&& policy, const float* rewards, const float* va
                           int64_t cols, float gamma, float gamma_lam, float* advantages, float* returns) {
   const int64_t n = rows * cols;
   if (n <= 0) return;
-  auto steps = thrust::make_transform_iterator(thrust::make_zip_iterator(thrust::make_tuple(rewards, values, mask)),
-                                               GaeStep{gamma, gamma_lam});
-  auto d = thrust::make_discard_iterator();
-  auto out = thrust::make_zip_iterator(thrust::make_tuple(d, d, d, d, advantages));
-  auto keys = ReversedRowKeys(n, cols);
-  thrust::inclusive_scan_by_key(policy, keys, keys + n, Reversed(steps, n), Reversed(out, n),
-                                thrust::equal_to<int64_t>(), ComposeAffine2());
-  thrust::transform(policy, advantages, advantages + n, values, returns, PlusF());
+  RowScan(policy, rows, cols, /*reverse=*/true, Affine2(1.0f, 0.0f, 1.0f, 0.0f, 0.0f), ComposeAffine2(),
+          GaeStepAt{rewards, values, mask, cols, gamma, gamma_lam}, StoreField<4>{advantages, cols});
+  thrust::transform(policy, advantages, advantages + n, values, returns, AddF());
   WhitenInPlace(policy, advantages, mask, n, /*times_mask=*/false);
 }
 

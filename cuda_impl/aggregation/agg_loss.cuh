@@ -5,7 +5,6 @@
 // losses end in these two calls.
 #pragma once
 
-#include <thrust/count.h>
 #include <thrust/functional.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/discard_iterator.h>
@@ -19,7 +18,10 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <type_traits>
+#include <vector>
 
+#include "cuda_impl/core/rows.cuh"
 #include "cuda_impl/core/sum.cuh"
 #include "cuda_impl/core/system.cuh"
 
@@ -55,10 +57,6 @@ struct Product {
   __host__ __device__ float operator()(const thrust::tuple<float, float>& lm) const {
     return thrust::get<0>(lm) * thrust::get<1>(lm);
   }
-};
-
-struct Positive {
-  __host__ __device__ bool operator()(float x) const { return x > 0.0f; }
 };
 
 // A live row's contribution: its sum, or its token-mean for seq-mean-token-mean.
@@ -103,14 +101,35 @@ struct AggPlan {
   double dp = 1.0;
 };
 
+struct MaskAt {
+  const float* mask;
+  int64_t cols;
+  __host__ __device__ float operator()(int64_t i, int64_t t) const { return mask[i * cols + t]; }
+};
+
+// The rows' mask sums (a row pass: bitwise reproducible), in `row_mask` when given, and
+// on the host.
+template <class Policy>
+std::vector<float> RowMaskSums(Policy&& policy, const float* mask, int64_t rows, int64_t cols, float* row_mask) {
+  PolicyScratch<float, std::remove_reference_t<Policy>> own(policy, row_mask ? 0 : rows);
+  float* out = row_mask ? row_mask : own.get();
+  RowReduce(policy, rows, cols, 0.0f, TuplePlus(), MaskAt{mask, cols}, StoreRow<float>{out});
+  return ToHostVector(policy, static_cast<const float*>(out), rows);
+}
+
 template <class Policy>
 AggPlan MakeAggPlan(Policy&& policy, const float* mask, int64_t rows, int64_t cols, AggMode mode,
                     const AggGlobal& info) {
   AggPlan p;
   p.dp = static_cast<double>(info.dp_size);
-  const int64_t n = rows * cols;
   if (mode == AggMode::kTokenMean) {
-    p.divisor = info.batch_num_tokens ? *info.batch_num_tokens : static_cast<double>(ChunkedSum(policy, mask, n, 0.0f));
+    if (info.batch_num_tokens) {
+      p.divisor = *info.batch_num_tokens;
+    } else {
+      double total = 0.0;  // whole counts: exact in any order
+      for (float r : RowMaskSums(policy, mask, rows, cols, nullptr)) total += r;
+      p.divisor = static_cast<double>(static_cast<float>(total));
+    }
   } else if (IsSeqMode(mode)) {
     const std::ptrdiff_t size = rows > 0 ? rows : 1;
     auto buffer = thrust::get_temporary_buffer<float>(policy, size);
@@ -119,12 +138,14 @@ AggPlan MakeAggPlan(Policy&& policy, const float* mask, int64_t rows, int64_t co
       thrust::return_temporary_buffer(*held, buffer.first, buffer.second);
     });
     p.seq = true;
-    auto rows_of = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), RowOf{cols});
-    thrust::reduce_by_key(policy, rows_of, rows_of + n, mask, thrust::make_discard_iterator(), p.row_mask.get());
-    p.divisor =
-        info.global_batch_size
-            ? *info.global_batch_size
-            : static_cast<double>(thrust::count_if(policy, p.row_mask.get(), p.row_mask.get() + rows, Positive{}));
+    const std::vector<float> row_mask = RowMaskSums(policy, mask, rows, cols, p.row_mask.get());
+    if (info.global_batch_size) {
+      p.divisor = *info.global_batch_size;
+    } else {
+      int64_t live = 0;
+      for (float r : row_mask) live += r > 0.0f ? 1 : 0;
+      p.divisor = static_cast<double>(live);
+    }
     if (mode == AggMode::kSeqMeanTokenSumNorm)
       p.norm = info.loss_scale_factor ? *info.loss_scale_factor : static_cast<double>(cols);
   }
@@ -166,6 +187,85 @@ void agg_loss_weights(Policy&& policy, const AggPlan& plan, const float* mask, f
                       int64_t cols, AggMode mode) {
   thrust::transform(policy, thrust::counting_iterator<int64_t>(0), thrust::counting_iterator<int64_t>(rows * cols),
                     weights, AggWeightOf(plan, mask, cols, mode));
+}
+
+// ---- the fused pass: a loss's tokens, agg_loss and its gradient in one row pass ----
+
+// One token's loss, its derivative and up to three metric terms (0 where unused).
+struct AggTokenValues {
+  float loss, dloss;
+  float metric[3];
+};
+
+// What a row contributes: its agg_loss term (masked_sum's for the token modes, loss *
+// mask summed for the seq modes), its mask total, and three masked metric sums (a
+// masked token's metric terms are dropped, NaN or not).
+using RowPartial = thrust::tuple<float, float, float, float, float>;
+
+// The token at (i, t): writes grad = factor W d L / d x and returns the row's terms.
+template <class TokenFn>
+struct FusedAggToken {
+  TokenFn tok;
+  const float* mask;
+  float* grad;
+  AggWeight w;
+  float factor;
+  bool seq;
+  int64_t cols;
+  __host__ __device__ RowPartial operator()(int64_t i, int64_t t) const {
+    const int64_t k = i * cols + t;
+    const AggTokenValues v = tok(k);
+    const float m = mask[k];
+    grad[k] = factor * w(k) * v.dloss;
+    const float term = seq ? v.loss * m : MaskedTerm(v.loss, m);
+    if (m == 0.0f) return thrust::make_tuple(term, 0.0f, 0.0f, 0.0f, 0.0f);
+    return thrust::make_tuple(term, m, v.metric[0] * m, v.metric[1] * m, v.metric[2] * m);
+  }
+};
+
+// agg_loss's own tokens: the loss matrix, d loss / d L = W.
+struct LossMatrixToken {
+  const float* loss;
+  __host__ __device__ AggTokenValues operator()(int64_t k) const { return {loss[k], 1.0f, {0.0f, 0.0f, 0.0f}}; }
+};
+
+// The scalars of a fused pass: the aggregated loss and the masked means' sums.
+struct FusedAggScalars {
+  float loss = 0.0f;
+  float mask_sum = 0.0f;
+  float metric_sum[3] = {0.0f, 0.0f, 0.0f};
+};
+
+// One row pass over the tokens of `tok` (a functor of the flat index giving
+// AggTokenValues): grad = factor W d L / d x everywhere, each row's partials to a
+// rows-long buffer, then the rows summed on the host in row order, in double (the
+// oracle's float32 tolerance for the loss is of a sum whose order it does not fix).
+// Reads the token inputs once and writes grad once; `plan` has read the mask before.
+template <class Policy, class TokenFn>
+FusedAggScalars FusedAggPass(Policy&& policy, const AggPlan& plan, const float* mask, float* grad, int64_t rows,
+                             int64_t cols, AggMode mode, const TokenFn& tok, float factor = 1.0f) {
+  PolicyScratch<RowPartial, std::remove_reference_t<Policy>> partials(policy, rows);
+  RowReduce(policy, rows, cols, RowPartial(0.0f, 0.0f, 0.0f, 0.0f, 0.0f), TuplePlus(),
+            FusedAggToken<TokenFn>{tok, mask, grad, AggWeightOf(plan, mask, cols, mode), factor, plan.seq, cols},
+            StoreRow<RowPartial>{partials.get()});
+  const std::vector<RowPartial> host = ToHostVector(policy, static_cast<const RowPartial*>(partials.get()), rows);
+  double total = 0.0, mask_sum = 0.0, metric[3] = {0.0, 0.0, 0.0};
+  const RowTerm row_term{mode == AggMode::kSeqMeanTokenMean};
+  for (const RowPartial& r : host) {
+    const float row_loss = thrust::get<0>(r), row_mask = thrust::get<1>(r);
+    total += plan.seq ? row_term(thrust::make_tuple(row_loss, row_mask)) : row_loss;
+    mask_sum += row_mask;
+    metric[0] += thrust::get<2>(r);
+    metric[1] += thrust::get<3>(r);
+    metric[2] += thrust::get<4>(r);
+  }
+  FusedAggScalars out;
+  // verl: the sum over the divisor, times dp_size, over the norm, in float32.
+  out.loss = static_cast<float>(static_cast<float>(total) / static_cast<float>(plan.divisor) *
+                                static_cast<float>(plan.dp) / static_cast<float>(plan.norm));
+  out.mask_sum = static_cast<float>(mask_sum);
+  for (int j = 0; j < 3; ++j) out.metric_sum[j] = static_cast<float>(metric[j]);
+  return out;
 }
 
 }  // namespace verlconf::cuda

@@ -47,12 +47,14 @@ Result RunAgg(System system, const Case& c) {
   const AggArgs agg = CheckedAggArgs(c.function, oracle::ReadGlobalBatchInfo(c.config));
   const int64_t rows = mask.rows(), cols = mask.cols();
   const SystemBuffer<float> d_loss(system, ToFloat(loss_mat)), d_mask(system, ToFloat(mask));
-  SystemBuffer<float> d_w(system, mask.data.size()), row_sums(system, static_cast<size_t>(rows));
+  SystemBuffer<float> d_w(system, mask.data.size());
   float loss = 0.0f;
+  // The mask's row sums where the mode needs them, then one row pass: W written, the
+  // rows' loss terms summed.
   RunEntry(system, [&](auto&& policy) {
     const AggPlan plan = MakeAggPlan(policy, d_mask.data(), rows, cols, agg.mode, agg.global);
-    loss = agg_loss(policy, plan, d_loss.data(), d_mask.data(), row_sums.data(), rows, cols, agg.mode);
-    agg_loss_weights(policy, plan, d_mask.data(), d_w.data(), rows, cols, agg.mode);
+    loss = FusedAggPass(policy, plan, d_mask.data(), d_w.data(), rows, cols, agg.mode, LossMatrixToken{d_loss.data()})
+               .loss;
   });
   Result r;
   r.outputs["loss"] = Array::Scalar(static_cast<double>(loss), c.dtype);

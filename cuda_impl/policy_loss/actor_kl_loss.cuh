@@ -17,10 +17,18 @@
 
 namespace verlconf::cuda {
 
-// d term / d log_prob = W * d kl / d log_prob * coef.
-struct ScaledProduct {
-  float coef;
-  __host__ __device__ float operator()(float w, float g) const { return w * g * coef; }
+// The token at flat index k as the fused pass takes it: kl_penalty's value and its
+// d / d log_prob.
+struct KlFusedToken {
+  KlKind kind;
+  bool straight_through;
+  const float* log_prob;
+  const float* ref_log_prob;
+  __host__ __device__ AggTokenValues operator()(int64_t k) const {
+    AggTokenValues v{0.0f, 0.0f, {0.0f, 0.0f, 0.0f}};
+    KlToken(kind, straight_through, log_prob[k], ref_log_prob[k], v.loss, v.dloss);
+    return v;
+  }
 };
 
 // What the entry reports: the term (kl_loss * coef) and verl's kl_loss metric.
@@ -37,17 +45,14 @@ ActorKlLoss actor_kl_loss(Policy&& policy, [[maybe_unused]] System system, const
                           const float* ref_log_prob, const float* mask, int64_t rows, int64_t cols, KlKind kind,
                           bool straight_through, float coef, AggMode mode, const AggGlobal& global,
                           float* grad_log_prob) {
-  const int64_t n = rows * cols;
-  using Scratch = PolicyScratch<float, std::remove_reference_t<Policy>>;
-  Scratch kl(policy, n), weight(policy, n), row_sums(policy, rows);
-  // The kl value per token, and its gradient straight into grad_log_prob (scaled below).
-  kl_penalty(policy, log_prob, ref_log_prob, kl.get(), grad_log_prob, n, kind, straight_through);
+  // The mask's row sums where the mode needs them, then one fused row pass: the kl
+  // aggregated and d term / d log_prob = coef W d kl / d log_prob written.
   const AggPlan plan = MakeAggPlan(policy, mask, rows, cols, mode, global);
+  const FusedAggScalars f = FusedAggPass(policy, plan, mask, grad_log_prob, rows, cols, mode,
+                                         KlFusedToken{kind, straight_through, log_prob, ref_log_prob}, coef);
   ActorKlLoss r;
-  r.kl_loss = agg_loss(policy, plan, kl.get(), mask, row_sums.get(), rows, cols, mode);
+  r.kl_loss = f.loss;
   r.term = r.kl_loss * coef;
-  agg_loss_weights(policy, plan, mask, weight.get(), rows, cols, mode);
-  thrust::transform(policy, weight.get(), weight.get() + n, grad_log_prob, grad_log_prob, ScaledProduct{coef});
   return r;
 }
 

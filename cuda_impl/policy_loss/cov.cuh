@@ -197,9 +197,9 @@ void kl_cov_default_selection(Policy&& policy, [[maybe_unused]] System system, c
 template <class Policy>
 PolicyLossScalars policy_loss_clip_cov(Policy&& policy, System system, const PolicyLossArgs& in, const float* selected,
                                        float clip_low, float clip_high, AggMode mode, const AggGlobal& info,
-                                       float* grad, float* scratch) {
+                                       float* grad) {
   const plv::ClipCovToken tok{in, selected, 1.0f - clip_low, 1.0f + clip_high};
-  PolicyLossScalars s = plv::AggregatedLoss(policy, system, in, tok, mode, info, grad, scratch);
+  PolicyLossScalars s = plv::AggregatedLoss(policy, system, in, tok, mode, info, grad);
   s.pg_clipfrac_lower = 0.0f;
   return s;
 }
@@ -208,10 +208,9 @@ PolicyLossScalars policy_loss_clip_cov(Policy&& policy, System system, const Pol
 // check (verl's AssertionError).
 template <class Policy>
 PolicyLossScalars policy_loss_kl_cov(Policy&& policy, System system, const PolicyLossArgs& in, const float* selected,
-                                     float ppo_kl_coef, AggMode mode, const AggGlobal& info, float* grad,
-                                     float* scratch) {
+                                     float ppo_kl_coef, AggMode mode, const AggGlobal& info, float* grad) {
   PolicyLossScalars s =
-      plv::AggregatedLoss(policy, system, in, plv::KlCovToken{in, selected, ppo_kl_coef}, mode, info, grad, scratch);
+      plv::AggregatedLoss(policy, system, in, plv::KlCovToken{in, selected, ppo_kl_coef}, mode, info, grad);
   s.pg_clipfrac = s.pg_clipfrac_lower = 0.0f;
   return s;
 }

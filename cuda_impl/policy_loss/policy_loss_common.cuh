@@ -65,24 +65,6 @@ __host__ __device__ inline float MinShareA(float a, float b) { return a < b ? 1.
 // verl's masked_mean from its two sums, in float32 as verl computes it.
 inline float MaskedMeanOf(float masked_sum, float mask_sum) { return masked_sum / (mask_sum + kMaskedMeanEps); }
 
-// (k, d L_k / d x_k) -> factor * W_k * d L_k / d x_k: the gradient of factor * agg_loss(L).
-struct TimesAggWeight {
-  AggWeight w;
-  float factor;
-  __host__ __device__ float operator()(const thrust::tuple<int64_t, float>& kd) const {
-    return factor * w(thrust::get<0>(kd)) * thrust::get<1>(kd);
-  }
-};
-
-// grad[k] = factor * W_k * grad[k] in place: grad holds d L / d x on entry.
-template <class Policy>
-void ScaleByAggWeight(Policy&& policy, const AggPlan& plan, const float* mask, float* grad, int64_t rows, int64_t cols,
-                      AggMode mode, float factor = 1.0f) {
-  auto kd = thrust::make_zip_iterator(
-      thrust::make_tuple(thrust::counting_iterator<int64_t>(0), static_cast<const float*>(grad)));
-  thrust::transform(policy, kd, kd + rows * cols, grad, TimesAggWeight{AggWeightOf(plan, mask, cols, mode), factor});
-}
-
 // ---- host side ----
 
 // The metrics `names` (an entry's FunctionSpec::metrics: "actor/pg_clipfrac" or bare

@@ -84,15 +84,13 @@ inline const std::vector<std::string>& PolicyLossMetricNames(const std::string& 
   return spec->metrics;
 }
 
-// Runs `loss(policy, args, grad, scratch) -> PolicyLossScalars` on `system` and packs
-// pg_loss, grads/log_prob and the metrics of the case's spec. `scratch` holds a token
-// matrix for the losses that need one (the loss matrix, then agg_loss's W).
+// Runs `loss(policy, args, grad) -> PolicyLossScalars` on `system` and packs pg_loss,
+// grads/log_prob and the metrics of the case's spec.
 template <class LossFn>
-Result RunPolicyLoss(System system, const Case& c, const PolicyLossTensors& t, LossFn&& loss,
-                     bool token_scratch = true) {
-  SystemBuffer<float> grad(system, t.size()), scratch(system, token_scratch ? t.size() : 0);
+Result RunPolicyLoss(System system, const Case& c, const PolicyLossTensors& t, LossFn&& loss) {
+  SystemBuffer<float> grad(system, t.size());
   PolicyLossScalars s;
-  RunEntry(system, [&](auto&& policy) { s = loss(policy, t.args(), grad.data(), scratch.data()); });
+  RunEntry(system, [&](auto&& policy) { s = loss(policy, t.args(), grad.data()); });
   return PackPolicyLoss(s, grad, t.shape(), PolicyLossMetricNames(c.function), c.dtype);
 }
 

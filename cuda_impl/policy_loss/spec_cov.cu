@@ -38,9 +38,9 @@ Result RunClipCov(System system, const Case& c) {
   const AggArgs agg = ReadAggArgs(c.config);
   const PolicyLossTensors t(system, c);
   SystemBuffer<float> sel(system, has_pick ? recorded : std::vector<float>(t.size(), 0.0f));
-  return RunPolicyLoss(system, c, t, [&](auto&& policy, const PolicyLossArgs& in, float* g, float* s) {
+  return RunPolicyLoss(system, c, t, [&](auto&& policy, const PolicyLossArgs& in, float* g) {
     if (!has_pick) clip_cov_default_selection(policy, system, in, lo, hi, lb, ub, ratio, sel.data());
-    return policy_loss_clip_cov(policy, system, in, sel.data(), lo, hi, agg.mode, agg.global, g, s);
+    return policy_loss_clip_cov(policy, system, in, sel.data(), lo, hi, agg.mode, agg.global, g);
   });
 }
 
@@ -53,9 +53,9 @@ Result RunKlCov(System system, const Case& c) {
   const AggArgs agg = ReadAggArgs(c.config);
   const PolicyLossTensors t(system, c);
   SystemBuffer<float> sel(system, has_pick ? recorded : std::vector<float>(t.size(), 0.0f));
-  return RunPolicyLoss(system, c, t, [&](auto&& policy, const PolicyLossArgs& in, float* g, float* s) {
+  return RunPolicyLoss(system, c, t, [&](auto&& policy, const PolicyLossArgs& in, float* g) {
     if (!has_pick) kl_cov_default_selection(policy, system, in, ratio, sel.data());
-    return policy_loss_kl_cov(policy, system, in, sel.data(), coef, agg.mode, agg.global, g, s);
+    return policy_loss_kl_cov(policy, system, in, sel.data(), coef, agg.mode, agg.global, g);
   });
 }
 

@@ -17,15 +17,12 @@ namespace {
 Result RunReinforce(System system, const Case& c) {
   const AggArgs agg = ReadAggArgs(c.config);
   const PolicyLossTensors t(system, c);
-  return RunPolicyLoss(
-      system, c, t,
-      [&](auto&& policy, const PolicyLossArgs& in, float* g, float*) {
-        return WithWeights(in, [&](auto weights) {
-          return policy_loss_reinforce(policy, system, in.old_log_prob, in.log_prob, in.advantages, weights, in.mask, g,
-                                       in.rows, in.cols, agg.mode, agg.global);
-        });
-      },
-      /*token_scratch=*/false);
+  return RunPolicyLoss(system, c, t, [&](auto&& policy, const PolicyLossArgs& in, float* g) {
+    return WithWeights(in, [&](auto weights) {
+      return policy_loss_reinforce(policy, system, in.old_log_prob, in.log_prob, in.advantages, weights, in.mask, g,
+                                   in.rows, in.cols, agg.mode, agg.global);
+    });
+  });
 }
 
 // verl's compute_policy_loss: vanilla's dual-clip PPO without IS weights and with
@@ -41,14 +38,11 @@ Result RunDeprecated(System system, const Case& c) {
   const AggArgs agg = CheckedAggArgs(mode, oracle::GlobalBatchInfo{});  // agg_loss's keyword defaults
   const VanillaParams p = MakeVanillaParams(low, high, clip_ratio_c);
   const PolicyLossTensors t(system, c, /*with_weights=*/false);
-  return RunPolicyLoss(
-      system, c, t,
-      [&](auto&& policy, const PolicyLossArgs& in, float* g, float*) {
-        return policy_loss_vanilla(policy, system, in.old_log_prob, in.log_prob, in.advantages,
-                                   thrust::make_constant_iterator(1.0f), in.mask, g, in.rows, in.cols, p, agg.mode,
-                                   agg.global);
-      },
-      /*token_scratch=*/false);
+  return RunPolicyLoss(system, c, t, [&](auto&& policy, const PolicyLossArgs& in, float* g) {
+    return policy_loss_vanilla(policy, system, in.old_log_prob, in.log_prob, in.advantages,
+                               thrust::make_constant_iterator(1.0f), in.mask, g, in.rows, in.cols, p, agg.mode,
+                               agg.global);
+  });
 }
 
 const bool registered = [] {

@@ -17,15 +17,12 @@ Result RunVanilla(System system, const Case& c) {
   const AggArgs agg = CheckedAggArgs(cfg.loss_agg_mode, cfg.global);
   const VanillaParams p = MakeVanillaParams(cfg.clip_ratio_low, cfg.clip_ratio_high, cfg.clip_ratio_c);
   const PolicyLossTensors t(system, c);
-  return RunPolicyLoss(
-      system, c, t,
-      [&](auto&& policy, const PolicyLossArgs& in, float* g, float*) {
-        return WithWeights(in, [&](auto weights) {
-          return policy_loss_vanilla(policy, system, in.old_log_prob, in.log_prob, in.advantages, weights, in.mask, g,
-                                     in.rows, in.cols, p, agg.mode, agg.global);
-        });
-      },
-      /*token_scratch=*/false);
+  return RunPolicyLoss(system, c, t, [&](auto&& policy, const PolicyLossArgs& in, float* g) {
+    return WithWeights(in, [&](auto weights) {
+      return policy_loss_vanilla(policy, system, in.old_log_prob, in.log_prob, in.advantages, weights, in.mask, g,
+                                 in.rows, in.cols, p, agg.mode, agg.global);
+    });
+  });
 }
 
 const bool registered = RegisterCudaEntry("policy_loss", "vanilla", RunVanilla);

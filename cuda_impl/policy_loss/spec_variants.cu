@@ -27,8 +27,8 @@ Result RunGspo(System system, const Case& c) {
   std::tie(lo, hi) = ClipRatios(c);
   const AggArgs agg = ReadAggArgs(c.config);
   const PolicyLossTensors t(system, c);
-  return RunPolicyLoss(system, c, t, [&](auto&& policy, const PolicyLossArgs& in, float* g, float* s) {
-    return policy_loss_gspo(policy, system, in, lo, hi, agg.mode, agg.global, g, s);
+  return RunPolicyLoss(system, c, t, [&](auto&& policy, const PolicyLossArgs& in, float* g) {
+    return policy_loss_gspo(policy, system, in, lo, hi, agg.mode, agg.global, g);
   });
 }
 
@@ -39,16 +39,16 @@ Result RunSapo(System system, const Case& c) {
   c.config.String("loss_agg_mode");
   const AggArgs agg = CheckedAggArgs("seq-mean-token-mean", oracle::ReadGlobalBatchInfo(c.config));
   const PolicyLossTensors t(system, c);
-  return RunPolicyLoss(system, c, t, [&](auto&& policy, const PolicyLossArgs& in, float* g, float* s) {
-    return policy_loss_sapo(policy, system, in, tau_pos, tau_neg, agg.global, g, s);
+  return RunPolicyLoss(system, c, t, [&](auto&& policy, const PolicyLossArgs& in, float* g) {
+    return policy_loss_sapo(policy, system, in, tau_pos, tau_neg, agg.global, g);
   });
 }
 
 Result RunGpg(System system, const Case& c) {
   const AggArgs agg = ReadAggArgs(c.config);
   const PolicyLossTensors t(system, c);
-  return RunPolicyLoss(system, c, t, [&](auto&& policy, const PolicyLossArgs& in, float* g, float* s) {
-    return policy_loss_gpg(policy, system, in, agg.mode, agg.global, g, s);
+  return RunPolicyLoss(system, c, t, [&](auto&& policy, const PolicyLossArgs& in, float* g) {
+    return policy_loss_gpg(policy, system, in, agg.mode, agg.global, g);
   });
 }
 
@@ -57,8 +57,8 @@ Result RunCispo(System system, const Case& c) {
   std::tie(lo, hi) = ClipRatios(c);
   const AggArgs agg = ReadAggArgs(c.config);
   const PolicyLossTensors t(system, c);
-  return RunPolicyLoss(system, c, t, [&](auto&& policy, const PolicyLossArgs& in, float* g, float* s) {
-    return policy_loss_cispo(policy, system, in, lo, hi, agg.mode, agg.global, g, s);
+  return RunPolicyLoss(system, c, t, [&](auto&& policy, const PolicyLossArgs& in, float* g) {
+    return policy_loss_cispo(policy, system, in, lo, hi, agg.mode, agg.global, g);
   });
 }
 
@@ -67,8 +67,8 @@ Result RunDro(System system, const Case& c) {
   const float b = static_cast<float>(oracle::CheckDroBeta(c.config.OptionalDouble("dro_beta")));
   const AggArgs agg = ReadAggArgs(c.config);
   const PolicyLossTensors t(system, c);
-  return RunPolicyLoss(system, c, t, [&](auto&& policy, const PolicyLossArgs& in, float* g, float* s) {
-    return policy_loss_dro(policy, system, in, b, agg.mode, agg.global, g, s);
+  return RunPolicyLoss(system, c, t, [&](auto&& policy, const PolicyLossArgs& in, float* g) {
+    return policy_loss_dro(policy, system, in, b, agg.mode, agg.global, g);
   });
 }
 
@@ -79,12 +79,9 @@ Result RunGeoMean(System system, const Case& c) {
   c.config.String("loss_agg_mode");
   oracle::ReadGlobalBatchInfo(c.config);
   const PolicyLossTensors t(system, c);
-  return RunPolicyLoss(
-      system, c, t,
-      [&](auto&& policy, const PolicyLossArgs& in, float* g, float*) {
-        return policy_loss_geo_mean(policy, system, in, lo, hi, g);
-      },
-      /*token_scratch=*/false);
+  return RunPolicyLoss(system, c, t, [&](auto&& policy, const PolicyLossArgs& in, float* g) {
+    return policy_loss_geo_mean(policy, system, in, lo, hi, g);
+  });
 }
 
 Result RunDppo(System system, const Case& c, DppoDivergence div) {
@@ -93,8 +90,8 @@ Result RunDppo(System system, const Case& c, DppoDivergence div) {
   const float clip_c = static_cast<float>(c.config.Double("clip_ratio_c"));
   const AggArgs agg = ReadAggArgs(c.config);
   const PolicyLossTensors t(system, c);
-  return RunPolicyLoss(system, c, t, [&](auto&& policy, const PolicyLossArgs& in, float* g, float* s) {
-    return policy_loss_dppo(policy, system, in, div, lo, hi, clip_c, agg.mode, agg.global, g, s);
+  return RunPolicyLoss(system, c, t, [&](auto&& policy, const PolicyLossArgs& in, float* g) {
+    return policy_loss_dppo(policy, system, in, div, lo, hi, clip_c, agg.mode, agg.global, g);
   });
 }
 

@@ -1,13 +1,8 @@
 // verl's compute_value_loss (the critic's clipped value loss) on CCCL in float32, as
-// oracle/policy_loss/value_loss.h states it: one transform gives every token's
-// max(l1, l2) and its d / d vpreds, one transform_reduce vf_clipfrac's sums, then
-// 0.5 * agg_loss, with 0.5 * W scaling the gradient in place.
+// oracle/policy_loss/value_loss.h states it: 0.5 * agg_loss of max(l1, l2), its gradient
+// 0.5 W d / d vpreds and vf_clipfrac's sums in one fused row pass (agg_loss.cuh) after
+// the mask's row sums where the mode needs them.
 #pragma once
-
-#include <thrust/iterator/zip_iterator.h>
-#include <thrust/transform.h>
-#include <thrust/transform_reduce.h>
-#include <thrust/tuple.h>
 
 #include <cstdint>
 
@@ -39,23 +34,16 @@ __host__ __device__ inline ValueTokenValue ValueToken(float c, float v, float R,
   return t;
 }
 
-// (vpreds, returns, values) -> (max(l1, l2), d / d vpreds).
-struct ValueLossFn {
+// The token at flat index k as the fused pass takes it: max(l1, l2), its d / d vpreds,
+// and vf_clipfrac's term.
+struct ValueFusedToken {
   float c;
-  __host__ __device__ thrust::tuple<float, float> operator()(const thrust::tuple<float, float, float>& in) const {
-    const ValueTokenValue t = ValueToken(c, thrust::get<0>(in), thrust::get<1>(in), thrust::get<2>(in));
-    return thrust::make_tuple(t.loss, t.dloss);
-  }
-};
-
-// (vpreds, returns, values, mask) -> (masked [l2 > l1], mask).
-struct ValueMetricFn {
-  float c;
-  __host__ __device__ thrust::tuple<float, float> operator()(
-      const thrust::tuple<float, float, float, float>& in) const {
-    const float m = thrust::get<3>(in);
-    const ValueTokenValue t = ValueToken(c, thrust::get<0>(in), thrust::get<1>(in), thrust::get<2>(in));
-    return thrust::make_tuple(MaskedTerm(t.clipped ? 1.0f : 0.0f, m), m);
+  const float* vpreds;
+  const float* returns;
+  const float* values;
+  __host__ __device__ AggTokenValues operator()(int64_t k) const {
+    const ValueTokenValue t = ValueToken(c, vpreds[k], returns[k], values[k]);
+    return {t.loss, t.dloss, {t.clipped ? 1.0f : 0.0f, 0.0f, 0.0f}};
   }
 };
 
@@ -66,25 +54,16 @@ struct ValueLossOutputs {
 
 // vf_loss, its gradient with respect to vpreds (into grad) and vf_clipfrac.
 template <class Policy>
-ValueLossOutputs compute_value_loss(Policy&& policy, System system, const float* vpreds, const float* returns,
-                                    const float* values, const float* mask, float* grad, int64_t rows, int64_t cols,
-                                    float cliprange_value, AggMode mode, const AggGlobal& global) {
-  const int64_t n = rows * cols;
-  SystemBuffer<float> losses(system, static_cast<size_t>(n)), row_sums(system, static_cast<size_t>(rows));
-  auto in = thrust::make_zip_iterator(thrust::make_tuple(vpreds, returns, values));
-  auto out = thrust::make_zip_iterator(thrust::make_tuple(losses.data(), grad));
-  thrust::transform(policy, in, in + n, out, ValueLossFn{cliprange_value});
-
-  auto mi = thrust::make_zip_iterator(thrust::make_tuple(vpreds, returns, values, mask));
-  const thrust::tuple<float, float> sums =
-      ChunkedTransformSum(policy, mi, n, ValueMetricFn{cliprange_value}, thrust::make_tuple(0.0f, 0.0f));
-
+ValueLossOutputs compute_value_loss(Policy&& policy, [[maybe_unused]] System system, const float* vpreds,
+                                    const float* returns, const float* values, const float* mask, float* grad,
+                                    int64_t rows, int64_t cols, float cliprange_value, AggMode mode,
+                                    const AggGlobal& global) {
   const AggPlan plan = MakeAggPlan(policy, mask, rows, cols, mode, global);
-  ScaleByAggWeight(policy, plan, mask, grad, rows, cols, mode, 0.5f);
+  const FusedAggScalars f = FusedAggPass(policy, plan, mask, grad, rows, cols, mode,
+                                         ValueFusedToken{cliprange_value, vpreds, returns, values}, 0.5f);
   ValueLossOutputs o;
-  // Last: its scalar result waits for the stream, so the scratch may go.
-  o.loss = 0.5f * agg_loss(policy, plan, losses.data(), mask, row_sums.data(), rows, cols, mode);
-  o.vf_clipfrac = MaskedMeanOf(thrust::get<0>(sums), thrust::get<1>(sums));
+  o.loss = 0.5f * f.loss;
+  o.vf_clipfrac = MaskedMeanOf(f.metric_sum[0], f.mask_sum);
   return o;
 }
 

@@ -1,12 +1,10 @@
 // verl's compute_policy_loss_vanilla ("vanilla": PPO with asymmetric and dual clip) on
-// CCCL in float32, as oracle/policy_loss/vanilla.h states it: one transform gives every
-// token's loss and d loss / d log_prob, one transform_reduce the metrics' masked sums,
-// then agg_loss and its W scale the gradient in place.
+// CCCL in float32, as oracle/policy_loss/vanilla.h states it: the mask's row sums where
+// the mode needs them, then one row pass (agg_loss.cuh FusedAggPass) that reads each
+// token's inputs once, writes d loss / d log_prob scaled by agg_loss's W, and sums the
+// rows' loss and metric terms.
 #pragma once
 
-#include <thrust/iterator/zip_iterator.h>
-#include <thrust/transform.h>
-#include <thrust/transform_reduce.h>
 #include <thrust/tuple.h>
 
 #include <cmath>
@@ -62,58 +60,36 @@ __host__ __device__ inline VanillaTokenValue VanillaToken(const VanillaParams& p
   return v;
 }
 
-// (old_log_prob, log_prob, advantages, weight) -> (L, d L / d log_prob).
-struct VanillaLossFn {
+// The token at flat index k as the fused pass takes it: L (times the IS weight), d L / d
+// log_prob, and the metric terms (pg_clipfrac's, ppo_kl's, pg_clipfrac_lower's).
+template <class WeightIt>
+struct VanillaFusedToken {
   VanillaParams p;
-  __host__ __device__ thrust::tuple<float, float> operator()(
-      const thrust::tuple<float, float, float, float>& in) const {
-    const VanillaTokenValue v =
-        VanillaToken(p, thrust::get<0>(in), thrust::get<1>(in), thrust::get<2>(in), thrust::get<3>(in));
-    return thrust::make_tuple(v.loss, v.dloss);
-  }
-};
-
-// (old_log_prob, log_prob, advantages, mask) -> the masked terms of pg_clipfrac, ppo_kl,
-// pg_clipfrac_lower, and the mask (the means' denominator).
-struct VanillaMetricFn {
-  VanillaParams p;
-  __host__ __device__ thrust::tuple<float, float, float, float> operator()(
-      const thrust::tuple<float, float, float, float>& in) const {
-    const float m = thrust::get<3>(in);
-    const VanillaTokenValue v = VanillaToken(p, thrust::get<0>(in), thrust::get<1>(in), thrust::get<2>(in), 1.0f);
-    return thrust::make_tuple(MaskedTerm(v.clipped ? 1.0f : 0.0f, m), MaskedTerm(v.neg_kl, m),
-                              MaskedTerm(v.clipped_lower ? 1.0f : 0.0f, m), m);
+  const float* old_log_prob;
+  const float* log_prob;
+  const float* advantages;
+  WeightIt weights;
+  __host__ __device__ AggTokenValues operator()(int64_t k) const {
+    const VanillaTokenValue v = VanillaToken(p, old_log_prob[k], log_prob[k], advantages[k], weights[k]);
+    return {v.loss, v.dloss, {v.clipped ? 1.0f : 0.0f, v.neg_kl, v.clipped_lower ? 1.0f : 0.0f}};
   }
 };
 
 // pg_loss, its gradient (into grad, rows x cols) and the metrics. `weights` iterates the
 // rollout IS weights (a constant 1 when there are none).
 template <class Policy, class WeightIt>
-PolicyLossScalars policy_loss_vanilla(Policy&& policy, System system, const float* old_log_prob, const float* log_prob,
-                                      const float* advantages, WeightIt weights, const float* mask, float* grad,
-                                      int64_t rows, int64_t cols, const VanillaParams& p, AggMode mode,
-                                      const AggGlobal& global) {
-  const int64_t n = rows * cols;
-  SystemBuffer<float> losses(system, static_cast<size_t>(n)), row_sums(system, static_cast<size_t>(rows));
-  auto in = thrust::make_zip_iterator(thrust::make_tuple(old_log_prob, log_prob, advantages, weights));
-  auto out = thrust::make_zip_iterator(thrust::make_tuple(losses.data(), grad));
-  thrust::transform(policy, in, in + n, out, VanillaLossFn{p});
-
-  // The metrics re-derive each token's decisions (the same VanillaToken) instead of
-  // storing clip flags: 16 bytes read per token rather than 8 written and 12 read back.
-  auto mi = thrust::make_zip_iterator(thrust::make_tuple(old_log_prob, log_prob, advantages, mask));
-  const thrust::tuple<float, float, float, float> sums =
-      ChunkedTransformSum(policy, mi, n, VanillaMetricFn{p}, thrust::make_tuple(0.0f, 0.0f, 0.0f, 0.0f));
-
+PolicyLossScalars policy_loss_vanilla(Policy&& policy, [[maybe_unused]] System system, const float* old_log_prob,
+                                      const float* log_prob, const float* advantages, WeightIt weights,
+                                      const float* mask, float* grad, int64_t rows, int64_t cols,
+                                      const VanillaParams& p, AggMode mode, const AggGlobal& global) {
   const AggPlan plan = MakeAggPlan(policy, mask, rows, cols, mode, global);
-  ScaleByAggWeight(policy, plan, mask, grad, rows, cols, mode);
+  const FusedAggScalars f = FusedAggPass(policy, plan, mask, grad, rows, cols, mode,
+                                         VanillaFusedToken<WeightIt>{p, old_log_prob, log_prob, advantages, weights});
   PolicyLossScalars o;
-  // Last: its scalar result waits for the stream, so the scratch may go.
-  o.loss = agg_loss(policy, plan, losses.data(), mask, row_sums.data(), rows, cols, mode);
-  const float mask_sum = thrust::get<3>(sums);
-  o.pg_clipfrac = MaskedMeanOf(thrust::get<0>(sums), mask_sum);
-  o.ppo_kl = MaskedMeanOf(thrust::get<1>(sums), mask_sum);
-  o.pg_clipfrac_lower = MaskedMeanOf(thrust::get<2>(sums), mask_sum);
+  o.loss = f.loss;
+  o.pg_clipfrac = MaskedMeanOf(f.metric_sum[0], f.mask_sum);
+  o.ppo_kl = MaskedMeanOf(f.metric_sum[1], f.mask_sum);
+  o.pg_clipfrac_lower = MaskedMeanOf(f.metric_sum[2], f.mask_sum);
   return o;
 }
 

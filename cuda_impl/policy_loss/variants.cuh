@@ -4,10 +4,10 @@
 // writing d loss / d log_prob, with the oracle's (verl's) detach semantics: a detached
 // factor is a constant weight of the gradient.
 //
-// The losses that end in agg_loss share one shape (PolicyLossEnding): one transform
-// writes each token's loss and its derivative, agg_loss reduces the losses, the loss
-// buffer is then reused for agg_loss's weights W, and the gradient is W times the
-// derivative; the metrics are one fused two-level sum over the tokens (core/sum.cuh).
+// The losses that end in agg_loss share one shape (AggregatedLoss): the mask's row sums
+// where the mode needs them, then one row pass (agg_loss.cuh FusedAggPass) that reads
+// each token's inputs once, writes d loss / d log_prob = W times the token's derivative,
+// and sums each row's loss and metric terms; the rows are combined in a fixed order.
 #pragma once
 
 #include <thrust/copy.h>
@@ -46,23 +46,11 @@ __host__ __device__ inline float Weight(const PolicyLossArgs& in, int64_t k) {
 }
 
 // One token's loss, its derivative w.r.t. log_prob and its three metric terms.
-struct TokenValues {
-  float loss, dloss;
-  float metric[3];
-};
+using TokenValues = AggTokenValues;
 
 // The mask total and the three metrics' masked sums (masked_sum: a term under a zero
 // mask is dropped, NaN or not).
 using MetricSums = thrust::tuple<float, float, float, float>;
-
-template <class Token>
-struct LossAndDerivative {
-  Token tok;
-  __host__ __device__ thrust::tuple<float, float> operator()(int64_t k) const {
-    const TokenValues v = tok(k);
-    return thrust::make_tuple(v.loss, v.dloss);
-  }
-};
 
 template <class Token>
 struct MetricTerms {
@@ -84,32 +72,21 @@ MetricSums TokenMetrics(Policy&& policy, const PolicyLossArgs& in, const Token& 
                              thrust::make_tuple(0.0f, 0.0f, 0.0f, 0.0f));
 }
 
-// verl's ending of a loss that aggregates (the oracle's Aggregate): loss =
-// agg_loss(L), grad = W * dL/dlog_prob. `scratch` holds rows x cols floats (the losses).
+// verl's ending of a loss that aggregates (the oracle's Aggregate): loss = agg_loss(L),
+// grad = W * dL/dlog_prob, and the metrics' masked means, in one row pass over the tokens.
+// No temporary of the token matrix's size.
 template <class Policy, class Token>
-float PolicyLossEnding(Policy&& policy, [[maybe_unused]] System system, const PolicyLossArgs& in, const Token& tok,
-                       AggMode mode, const AggGlobal& info, float* grad, float* scratch) {
-  const int64_t n = in.size();
-  thrust::transform(policy, thrust::counting_iterator<int64_t>(0), thrust::counting_iterator<int64_t>(n),
-                    thrust::make_zip_iterator(thrust::make_tuple(scratch, grad)), LossAndDerivative<Token>{tok});
-  const AggPlan plan = MakeAggPlan(policy, in.mask, in.rows, in.cols, mode, info);
-  PolicyScratch<float, std::remove_reference_t<Policy>> row_sums(policy, IsSeqMode(mode) ? in.rows : 0);
-  const float loss = agg_loss(policy, plan, scratch, in.mask, row_sums.get(), in.rows, in.cols, mode);
-  ScaleByAggWeight(policy, plan, in.mask, grad, in.rows, in.cols, mode);
-  return loss;
-}
-
-template <class Policy, class Token>
-PolicyLossScalars AggregatedLoss(Policy&& policy, System system, const PolicyLossArgs& in, const Token& tok,
-                                 AggMode mode, const AggGlobal& info, float* grad, float* scratch,
+PolicyLossScalars AggregatedLoss(Policy&& policy, [[maybe_unused]] System system, const PolicyLossArgs& in,
+                                 const Token& tok, AggMode mode, const AggGlobal& info, float* grad,
                                  bool metrics = true) {
+  const AggPlan plan = MakeAggPlan(policy, in.mask, in.rows, in.cols, mode, info);
+  const FusedAggScalars f = FusedAggPass(policy, plan, in.mask, grad, in.rows, in.cols, mode, tok);
   PolicyLossScalars s;
-  s.loss = PolicyLossEnding(policy, system, in, tok, mode, info, grad, scratch);
+  s.loss = f.loss;
   if (metrics) {
-    const MetricSums m = TokenMetrics(policy, in, tok);
-    s.pg_clipfrac = MaskedMeanOf(thrust::get<1>(m), thrust::get<0>(m));
-    s.ppo_kl = MaskedMeanOf(thrust::get<2>(m), thrust::get<0>(m));
-    s.pg_clipfrac_lower = MaskedMeanOf(thrust::get<3>(m), thrust::get<0>(m));
+    s.pg_clipfrac = MaskedMeanOf(f.metric_sum[0], f.mask_sum);
+    s.ppo_kl = MaskedMeanOf(f.metric_sum[1], f.mask_sum);
+    s.pg_clipfrac_lower = MaskedMeanOf(f.metric_sum[2], f.mask_sum);
   }
   return s;
 }
@@ -165,12 +142,12 @@ struct GspoToken {
 // verl: compute_policy_loss_gspo. `lo`, `hi`: 1 - clip_ratio_low, 1 + clip_ratio_high.
 template <class Policy>
 PolicyLossScalars policy_loss_gspo(Policy&& policy, System system, const PolicyLossArgs& in, float clip_low,
-                                   float clip_high, AggMode mode, const AggGlobal& info, float* grad, float* scratch) {
+                                   float clip_high, AggMode mode, const AggGlobal& info, float* grad) {
   using Scratch = PolicyScratch<float, std::remove_reference_t<Policy>>;
   Scratch row_lr(policy, in.rows), row_mask(policy, in.rows);
   RowSums(policy, in, GspoRowTerms{in}, thrust::make_zip_iterator(thrust::make_tuple(row_lr.get(), row_mask.get())));
   const GspoToken tok{in, row_lr.get(), row_mask.get(), 1.0f - clip_low, 1.0f + clip_high};
-  PolicyLossScalars s = AggregatedLoss(policy, system, in, tok, mode, info, grad, scratch);
+  PolicyLossScalars s = AggregatedLoss(policy, system, in, tok, mode, info, grad);
   s.pg_clipfrac_lower = 0.0f;
   return s;
 }
@@ -200,9 +177,9 @@ struct SapoToken {
 // loss_agg_mode says (verl hard-codes it).
 template <class Policy>
 PolicyLossScalars policy_loss_sapo(Policy&& policy, System system, const PolicyLossArgs& in, float tau_pos,
-                                   float tau_neg, const AggGlobal& info, float* grad, float* scratch) {
-  PolicyLossScalars s = AggregatedLoss(policy, system, in, SapoToken{in, tau_pos, tau_neg}, AggMode::kSeqMeanTokenMean,
-                                       info, grad, scratch);
+                                   float tau_neg, const AggGlobal& info, float* grad) {
+  PolicyLossScalars s =
+      AggregatedLoss(policy, system, in, SapoToken{in, tau_pos, tau_neg}, AggMode::kSeqMeanTokenMean, info, grad);
   s.pg_clipfrac = s.pg_clipfrac_lower = 0.0f;
   return s;
 }
@@ -220,8 +197,8 @@ struct GpgToken {
 // verl: compute_policy_loss_gpg (no metrics).
 template <class Policy>
 PolicyLossScalars policy_loss_gpg(Policy&& policy, System system, const PolicyLossArgs& in, AggMode mode,
-                                  const AggGlobal& info, float* grad, float* scratch) {
-  return AggregatedLoss(policy, system, in, GpgToken{in}, mode, info, grad, scratch, /*metrics=*/false);
+                                  const AggGlobal& info, float* grad) {
+  return AggregatedLoss(policy, system, in, GpgToken{in}, mode, info, grad, /*metrics=*/false);
 }
 
 // ---- cispo ----------------------------------------------------------------------------
@@ -242,9 +219,9 @@ struct CispoToken {
 // verl: compute_policy_loss_cispo.
 template <class Policy>
 PolicyLossScalars policy_loss_cispo(Policy&& policy, System system, const PolicyLossArgs& in, float clip_low,
-                                    float clip_high, AggMode mode, const AggGlobal& info, float* grad, float* scratch) {
+                                    float clip_high, AggMode mode, const AggGlobal& info, float* grad) {
   PolicyLossScalars s =
-      AggregatedLoss(policy, system, in, CispoToken{in, 1.0f - clip_low, 1.0f + clip_high}, mode, info, grad, scratch);
+      AggregatedLoss(policy, system, in, CispoToken{in, 1.0f - clip_low, 1.0f + clip_high}, mode, info, grad);
   s.pg_clipfrac_lower = 0.0f;
   return s;
 }
@@ -266,8 +243,8 @@ struct DroToken {
 // verl: compute_policy_loss_dro; beta > 0 is the caller's check (verl's ValueError).
 template <class Policy>
 PolicyLossScalars policy_loss_dro(Policy&& policy, System system, const PolicyLossArgs& in, float beta, AggMode mode,
-                                  const AggGlobal& info, float* grad, float* scratch) {
-  PolicyLossScalars s = AggregatedLoss(policy, system, in, DroToken{in, beta}, mode, info, grad, scratch);
+                                  const AggGlobal& info, float* grad) {
+  PolicyLossScalars s = AggregatedLoss(policy, system, in, DroToken{in, beta}, mode, info, grad);
   s.pg_clipfrac = s.pg_clipfrac_lower = 0.0f;
   return s;
 }
@@ -406,8 +383,8 @@ struct DppoToken {
 template <class Policy>
 PolicyLossScalars policy_loss_dppo(Policy&& policy, System system, const PolicyLossArgs& in, DppoDivergence div,
                                    float clip_low, float clip_high, float clip_c, AggMode mode, const AggGlobal& info,
-                                   float* grad, float* scratch) {
-  return AggregatedLoss(policy, system, in, DppoToken{in, div, clip_low, clip_high, clip_c}, mode, info, grad, scratch);
+                                   float* grad) {
+  return AggregatedLoss(policy, system, in, DppoToken{in, div, clip_low, clip_high, clip_c}, mode, info, grad);
 }
 
 }  // namespace plv
@@ -423,18 +400,14 @@ using plv::policy_loss_sapo;
 
 template <class Policy>
 PolicyLossScalars policy_loss_dppo_tv(Policy&& policy, System system, const PolicyLossArgs& in, float clip_low,
-                                      float clip_high, float clip_c, AggMode mode, const AggGlobal& info, float* grad,
-                                      float* scratch) {
-  return plv::policy_loss_dppo(policy, system, in, DppoDivergence::kTv, clip_low, clip_high, clip_c, mode, info, grad,
-                               scratch);
+                                      float clip_high, float clip_c, AggMode mode, const AggGlobal& info, float* grad) {
+  return plv::policy_loss_dppo(policy, system, in, DppoDivergence::kTv, clip_low, clip_high, clip_c, mode, info, grad);
 }
 
 template <class Policy>
 PolicyLossScalars policy_loss_dppo_kl(Policy&& policy, System system, const PolicyLossArgs& in, float clip_low,
-                                      float clip_high, float clip_c, AggMode mode, const AggGlobal& info, float* grad,
-                                      float* scratch) {
-  return plv::policy_loss_dppo(policy, system, in, DppoDivergence::kKl, clip_low, clip_high, clip_c, mode, info, grad,
-                               scratch);
+                                      float clip_high, float clip_c, AggMode mode, const AggGlobal& info, float* grad) {
+  return plv::policy_loss_dppo(policy, system, in, DppoDivergence::kKl, clip_low, clip_high, clip_c, mode, info, grad);
 }
 
 }  // namespace verlconf::cuda
