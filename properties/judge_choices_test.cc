@@ -17,16 +17,10 @@
 #include "oracle/policy_loss/spec_common.h"
 #include "oracle/sharding/invariance.h"
 #include "oracle/sharding/plan.h"
+#include "properties/testing.h"
 
 namespace verlconf {
 namespace {
-
-Case WithResult(Case c, const Result& r) {
-  c.outputs = r.outputs;
-  c.grads = r.grads;
-  c.metrics = r.metrics;
-  return c;
-}
 
 // The oracle's kl_cov with `pick` as the recorded pick: what an implementation that
 // picked those tokens returns.
@@ -55,7 +49,7 @@ Case TwoTokenKlCov(DType dtype) {
   set("old_log_prob", {-0.5, -2.0});  // both log-ratios non-zero: either pick moves the loss
   set("response_mask", {1.0, 1.0});
   c.inputs.erase("rollout_is_weights");
-  return WithResult(c, spec.oracle(c));
+  return testing::WithResult(c, spec.oracle(c));
 }
 
 TEST(JudgeChoices, EitherTokenOfATiedPairMayBeKlCovsPick) {
@@ -85,7 +79,7 @@ TEST(JudgeChoices, APickOutsideTheTiesFails) {
   old.data = {-1.0, -1.5, -2.0};
   m.data = {1.0, 1.0, 1.0};
   c.inputs = {{"advantages", a}, {"log_prob", lp}, {"old_log_prob", old}, {"response_mask", m}};
-  const Case golden = WithResult(c, spec.oracle(c));
+  const Case golden = testing::WithResult(c, spec.oracle(c));
   const oracle::PolicyLossInputs in = oracle::ReadPolicyLossInputs(golden);
   oracle::CovLossConfig cfg;
   cfg.kl_cov_ratio = 0.0002;
@@ -112,7 +106,7 @@ RC_GTEST_PROP(JudgeChoices, EveryListedTiedPickPasses, ()) {
     for (double& x : c.inputs.at(name).data) x = std::round(x * 2.0) / 2.0;
   ResolveConfig(spec, c.config);
   const Result ref = spec.oracle(c);
-  const Case golden = WithResult(c, ref);
+  const Case golden = testing::WithResult(c, ref);
   for (const Result& alt : ref.alternatives) {
     const CaseReport r = CompareResult(spec, golden, &alt, std::nullopt);
     RC_ASSERT(r.outcome != Outcome::kFailed);

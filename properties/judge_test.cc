@@ -19,6 +19,7 @@
 #include "oracle/core/registry.h"
 #include "oracle/judge/grade.h"
 #include "oracle/judge/validate.h"
+#include "properties/testing.h"
 
 namespace verlconf {
 namespace {
@@ -53,9 +54,7 @@ Case VanillaAtBound() {
 // The golden: what the reference computes (the judge is under test here, not the oracle).
 Case WithReference(Case c) {
   const Result r = FindSpec("vanilla")->oracle(c);
-  c.outputs = r.outputs;
-  c.grads = r.grads;
-  c.metrics = r.metrics;
+  c = testing::WithResult(std::move(c), r);
   return c;
 }
 
@@ -269,9 +268,7 @@ struct IcePopAtBounds {
     if (bypass) c.inputs["advantages"] = adv;
     golden = c;
     const Result r = spec->oracle(c);
-    golden.outputs = r.outputs;
-    golden.grads = r.grads;
-    golden.metrics = r.metrics;
+    golden = testing::WithResult(std::move(golden), r);
   }
 
   // What an implementation computes that keeps token k (bit k of `kept`) or drops it:
@@ -391,9 +388,7 @@ TEST(JudgeDecisions, AnErrorThatHangsOnABoundaryDecisionAllowsTheOtherDecisionsR
   // raised): the error is the other decision's too.
   Case returned = c;
   returned.expect_error.reset();
-  returned.outputs = right.outputs;
-  returned.grads = right.grads;
-  returned.metrics = right.metrics;
+  returned = testing::WithResult(std::move(returned), right);
   const std::string zero_division = *c.expect_error;
   EXPECT_EQ(CompareResult(*spec, returned, nullptr, zero_division).outcome, Outcome::kPassed);
   EXPECT_EQ(CompareResult(*spec, returned, nullptr, std::string("ValueError: no")).outcome, Outcome::kFailed);
@@ -452,9 +447,7 @@ TEST(JudgeFractions, AnUlpPassesAndOneCountFailsForEveryFractionMetric) {
           continue;  // a generated config verl raises on: no fraction to judge
         }
         Case g = golden;
-        g.outputs = ref.outputs;
-        g.grads = ref.grads;
-        g.metrics = ref.metrics;
+        g = testing::WithResult(std::move(g), ref);
         int64_t n = 1;
         for (const auto& [name, x] : g.inputs) n = std::max<int64_t>(n, x.size());
         for (const std::string& m : spec.discrete_metrics) {
@@ -559,9 +552,7 @@ TEST(JudgeFractions, AnExactCountWithoutVerlsGuardIsARoundingDifferenceInFloat64
       Case storage;
       Case golden = Resolved(spec, c, storage);
       const Result ref = spec.oracle(golden);
-      golden.outputs = ref.outputs;
-      golden.grads = ref.grads;
-      golden.metrics = ref.metrics;
+      golden = testing::WithResult(std::move(golden), ref);
       const std::string m = "actor/pg_clipfrac";
       const double w = ref.metrics.at(m);
       bool near = false;  // a boundary token may move the count itself
@@ -615,9 +606,7 @@ TEST(JudgeFractions, ABypassClipFractionMovesByItsShareOfTheKeptTokens) {
   ASSERT_EQ(ref.boundary[1], 1.0);
   const std::string m = "actor/pg_clipfrac", field = "metrics/" + m;
   ASSERT_NEAR(ref.metrics.at(m), 2.0 / 3.0, 1e-7);
-  golden.outputs = ref.outputs;
-  golden.grads = ref.grads;
-  golden.metrics = ref.metrics;
+  golden = testing::WithResult(std::move(golden), ref);
   golden.outputs.at("pg_loss")[0] = -0.5333333333333333;  // verl's, with its gradient 0
   for (double& g : golden.grads.at("log_prob").data) g = 0.0;
   golden.metrics[m] = 0.9999999966666667;
@@ -721,9 +710,7 @@ struct RolloutCase {
     Case storage;
     golden = Resolved(spec, c, storage);
     ref = spec.oracle(golden);
-    golden.outputs = ref.outputs;
-    golden.grads = ref.grads;
-    golden.metrics = ref.metrics;
+    golden = testing::WithResult(std::move(golden), ref);
   }
   // The outcome when verl's metric `m` is `want` and the oracle's value is the candidate.
   Outcome With(const std::string& m, double want) const {
@@ -925,9 +912,7 @@ TEST(JudgeFractions, AnUnmaskedValueClipFractionFails) {
     Case storage;
     Case g = Resolved(spec, c, storage);
     const Result ref = spec.oracle(g);
-    g.outputs = ref.outputs;
-    g.grads = ref.grads;
-    g.metrics = ref.metrics;
+    g = testing::WithResult(std::move(g), ref);
     const Array& v = g.Input("vpreds");
     const Array& V = g.Input("values");
     const Array& R = g.Input("returns");

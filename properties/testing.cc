@@ -25,6 +25,13 @@ Case Generate(const std::string& name, const GenParams& p) {
   return s->generate(p);
 }
 
+Case WithResult(Case c, const Result& r) {
+  c.outputs = r.outputs;
+  c.grads = r.grads;
+  c.metrics = r.metrics;
+  return c;
+}
+
 Result RunOracle(const Case& c) {
   const FunctionSpec* s = SpecFor(c);
   if (!s || !s->oracle) throw std::logic_error("no oracle for " + c.function);

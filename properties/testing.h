@@ -25,6 +25,10 @@ Case Generate(const std::string& name, const GenParams& p);
 // Runs the oracle of `c.function`.
 Result RunOracle(const Case& c);
 
+// `c` holding `r`'s outputs, gradients and metrics as its result (its VJPs untouched):
+// a golden made from a reference, or a candidate's file made from a result.
+Case WithResult(Case c, const Result& r);
+
 // What a NaN on either side means. There is no default: every call site says whether
 // NaN is an expected value (agg_loss's 0/0 on an empty selection, opo's baseline of a
 // group of empty rows) or a failure.

@@ -15,16 +15,14 @@ namespace {
   throw BadInput(c.Where() + ": " + field + ": " + what);
 }
 
-// `pattern` with "<...>" placeholders (the registry writes "rollout_rs_<option>_mean"
-// for names that depend on the config) matched against `name`; a placeholder stands
-// for one or more characters other than '/'.
-bool MatchesName(const std::string& pattern, const std::string& name, size_t p = 0, size_t n = 0) {
+// `pattern` with "<...>" placeholders matched against `name` from positions p and n.
+bool MatchesFrom(const std::string& pattern, const std::string& name, size_t p, size_t n) {
   while (p < pattern.size()) {
     if (pattern[p] == '<') {
       const size_t close = pattern.find('>', p);
       if (close == std::string::npos) break;
       for (size_t end = n + 1; end <= name.size() && name[end - 1] != '/'; ++end)
-        if (MatchesName(pattern, name, close + 1, end)) return true;
+        if (MatchesFrom(pattern, name, close + 1, end)) return true;
       return false;
     }
     if (n >= name.size() || pattern[p] != name[n]) return false;
@@ -35,7 +33,7 @@ bool MatchesName(const std::string& pattern, const std::string& name, size_t p =
 
 bool Known(const std::vector<std::string>& names, const std::string& n) {
   for (const auto& pattern : names)
-    if (MatchesName(pattern, n)) return true;
+    if (MatchesNamePattern(pattern, n)) return true;
   return false;
 }
 
@@ -191,6 +189,10 @@ CaseReport CheckCandidate(const FunctionSpec& spec, const Case& golden, const Ca
     }
   }
   return at_candidate(std::move(r));
+}
+
+bool MatchesNamePattern(const std::string& pattern, const std::string& name) {
+  return MatchesFrom(pattern, name, 0, 0);
 }
 
 }  // namespace verlconf

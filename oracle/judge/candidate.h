@@ -23,6 +23,11 @@ std::vector<std::string> FieldNames(const Case& c);
 // FieldReport per golden field, so that coverage counts see each field not provided.
 CaseReport NotProvided(const Case& golden, const std::string& why);
 
+// Whether `name` is one the registry's `pattern` stands for: a "<...>" placeholder (the
+// registry writes "rollout_rs_<option>_mean" for names that depend on the config) is one
+// or more characters other than '/'.
+bool MatchesNamePattern(const std::string& pattern, const std::string& name);
+
 // Compares a candidate's stored case with the golden one.
 //  - BadInput: the candidate's inputs or config differ from the golden's, it has an
 //    input the golden lacks, an output/gradient/metric name the function does not

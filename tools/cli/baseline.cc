@@ -11,6 +11,7 @@
 #include "oracle/core/errors.h"
 #include "oracle/core/registry.h"
 #include "oracle/core/text.h"
+#include "oracle/judge/candidate.h"
 #include "tools/cli/check_dp.h"
 
 namespace verlconf::tools {
@@ -29,23 +30,6 @@ bool KnownField(const std::string& f) {
   return false;
 }
 
-// `name` against a registry name that may hold "<...>" placeholders (one or more
-// characters other than '/').
-bool NameMatches(const std::string& pattern, const std::string& name, size_t p = 0, size_t n = 0) {
-  while (p < pattern.size()) {
-    if (pattern[p] == '<') {
-      const size_t close = pattern.find('>', p);
-      if (close == std::string::npos) break;
-      for (size_t end = n + 1; end <= name.size() && name[end - 1] != '/'; ++end)
-        if (NameMatches(pattern, name, close + 1, end)) return true;
-      return false;
-    }
-    if (n >= name.size() || pattern[p] != name[n]) return false;
-    ++p, ++n;
-  }
-  return p == pattern.size() && n == name.size();
-}
-
 // Whether `field` (KnownField's form) is one `spec` has: an entry naming another would
 // only ever be reported as stale.
 bool FieldOf(const FunctionSpec& spec, const std::string& field) {
@@ -54,7 +38,7 @@ bool FieldOf(const FunctionSpec& spec, const std::string& field) {
   const std::string group = field.substr(0, slash), name = field.substr(slash + 1);
   auto any = [&](const std::vector<std::string>& names) {
     for (const std::string& n : names)
-      if (NameMatches(n, name)) return true;
+      if (MatchesNamePattern(n, name)) return true;
     return false;
   };
   std::vector<std::string> outputs;
@@ -65,7 +49,7 @@ bool FieldOf(const FunctionSpec& spec, const std::string& field) {
   if (group == "vjps") {  // vjps/<output>/<input>
     const std::string output = name.substr(0, name.find('/'));
     for (const std::string& n : outputs)
-      if (NameMatches(n, output)) return true;
+      if (MatchesNamePattern(n, output)) return true;
   }
   return false;
 }

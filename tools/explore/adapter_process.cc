@@ -14,6 +14,7 @@
 #include "oracle/core/errors.h"
 #include "oracle/core/json.h"
 #include "oracle/core/text.h"
+#include "oracle/explore/golden.h"
 #include "tools/explore/wire.h"
 
 namespace verlconf::explore {
@@ -181,14 +182,7 @@ Case DecodeAnswer(const Case& c, const std::string& line, int64_t id, const std:
   const Json* rid = r.Find("id");
   if (!rid || rid->number != static_cast<double>(id))
     throw BadInput(where + ": the adapter server answered another request");
-  Case out = c;
-  out.outputs.clear();
-  out.grads.clear();
-  out.metrics.clear();
-  out.metric_dtypes.clear();
-  out.vjps.clear();
-  out.expect_error.reset();
-  out.declined.reset();
+  Case out = InputsOnly(c);
   if (recorded) recorded->clear();
   const std::string kind = Text(r, "kind");
   if (kind == "declined") {
@@ -237,13 +231,7 @@ Case AdapterProcess::Call(const Case& c, std::map<std::string, Array>* recorded,
     kill(-pid_, SIGKILL);
     Stop();
     Start();
-    Case out = c;
-    out.outputs.clear();
-    out.grads.clear();
-    out.metrics.clear();
-    out.metric_dtypes.clear();
-    out.vjps.clear();
-    out.declined.reset();
+    Case out = InputsOnly(c);
     out.expect_error = "AdapterError: " + key + " case " + c.name + ": the call did not return within " +
                        std::to_string(static_cast<long long>(options_.call_timeout)) +
                        " s (--call-timeout); the adapter's process was ended and restarted";

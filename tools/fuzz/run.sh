@@ -30,12 +30,35 @@ work="${WORK:-$(mktemp -d)}"
 mkdir -p "$work/corpus"
 bin="$work/fixture_fuzzer"
 libdir=/usr/lib/x86_64-linux-gnu
-echo "fuzz: building $bin"
-clang++ -std=c++17 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
-  -fno-sanitize-recover=undefined -I. -isystem /usr/include/hdf5/serial \
-  tools/fuzz/fixture_fuzzer.cc fixtures/h5/h5*.cc oracle/*/*.cc \
-  "$libdir/libhdf5_serial.a" "$libdir/libsz.a" "$libdir/libaec.a" "$libdir/libz.a" -ldl -lm -lpthread \
-  -o "$bin"
+# build OUT SOURCE...: a libFuzzer binary with ASan and UBSan (any finding aborts).
+build() {
+  local out="$1"
+  shift
+  echo "fuzz: building $out"
+  clang++ -std=c++17 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
+    -fno-sanitize-recover=undefined -I. -isystem /usr/include/hdf5/serial "$@" -ldl -lm -lpthread -o "$out"
+}
+
+# fuzz WHAT BIN CORPUS SECONDS MAX_LEN LOG: run from $work, print libFuzzer's summary
+# lines, and exit 1 with the log's tail on any crash, leak or hang. -timeout: a single
+# input taking longer than 10 s is a hang; -rss_limit_mb keeps a runaway allocation from
+# taking the machine.
+fuzz() {
+  local what="$1" bin="$2" corpus="$3" seconds="$4" max_len="$5" log="$6"
+  (cd "$work" && "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len="$max_len" \
+    -print_final_stats=1 "$corpus" 2>&1) | tee "$log" |
+    grep -E "^(#[0-9]+ +(DONE|INITED)|Done|==[0-9]+==ERROR|SUMMARY|stat::number_of_executed_units)" || true
+  local status=${PIPESTATUS[0]}
+  if [[ $status -ne 0 ]]; then
+    echo "fuzz: $what FAILED (exit $status); log $log"
+    tail -40 "$log"
+    exit 1
+  fi
+  echo "fuzz: $what: no crash, leak or hang in ${seconds}s"
+}
+
+build "$bin" tools/fuzz/fixture_fuzzer.cc fixtures/h5/h5*.cc oracle/*/*.cc \
+  "$libdir/libhdf5_serial.a" "$libdir/libsz.a" "$libdir/libaec.a" "$libdir/libz.a"
 
 # One input per class the HDF5-level damage produces (fixture_fuzzer.cc, Damage), and
 # the raw files whose one flipped bit breaks libhdf5.
@@ -69,40 +92,15 @@ if [[ $raw -eq 1 ]]; then
   export VERLCONF_FUZZ_RAW=1
 fi
 echo "fuzz: running for ${seconds}s (corpus $work/corpus)"
-cd "$work"
-# -timeout: a single input taking longer than 10 s is a hang. -rss_limit_mb keeps a
-# runaway allocation from taking the machine. -max_len: the raw seeds are 12 KB.
-"$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=16384 -print_final_stats=1 corpus 2>&1 |
-  tee "$work/fuzz.log" | grep -E "^(#[0-9]+ +(DONE|INITED)|Done|==[0-9]+==ERROR|SUMMARY|stat::number_of_executed_units)" || true
-status=${PIPESTATUS[0]}
-if [[ $status -ne 0 ]]; then
-  echo "fuzz: FAILED (exit $status); log $work/fuzz.log"
-  tail -40 "$work/fuzz.log"
-  exit 1
-fi
-echo "fuzz: no crash, leak or hang in ${seconds}s"
+# -max_len: the raw seeds are 12 KB.
+fuzz "fixture files" "$bin" corpus "$seconds" 16384 "$work/fuzz.log"
 
 # What an adapter sends back (tools/fuzz/reply_fuzzer.cc): one answer line, decoded and
 # combined as a sharded call's result. A fifth of the time, at least 10 s.
 reply_seconds=$(( seconds / 5 > 10 ? seconds / 5 : 10 ))
-cd - > /dev/null
 reply="$work/reply_fuzzer"
-echo "fuzz: building $reply"
-clang++ -std=c++17 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
-  -fno-sanitize-recover=undefined -I. -isystem /usr/include/hdf5/serial \
-  tools/fuzz/reply_fuzzer.cc tools/explore/wire.cc tools/explore/adapter_process.cc oracle/*/*.cc -ldl -lm -lpthread \
-  -o "$reply"
+build "$reply" tools/fuzz/reply_fuzzer.cc tools/explore/wire.cc tools/explore/adapter_process.cc oracle/*/*.cc
 mkdir -p "$work/reply_corpus"
 cp tools/fuzz/reply_seeds/* "$work/reply_corpus/"
 echo "fuzz: running the adapter-reply target for ${reply_seconds}s"
-cd "$work"
-"$reply" -max_total_time="$reply_seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 -print_final_stats=1 \
-  reply_corpus 2>&1 | tee "$work/reply.log" |
-  grep -E "^(#[0-9]+ +(DONE|INITED)|Done|==[0-9]+==ERROR|SUMMARY|stat::number_of_executed_units)" || true
-status=${PIPESTATUS[0]}
-if [[ $status -ne 0 ]]; then
-  echo "fuzz: adapter replies FAILED (exit $status); log $work/reply.log"
-  tail -40 "$work/reply.log"
-  exit 1
-fi
-echo "fuzz: adapter replies: no crash, leak or hang in ${reply_seconds}s"
+fuzz "adapter replies" "$reply" reply_corpus "$reply_seconds" 4096 "$work/reply.log"
