@@ -70,6 +70,12 @@ JsonWriter& JsonWriter::Null() {
   return *this;
 }
 
+JsonWriter& JsonWriter::Raw(const std::string& json) {
+  Sep();
+  out_ += json;
+  return *this;
+}
+
 JsonWriter& JsonWriter::Number(double d) {
   Sep();
   if (!std::isfinite(d)) {

@@ -39,6 +39,8 @@ class JsonWriter {
   JsonWriter& Int(int64_t i);
   JsonWriter& Bool(bool b);
   JsonWriter& Null();
+  // A value written elsewhere (a nested document), inserted as it is.
+  JsonWriter& Raw(const std::string& json);
   const std::string& str() const { return out_; }
 
  private:

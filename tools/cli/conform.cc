@@ -8,6 +8,8 @@
 #include <iostream>
 #include <map>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "fixtures/h5/golden_set.h"
@@ -154,7 +156,14 @@ const std::vector<Command>& Commands() {
        "verl's defaults. --out DIR keeps each as a replayable fixture (DIR/cases, the reference, and\n"
        "DIR/candidate, the candidate's result) and a standalone Python repro (DIR/repro). The\n"
        "adapter runs in one persistent process per job (tools/harness/serve_adapter.py), loaded and\n"
-       "called as the candidate harness does (docs/adapter-contract.md).",
+       "called as the candidate harness does (docs/adapter-contract.md).\n\n"
+       "A large run can be cut into parts run anywhere (python -m verlconf.ray_explore runs them on a\n"
+       "Ray cluster): --shard I/N judges part I of N (every Nth case of the unsharded run, from case\n"
+       "I) and its --format json carries the run; `conform explore merge [--out DIR] [--report F]\n"
+       "[--junit F] [--format json] [--partial] SHARD.json...` reports the parts as the one run\n"
+       "they are: the same counts and differences, each kept once with the smallest minimal case\n"
+       "any part found. It refuses parts of different runs (seed, cases, candidate, revision) and\n"
+       "names missing ones; --partial reports the parts given (exit 4 unless a difference shows).",
        {{"--adapter", "ADAPTER", "a module path (my_adapter.py) or a bundled adapter name (numpy_example)"},
         {"--python", "PY", "the interpreter that has the framework (default: python3 on PATH)"},
         {"--impl", "oracle|cuda|cuda-host",
@@ -181,7 +190,10 @@ const std::vector<Command>& Commands() {
          "no shrink step leaves them"},
         {"--out", "DIR", "write the minimal cases, the candidate's results and the Python repros to DIR"},
         {"--report", "FILE.md", "also write the table and the differences as Markdown"},
+        {"--junit", "FILE", "also write JUnit XML (a test suite per row; a test case per difference)"},
         {"--format", "text|json", "what goes to stdout: the table (text) or one JSON object (schema verlconf.explore)"},
+        {"--shard", "I/N", "judge part I (0 to N-1) of N of the run only, for `conform explore merge`"},
+        {"--partial", nullptr, "explore merge: report the parts given where some are missing"},
         {"--help", nullptr, "this help"}},
        "exit codes: 0 no difference, 1 a difference, 2 bad input or usage (an adapter that cannot be\n"
        "loaded or breaks the contract), 3 an internal error of conform, 4 nothing compared"},
@@ -538,8 +550,45 @@ int64_t Count(const Args& a, const std::string& name, int64_t fallback, int64_t 
   return std::stoll(v);
 }
 
+// --shard I/N: 0 <= I < N <= 100000.
+std::pair<int64_t, int64_t> ShardOf(const std::string& v) {
+  const size_t slash = v.find('/');
+  auto whole = [](const std::string& x) {
+    return !x.empty() && x.size() <= 6 && x.find_first_not_of("0123456789") == std::string::npos;
+  };
+  if (slash == std::string::npos || !whole(v.substr(0, slash)) || !whole(v.substr(slash + 1)))
+    throw BadInput("--shard: expected I/N (part I of N, from 0), got '" + v + "'");
+  const int64_t i = std::stoll(v.substr(0, slash)), n = std::stoll(v.substr(slash + 1));
+  if (n < 1 || n > 100000 || i >= n)
+    throw BadInput("--shard " + v + ": expected 0 <= I < N <= 100000 (parts are numbered from 0)");
+  return {i, n};
+}
+
+int ExploreMerge(const Args& a, const char* argv0) {
+  for (const auto& [n, v] : a.options)
+    if (n != "--out" && n != "--report" && n != "--junit" && n != "--format")
+      throw BadInput("explore merge: option " + n + " belongs to the shards' runs, not to their merge");
+  for (const auto& f : a.flags)
+    if (f != "--partial") throw BadInput("explore merge: unknown option " + f + " (try: conform explore --help)");
+  if (a.positional.size() < 2) throw BadInput("explore merge: give the shards' JSON files (SHARD.json...)");
+  ve::ExploreMergeCommand m;
+  for (size_t k = 1; k < a.positional.size(); ++k) m.shards.push_back(t::ResolveUserPath(a.positional[k]));
+  m.out = t::ResolveUserPath(Opt(a, "--out"));
+  m.report = t::ResolveUserPath(Opt(a, "--report"));
+  m.junit = t::ResolveUserPath(Opt(a, "--junit"));
+  m.json = JsonFormat(a);
+  m.partial = std::find(a.flags.begin(), a.flags.end(), "--partial") != a.flags.end();
+  m.argv0 = argv0;
+  m.display = t::CommandName();
+  ClaimOutputs(a, m.shards);
+  return ve::RunExploreMerge(m, std::cout);
+}
+
 int Explore(const Args& a, const char* argv0) {
+  if (!a.positional.empty() && a.positional[0] == "merge") return ExploreMerge(a, argv0);
   Allow(a, 0, "explore");
+  if (std::find(a.flags.begin(), a.flags.end(), "--partial") != a.flags.end())
+    throw BadInput("explore: --partial belongs to explore merge");
   ve::ExploreCommand o;
   o.adapter = Opt(a, "--adapter");
   o.impl = Opt(a, "--impl");
@@ -565,6 +614,9 @@ int Explore(const Args& a, const char* argv0) {
   if (!o.adapter.empty() || o.reference == "verl") o.python = PythonOf(a);
   o.out = t::ResolveUserPath(Opt(a, "--out"));
   o.report = t::ResolveUserPath(Opt(a, "--report"));
+  o.junit = t::ResolveUserPath(Opt(a, "--junit"));
+  if (const std::string shard = Opt(a, "--shard"); !shard.empty())
+    std::tie(o.shard_index, o.shard_count) = ShardOf(shard);
   o.only = OptAll(a, "--only");
   o.baseline = t::ResolveUserPath(Opt(a, "--baseline"));
   if (!o.baseline.empty() && !t::IsRegularFile(o.baseline))

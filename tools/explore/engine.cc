@@ -301,6 +301,55 @@ std::optional<Worker::Judged> Worker::ExploreSharded(const FunctionSpec& spec, i
   return std::nullopt;
 }
 
+void FinishDifferences(ExploreRun& run) {
+  // Each kept minimal case is a group of its function's file: a difference whose name
+  // another already holds (causes that differ only in marks the name drops) gets _2, _3, ...
+  std::set<std::string> taken;
+  for (Difference& d : run.differences) {
+    const std::string base = d.dp_ranks ? "dp" + std::to_string(d.dp_ranks) + "_" + MinimalCaseName(d.failure).substr(4)
+                                        : MinimalCaseName(d.failure);
+    const std::string where = d.spec->family + "/" + d.spec->name + "/";
+    std::string name = base;
+    for (int n = 2; !taken.insert(where + name).second; ++n) name = base + "_" + std::to_string(n);
+    d.minimal.name = name;
+    d.may_share.clear();
+  }
+  // Two differences of one row may share a cause where one's minimal case shows the
+  // other's failure as well: a reader fixes one and sees whether the other goes too.
+  for (size_t a = 0; a < run.differences.size(); ++a) {
+    Difference& d = run.differences[a];
+    const std::vector<Failure> shown =
+        d.dp_ranks ? std::vector<Failure>{} : CaseFailures(*d.spec, d.golden, d.got, d.report);
+    for (size_t b = 0; b < run.differences.size(); ++b) {
+      const Difference& e = run.differences[b];
+      if (a == b || e.spec != d.spec || e.dp_ranks != d.dp_ranks) continue;
+      if (std::find(shown.begin(), shown.end(), e.failure) != shown.end()) {
+        d.may_share.push_back({e.failure, "its minimal case shows it too"});
+        continue;
+      }
+      // Every one of (at least five) generated cases that show the rarer one shows the
+      // other as well: no coincidence of a few cases. Both lists are in exploration order.
+      // Where a list keeps only its first cases, both are compared up to the smaller of
+      // their last kept indices.
+      const bool capped = d.cases > static_cast<int64_t>(d.case_indices.size()) ||
+                          e.cases > static_cast<int64_t>(e.case_indices.size());
+      if (d.case_indices.empty() || e.case_indices.empty()) continue;
+      const int64_t bound = std::min(d.case_indices.back(), e.case_indices.back());
+      auto upto = [&](const std::vector<int64_t>& v) {
+        return capped ? std::vector<int64_t>(v.begin(), std::upper_bound(v.begin(), v.end(), bound)) : v;
+      };
+      const std::vector<int64_t> da = upto(d.case_indices), ea = upto(e.case_indices);
+      std::vector<int64_t> both;
+      std::set_intersection(da.begin(), da.end(), ea.begin(), ea.end(), std::back_inserter(both));
+      const size_t fewer = std::min(da.size(), ea.size());
+      if (fewer >= 5 && both.size() == fewer)
+        d.may_share.push_back({e.failure, "every one of the " + std::to_string(fewer) + " generated cases " +
+                                              (capped ? "(of the first " + std::to_string(bound + 1) + ") " : "") +
+                                              "that show the rarer one shows both"});
+    }
+  }
+}
+
 ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const EngineOptions& o,
                       const std::function<void(const std::string&)>& progress) {
   const int jobs = std::max(1, o.jobs);
@@ -356,13 +405,10 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
   constexpr size_t kKeptIndices = 20000;
   struct Seen {
     Difference d;
-    size_t row = 0;
-    size_t position = 0;  // of the failure in its first case's list
     std::set<int64_t> indices;
   };
   std::map<std::tuple<const FunctionSpec*, int64_t, Failure>, Seen> seen;
   std::vector<FunctionTally> tallies(rows.size());
-  std::vector<int64_t> refused_at(rows.size(), -1);
   std::vector<bool> judged_any(rows.size(), false);
   for (size_t r = 0; r < rows.size(); ++r) {
     tallies[r].spec = rows[r].spec;
@@ -379,7 +425,7 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
     ++t.cases;
     if (!j) {
       ++t.refused;
-      if (refused_at[r] < 0 || i < refused_at[r]) refused_at[r] = i, t.refused_example = refusal;
+      if (t.refused_first < 0 || i < t.refused_first) t.refused_first = i, t.refused_example = refusal;
       return;
     }
     judged_any[r] = true;
@@ -411,8 +457,8 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
       if (e.indices.size() > kKeptIndices) e.indices.erase(std::prev(e.indices.end()));
       if (!fresh && d.first_index <= i) continue;
       // The first case to show it so far: the one an unsharded, serial run meets first.
-      e.row = r;
-      e.position = pos;
+      d.row = r;
+      d.position = pos;
       d.spec = t.spec;
       d.dp_ranks = t.dp_ranks;
       d.failure = fail;
@@ -424,16 +470,19 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
       for (const std::string& name : j->recorded) d.start.inputs.erase(name);
       if (t.dp_ranks) {  // not shrunk: the sharding plan is part of the case's shape
         d.minimal = d.start;
-        d.minimal.name = "dp" + std::to_string(t.dp_ranks) + "_" + MinimalCaseName(fail).substr(4);
         d.golden = j->golden;
         d.got = j->got;
         d.report = j->report;
       }
     }
   };
+  // This run's part of the items: every shard_count-th from shard_index.
+  const int64_t count = std::max<int64_t>(1, o.shard_count), first_item = o.shard_index;
+  const int64_t items = first_item < total ? (total - first_item + count - 1) / count : 0;
   auto work = [&](Worker& w) {
-    for (int64_t k; (k = next_item++) < total;) {
+    for (int64_t m; (m = next_item++) < items;) {
       try {
+        const int64_t k = first_item + m * count;
         const size_t r = row_of(k);
         const Row& row = rows[r];
         const int64_t i = k - row.offset;
@@ -444,7 +493,7 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
       } catch (...) {
         std::lock_guard<std::mutex> lock(error_mu);
         if (!error) error = std::current_exception();
-        next_item = total;
+        next_item = items;
       }
     }
   };
@@ -472,7 +521,7 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
   std::vector<Seen*> order;
   for (auto& [key, e] : seen) order.push_back(&e);
   std::sort(order.begin(), order.end(), [](const Seen* a, const Seen* b) {
-    return std::tie(a->row, a->d.first_index, a->position) < std::tie(b->row, b->d.first_index, b->position);
+    return std::tie(a->d.row, a->d.first_index, a->d.position) < std::tie(b->d.row, b->d.first_index, b->d.position);
   });
   for (Seen* e : order) {
     e->d.case_indices.assign(e->indices.begin(), e->indices.end());
@@ -521,7 +570,7 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
         d.trials = s.trials;
         d.exhausted = s.exhausted;
         d.minimal = s.c;
-        d.minimal.name = MinimalCaseName(d.failure);
+        d.minimal.name = MinimalCaseName(d.failure);  // FinishDifferences numbers it where two coincide
         std::string why;
         std::optional<Case> g = w.Golden(spec, d.minimal, &why);
         if (!g) throw std::logic_error(spec.name + ": the minimal case is refused by the reference: " + why);
@@ -541,49 +590,7 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
   }
   if (error) std::rethrow_exception(error);
   run.shrink_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-  // Each kept minimal case is a group of its function's file: a difference whose name
-  // another already holds (causes that differ only in marks the name drops) gets _2, _3, ...
-  std::set<std::string> taken;
-  for (Difference& d : run.differences) {
-    const std::string where = d.spec->family + "/" + d.spec->name + "/";
-    std::string name = d.minimal.name;
-    for (int n = 2; !taken.insert(where + name).second; ++n) name = d.minimal.name + "_" + std::to_string(n);
-    d.minimal.name = name;
-  }
-  // Two differences of one row may share a cause where one's minimal case shows the
-  // other's failure as well: a reader fixes one and sees whether the other goes too.
-  for (size_t a = 0; a < run.differences.size(); ++a) {
-    Difference& d = run.differences[a];
-    const std::vector<Failure> shown =
-        d.dp_ranks ? std::vector<Failure>{} : CaseFailures(*d.spec, d.golden, d.got, d.report);
-    for (size_t b = 0; b < run.differences.size(); ++b) {
-      const Difference& e = run.differences[b];
-      if (a == b || e.spec != d.spec || e.dp_ranks != d.dp_ranks) continue;
-      if (std::find(shown.begin(), shown.end(), e.failure) != shown.end()) {
-        d.may_share.push_back({e.failure, "its minimal case shows it too"});
-        continue;
-      }
-      // Every one of (at least five) generated cases that show the rarer one shows the
-      // other as well: no coincidence of a few cases. Both lists are in exploration order.
-      // Where a list keeps only its first cases, both are compared up to the smaller of
-      // their last kept indices.
-      const bool capped = d.cases > static_cast<int64_t>(d.case_indices.size()) ||
-                          e.cases > static_cast<int64_t>(e.case_indices.size());
-      if (d.case_indices.empty() || e.case_indices.empty()) continue;
-      const int64_t bound = std::min(d.case_indices.back(), e.case_indices.back());
-      auto upto = [&](const std::vector<int64_t>& v) {
-        return capped ? std::vector<int64_t>(v.begin(), std::upper_bound(v.begin(), v.end(), bound)) : v;
-      };
-      const std::vector<int64_t> da = upto(d.case_indices), ea = upto(e.case_indices);
-      std::vector<int64_t> both;
-      std::set_intersection(da.begin(), da.end(), ea.begin(), ea.end(), std::back_inserter(both));
-      const size_t fewer = std::min(da.size(), ea.size());
-      if (fewer >= 5 && both.size() == fewer)
-        d.may_share.push_back({e.failure, "every one of the " + std::to_string(fewer) + " generated cases " +
-                                              (capped ? "(of the first " + std::to_string(bound + 1) + ") " : "") +
-                                              "that show the rarer one shows both"});
-    }
-  }
+  FinishDifferences(run);
   return run;
 }
 

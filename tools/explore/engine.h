@@ -43,6 +43,10 @@ struct EngineOptions {
   // Config keys the user fixed (--config KEY=V or KEY=V1,V2): every generated case of a
   // function with the key draws it from these values, and no shrink step leaves them.
   ConfigPins pins;
+  // This run judges part `shard_index` of `shard_count` of the case stream: the items whose
+  // index in the unsharded run's order is shard_index modulo shard_count. Every row is
+  // spread over every part, so the parts stay balanced whatever the functions cost.
+  int64_t shard_index = 0, shard_count = 1;
 };
 
 // One side of a run as a worker holds it: its own adapter processes.
@@ -86,6 +90,7 @@ struct FunctionTally {
   int64_t dp_ranks = 0;  // 0: plain cases; k: the function's loss sharded over k ranks
   int64_t cases = 0, passed = 0, failed = 0, baselined = 0, mistrusted = 0, unsupported = 0, skipped = 0, refused = 0;
   std::string refused_example;  // one reason, for the report
+  int64_t refused_first = -1;   // the case it is from: the row's first refused case
 };
 
 struct Difference {
@@ -102,6 +107,8 @@ struct Difference {
   // where `cases` counts more (memory stays bounded in the number of cases).
   std::vector<int64_t> case_indices;
   int64_t dp_ranks = 0;  // k for a sharded case's difference (not shrunk: the plan is its shape)
+  // Where a serial, unsharded run meets it: its row, and its place in its first case's list.
+  size_t row = 0, position = 0;
   Failure failure;
   int64_t cases = 0;        // explored cases that fail this way
   int64_t first_index = 0;  // the first of them
@@ -129,6 +136,11 @@ struct ExploreRun {
 
 // How many differences' shrinks stopped at the budget (their minimal case may not be).
 int64_t ShrinksAtBudget(const ExploreRun& run);
+
+// Once the minimal cases are known: names them (a difference's failure, numbered where two
+// coincide) and links the differences of a row that may share a cause, anew. A run's own
+// end and a merge of shards both finish with it, so both read alike.
+void FinishDifferences(ExploreRun& run);
 
 // Explores every function of `specs` (the caller's selection) that the candidate and the
 // reference provide, then shrinks each difference. `progress` gets one line per function.

@@ -26,11 +26,14 @@
 #include "oracle/judge/grade.h"
 #include "oracle/judge/validate.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/junit.h"
 #include "tools/cli/paths.h"
 #include "tools/cli/report_file.h"
 #include "tools/cli/selection.h"
 #include "tools/cli/version.h"
 #include "tools/explore/engine.h"
+#include "tools/explore/merge.h"
+#include "tools/explore/run_codec.h"
 
 namespace verlconf::explore {
 namespace {
@@ -335,9 +338,31 @@ std::string Header(const ExploreCommand& o, const ExploreRun& run) {
   return s;
 }
 
+std::string PartList(const std::vector<int64_t>& parts) {
+  std::string s;
+  for (int64_t p : parts) s += (s.empty() ? "" : ", ") + std::to_string(p);
+  return s;
+}
+
+// Which part of the run this is: one shard, or shards merged (and which are missing); "".
+std::string PartsLine(const ExploreCommand& o) {
+  if (o.shard_count > 0)
+    return "shard " + std::to_string(o.shard_index) + "/" + std::to_string(o.shard_count) +
+           ": one part of the run, its items " + std::to_string(o.shard_index) + ", " +
+           std::to_string(o.shard_index + o.shard_count) + ", ... in the unsharded order (conform explore merge)";
+  if (o.merged_count == 0) return "";
+  std::string s =
+      "merged from " + std::to_string(o.merged_parts.size()) + " of " + std::to_string(o.merged_count) + " shards";
+  if (!o.missing_parts.empty())
+    s += "; missing part(s) " + PartList(o.missing_parts) +
+         ": an incomplete run, whose counts and differences are those of the parts given";
+  return s;
+}
+
 void Text(const ExploreCommand& o, const ExploreRun& run, const std::string& out_dir, std::ostream& out) {
   const auto names = DiffNames(run);
   out << Header(o, run) << "\n";
+  if (const std::string parts = PartsLine(o); !parts.empty()) out << parts << "\n";
   out << "function                                      cases  passed  failed  basel  mistr  unsup   skip  refused\n";
   for (const auto& t : run.functions) out << Row(t);
   const Totals s = Sum(run);
@@ -427,6 +452,19 @@ std::string Json(const ExploreCommand& o, const ExploreRun& run, const std::stri
       .Int(static_cast<int64_t>(o.seed))
       .Key("cases_per_function")
       .Int(o.cases);
+  w.Key("dp_cases_per_function").Int(o.dp_cases).Key("only").String(o.only).Key("baseline").String(o.baseline);
+  w.Key("config").BeginArray();
+  for (const std::string& c : o.config) w.String(c);
+  w.EndArray();
+  if (o.shard_count > 0)
+    w.Key("shard").BeginObject().Key("index").Int(o.shard_index).Key("count").Int(o.shard_count).EndObject();
+  if (o.merged_count > 0) {
+    w.Key("shards").BeginObject().Key("count").Int(o.merged_count).Key("merged").BeginArray();
+    for (int64_t p : o.merged_parts) w.Int(p);
+    w.EndArray().Key("missing").BeginArray();
+    for (int64_t p : o.missing_parts) w.Int(p);
+    w.EndArray().EndObject();
+  }
   const Totals s = Sum(run);
   w.Key("totals").BeginObject();
   w.Key("cases").Int(s.cases).Key("passed").Int(s.passed).Key("failed").Int(s.failed).Key("baselined").Int(s.baselined);
@@ -511,13 +549,49 @@ std::string Json(const ExploreCommand& o, const ExploreRun& run, const std::stri
     w.EndObject();
   }
   w.EndArray();
+  // What `explore merge` reads back: the run itself, every case and judgement bit for bit.
+  if (o.shard_count > 0) w.Key("run").Raw(EncodeRun(run));
   w.EndObject();
   return w.str();
+}
+
+// One test suite per row: a test case for its generated cases and one per difference,
+// failed with the judge's description of its minimal case and its replay line.
+std::vector<CaseReport> JunitReports(const ExploreCommand& o, const ExploreRun& run, const std::string& out_dir) {
+  std::vector<CaseReport> reports;
+  for (const FunctionTally& t : run.functions) {
+    std::vector<const Difference*> mine;
+    for (const Difference& d : run.differences)
+      if (d.spec == t.spec && d.dp_ranks == t.dp_ranks) mine.push_back(&d);
+    CaseReport row;
+    row.family = t.spec->family;
+    row.function = Label(t);
+    row.case_name = "generated cases";
+    row.outcome = !mine.empty() ? Outcome::kFailed : t.passed > 0 ? Outcome::kPassed : Outcome::kSkipped;
+    row.detail = std::to_string(t.cases) + " cases: " + std::to_string(t.passed) + " passed, " +
+                 std::to_string(t.failed) + " failed, " + std::to_string(mine.size()) + " difference(s)" +
+                 (row.outcome == Outcome::kSkipped ? "; nothing compared" : "");
+    reports.push_back(row);
+    for (const Difference* d : mine) {
+      CaseReport r = d->report;
+      r.function = Label(t);
+      r.case_name = d->minimal.name;
+      r.outcome = Outcome::kFailed;
+      r.detail = d->failure.field + " (" + d->failure.kind + ", " + GradeName(DifferenceGrade(*d)) + ")" +
+                 (d->failure.cause.empty() ? "" : " where " + d->failure.cause) + " in " + std::to_string(d->cases) +
+                 " of " + std::to_string(CasesOfRow(o, *d)) + " cases; first at case " +
+                 std::to_string(d->first_index) + " (" + d->first_regime + ")";
+      r.repro = !out_dir.empty() && !d->dp_ranks ? Replay(o, *d, out_dir) : "";
+      reports.push_back(std::move(r));
+    }
+  }
+  return reports;
 }
 
 std::string Markdown(const ExploreCommand& o, const ExploreRun& run, const std::string& out_dir) {
   std::ostringstream m;
   m << "# conform explore\n\n" << Header(o, run) << " (conform " << t::Revision() << ").\n\n";
+  if (const std::string parts = PartsLine(o); !parts.empty()) m << parts << ".\n\n";
   m << "| function | cases | passed | failed | baselined | mistrusted | unsupported | skipped | refused "
        "|\n|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& t : run.functions)
@@ -561,6 +635,76 @@ std::string AbsoluteRunfile(const ExploreCommand& o, const std::string& rel) {
   const std::string p = t::RunfilePath(o.argv0.c_str(), rel);
   char buf[PATH_MAX];
   return !p.empty() && realpath(p.c_str(), buf) ? buf : p;
+}
+
+// --out and --report, checked before the run: a directory that cannot be made fails now,
+// not after it.
+void CheckOutputs(const ExploreCommand& o) {
+  if (!o.out.empty()) {
+    struct stat st;
+    const size_t slash = o.out.find_last_of('/');
+    const std::string parent = slash == std::string::npos ? "." : slash == 0 ? "/" : o.out.substr(0, slash);
+    if (stat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      throw BadInput("--out " + o.out + ": the directory " + parent + " does not exist");
+    for (const auto& [option, file] : {std::pair{"--report", o.report}, std::pair{"--junit", o.junit}})
+      if (!file.empty() && file.rfind(o.out + "/", 0) == 0)
+        throw BadInput(std::string(option) + " " + file + ": inside --out " + o.out + ", whose files this run writes");
+    if (stat(o.out.c_str(), &st) == 0) {
+      if (!S_ISDIR(st.st_mode)) throw BadInput("--out " + o.out + ": not a directory");
+      if (!t::InputFiles(o.out).empty())
+        throw BadInput("--out " + o.out + ": holds .h5 files (a golden or candidate set?); give a new directory");
+      for (const char* sub : {"/cases", "/candidate", "/repro"})
+        if (stat((o.out + sub).c_str(), &st) == 0)
+          throw BadInput("--out " + o.out + ": holds the results of an earlier run (" + std::string(sub + 1) +
+                         "/); give a new directory");
+    }
+  }
+}
+
+// The reports of a finished run (explore's own, or shards merged) and its exit code.
+int Emit(const ExploreCommand& o, ExploreRun& run, std::ostream& out) {
+  // Material differences first (grade.h), each grade in the order the functions were explored.
+  std::stable_sort(run.differences.begin(), run.differences.end(),
+                   [](const Difference& a, const Difference& b) { return DifferenceGrade(a) > DifferenceGrade(b); });
+
+  if (!o.out.empty()) {
+    MakeDir(o.out);
+    if (!run.differences.empty()) {
+      WriteCases(o, run, o.out + "/cases", true);
+      WriteCases(o, run, o.out + "/candidate", false);
+      if (!o.adapter.empty() || o.reference == "verl") {
+        MakeDir(o.out + "/repro");
+        const std::string adapter_path = BundledAdapterPath(o, o.adapter.empty() ? "verl" : o.adapter);
+        // The package's own directory (through the runfiles' links): a repro outlives the run.
+        std::string package = AbsoluteRunfile(o, "fixtures/python/verlconf/__init__.py");
+        for (int up = 0; up < 2 && package.rfind('/') != std::string::npos; ++up) package.resize(package.rfind('/'));
+        const auto names = DiffNames(run);
+        for (const Difference& d : run.differences)
+          if (!d.dp_ranks)
+            WriteText(o.out + "/repro/" + names.at(&d) + ".py", Repro(d, adapter_path, package, o.adapter.empty()));
+      }
+    }
+    WriteText(o.out + "/explore.json", Json(o, run, o.out) + "\n");
+  }
+  if (!o.report.empty()) WriteText(o.report, Markdown(o, run, o.out));
+  if (!o.junit.empty()) t::WriteJunit(o.junit, "conform.explore", JunitReports(o, run, o.out));
+  if (o.json)
+    out << Json(o, run, o.out) << "\n";
+  else
+    Text(o, run, o.out, out);
+
+  const Totals s = Sum(run);
+  if (!run.differences.empty()) return t::kExitFailure;
+  if (!o.missing_parts.empty()) {
+    std::cerr << "conform: explore merge: part(s) " << PartList(o.missing_parts) << " of " << o.merged_count
+              << " missing: no verdict on the whole run\n";
+    return t::kExitNothingCompared;
+  }
+  if (s.passed == 0) {
+    std::cerr << "conform: explore compared nothing: no generated case PASSED or FAILED\n";
+    return t::kExitNothingCompared;
+  }
+  return t::kExitOk;
 }
 
 }  // namespace
@@ -653,6 +797,7 @@ int RunExploreCommand(const ExploreCommand& o, std::ostream& out) {
   e.jobs = o.jobs;
   e.shrink_seconds = o.shrink_seconds;
   e.dp_cases = o.dp_cases;
+  if (o.shard_count > 0) e.shard_index = o.shard_index, e.shard_count = o.shard_count;
   const std::string script = AbsoluteRunfile(o, "tools/harness/serve_adapter.py");
   if (script.empty() && (!o.adapter.empty() || o.reference == "verl"))
     throw BadInput(
@@ -690,25 +835,7 @@ int RunExploreCommand(const ExploreCommand& o, std::ostream& out) {
     if (sel.Selects(probes[k])) specs.push_back(&Registry()[k]);
   e.pins = ParsePins(o.config, specs);
 
-  if (!o.out.empty()) {
-    struct stat st;
-    // Checked before the run: a directory that cannot be made fails now, not after it.
-    const size_t slash = o.out.find_last_of('/');
-    const std::string parent = slash == std::string::npos ? "." : slash == 0 ? "/" : o.out.substr(0, slash);
-    if (stat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-      throw BadInput("--out " + o.out + ": the directory " + parent + " does not exist");
-    if (!o.report.empty() && o.report.rfind(o.out + "/", 0) == 0)
-      throw BadInput("--report " + o.report + ": inside --out " + o.out + ", whose files this run writes");
-    if (stat(o.out.c_str(), &st) == 0) {
-      if (!S_ISDIR(st.st_mode)) throw BadInput("--out " + o.out + ": not a directory");
-      if (!t::InputFiles(o.out).empty())
-        throw BadInput("--out " + o.out + ": holds .h5 files (a golden or candidate set?); give a new directory");
-      for (const char* sub : {"/cases", "/candidate", "/repro"})
-        if (stat((o.out + sub).c_str(), &st) == 0)
-          throw BadInput("--out " + o.out + ": holds the results of an earlier run (" + std::string(sub + 1) +
-                         "/); give a new directory");
-    }
-  }
+  CheckOutputs(o);
 
   std::optional<t::Baseline> baseline;
   if (!o.baseline.empty()) {
@@ -727,42 +854,38 @@ int RunExploreCommand(const ExploreCommand& o, std::ostream& out) {
   }
   ExploreRun run = RunExplore(specs, e, [](const std::string& line) { std::cerr << "conform: " << line << "\n"; });
 
-  // Material differences first (grade.h), each grade in the order the functions were explored.
-  std::stable_sort(run.differences.begin(), run.differences.end(),
-                   [](const Difference& a, const Difference& b) { return DifferenceGrade(a) > DifferenceGrade(b); });
+  return Emit(o, run, out);
+}
 
-  if (!o.out.empty()) {
-    MakeDir(o.out);
-    if (!run.differences.empty()) {
-      WriteCases(o, run, o.out + "/cases", true);
-      WriteCases(o, run, o.out + "/candidate", false);
-      if (!o.adapter.empty() || o.reference == "verl") {
-        MakeDir(o.out + "/repro");
-        const std::string adapter_path = BundledAdapterPath(o, o.adapter.empty() ? "verl" : o.adapter);
-        // The package's own directory (through the runfiles' links): a repro outlives the run.
-        std::string package = AbsoluteRunfile(o, "fixtures/python/verlconf/__init__.py");
-        for (int up = 0; up < 2 && package.rfind('/') != std::string::npos; ++up) package.resize(package.rfind('/'));
-        const auto names = DiffNames(run);
-        for (const Difference& d : run.differences)
-          if (!d.dp_ranks)
-            WriteText(o.out + "/repro/" + names.at(&d) + ".py", Repro(d, adapter_path, package, o.adapter.empty()));
-      }
-    }
-    WriteText(o.out + "/explore.json", Json(o, run, o.out) + "\n");
-  }
-  if (!o.report.empty()) WriteText(o.report, Markdown(o, run, o.out));
-  if (o.json)
-    out << Json(o, run, o.out) << "\n";
-  else
-    Text(o, run, o.out, out);
-
-  const Totals s = Sum(run);
-  if (!run.differences.empty()) return t::kExitFailure;
-  if (s.passed == 0) {
-    std::cerr << "conform: explore compared nothing: no generated case PASSED or FAILED\n";
-    return t::kExitNothingCompared;
-  }
-  return t::kExitOk;
+int RunExploreMerge(const ExploreMergeCommand& m, std::ostream& out) {
+  std::vector<ShardFile> shards;
+  for (const std::string& path : m.shards) shards.push_back(ReadShard(path));
+  MergedRun merged = MergeShards(std::move(shards));
+  if (!merged.missing.empty() && !m.partial)
+    throw BadInput("explore merge: part(s) " + PartList(merged.missing) + " of " + std::to_string(merged.count) +
+                   " missing (give every shard, or --partial to report the parts given)");
+  // The run as its shards were started, so that every report reads as the unsharded one.
+  ExploreCommand o;
+  o.adapter = merged.id.adapter;
+  o.impl = merged.id.impl;
+  o.reference = merged.id.reference;
+  o.only = merged.id.only;
+  o.baseline = merged.id.baseline;
+  o.seed = merged.id.seed;
+  o.cases = merged.id.cases;
+  o.dp_cases = merged.id.dp_cases;
+  o.config = merged.id.config;
+  o.out = m.out;
+  o.report = m.report;
+  o.junit = m.junit;
+  o.json = m.json;
+  o.argv0 = m.argv0;
+  o.display = m.display;
+  o.merged_parts = merged.merged;
+  o.missing_parts = merged.missing;
+  o.merged_count = merged.count;
+  CheckOutputs(o);
+  return Emit(o, merged.run, out);
 }
 
 }  // namespace verlconf::explore

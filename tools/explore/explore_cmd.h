@@ -16,6 +16,7 @@ struct ExploreCommand {
   std::string reference = "oracle";  // or "verl": verl's own adapter in --python
   std::string out;                   // resolved; "" to keep no files
   std::string report;                // Markdown file, or ""
+  std::string junit;                 // JUnit XML file, or ""
   std::string only;
   std::string baseline;  // accepted differences (tools/cli/baseline.h), or ""
   bool json = false;
@@ -28,8 +29,25 @@ struct ExploreCommand {
   std::vector<std::string> config;  // --config KEY=V[,V...], as given
   std::string argv0;
   std::string display;  // how the user runs conform, for the replay lines
+  // --shard I/N: this run judges part I of N (engine.h); its JSON then carries the run
+  // for `explore merge`. 0 parts: the whole run.
+  int64_t shard_index = 0, shard_count = 0;
+  // Set by a merge: the parts it was given of how many, for the reports to say so.
+  std::vector<int64_t> merged_parts, missing_parts;
+  int64_t merged_count = 0;
 };
 
 int RunExploreCommand(const ExploreCommand& o, std::ostream& out);
+
+// `conform explore merge SHARD.json...`: the shards of one run, reported as that run.
+struct ExploreMergeCommand {
+  std::vector<std::string> shards;  // resolved paths
+  std::string out, report, junit;   // as explore's
+  bool json = false;
+  bool partial = false;  // report what the given parts hold even where parts are missing
+  std::string argv0, display;
+};
+
+int RunExploreMerge(const ExploreMergeCommand& m, std::ostream& out);
 
 }  // namespace verlconf::explore
