@@ -29,7 +29,8 @@ fi
 # for tools/lint.sh (the style gate); LibTorch (CPU, shared
 # libraries) for the C++ candidate API and the autograd cross-check (tools/torch_api);
 # python3-venv for the small venv that holds ruff (tools/lint.sh's Python gate: PyPI
-# only, and Debian 12's python3 refuses `pip install --user` (PEP 668)) and for the venv
+# only, and Debian 12's python3 refuses `pip install --user` (PEP 668)), for the one that
+# holds Ray (verlconf.ray_explore's tests) and for the venv
 # //tools/wheel:wheel_test installs the verlconf wheel into; python3-pytest for that test's
 # run of the wheel's pytest plugin (the venv sees the system's numpy, h5py and pytest).
 packages=(
@@ -101,6 +102,22 @@ else
   "$tools_venv/bin/pip" install -q --disable-pip-version-check "ruff==$RUFF_VERSION" ||
     die "pip install ruff==$RUFF_VERSION failed"
 fi
+
+# Ray, pinned, in a second venv (verlconf.ray_explore's tests run a real local Ray instance
+# in it). --system-site-packages: it sees Debian's numpy and h5py, which the adapters and
+# the verlconf package import; Ray itself brings no numpy. Its own venv keeps ruff's small.
+RAY_VERSION=2.60.0
+ray_venv="${VERLCONF_TOOLS:-$HOME/.cache/verlconf-tools}/ray-venv"
+if [[ "$("$ray_venv/bin/python" -c 'import ray; print(ray.__version__)' 2>/dev/null)" == "$RAY_VERSION" ]]; then
+  say "ray $RAY_VERSION: already installed in $ray_venv, skipped"
+else
+  [[ -x "$ray_venv/bin/pip" ]] || /usr/bin/python3 -m venv --system-site-packages "$ray_venv" ||
+    die "cannot create $ray_venv"
+  say "installing ray $RAY_VERSION into $ray_venv"
+  "$ray_venv/bin/pip" install -q --disable-pip-version-check "ray==$RAY_VERSION" ||
+    die "pip install ray==$RAY_VERSION failed"
+fi
+"$ray_venv/bin/python" -c 'import numpy, h5py' 2>/dev/null || die "$ray_venv/bin/python cannot import numpy and h5py"
 
 # The CUDA toolkit is not a Debian package; CI images ship it preinstalled.
 if [[ -x /usr/local/cuda/bin/nvcc && -f /usr/local/cuda/lib64/libcudart_static.a ]]; then

@@ -155,6 +155,8 @@ def write_wheel(out_dir: str, version: str, tag: str, entries: Dict[str, str]) -
                 "Requires-Dist: h5py\n",
                 "Provides-Extra: pytest\n",
                 'Requires-Dist: pytest>=7; extra == "pytest"\n',  # tested with Debian 12's 7.2
+                "Provides-Extra: ray\n",
+                'Requires-Dist: ray>=2.40; extra == "ray"\n',  # python -m verlconf.ray_explore; tested with 2.60
                 "Description-Content-Type: text/plain\n",
                 "\n",
                 DESCRIPTION,
