@@ -195,6 +195,7 @@ class OnRay(Tmp):
         p = self.driver(
             *self.local("--conform", self.fake, "--adapter", "numpy_example", "--cases", "10", "--shards", "4",
                         "--seed", "7", "--out", out, "--report", "r.md", "--junit", "j.xml", "--format", "json",
+                        "--timings", os.path.join(self.tmp, "t.json"),
                         "--", "--only", "kl", "--dp-cases", "3"),
             env={"VERLCONF_EXAMPLE_BUG": "k3_no_clamp"},
         )  # fmt: skip
@@ -215,6 +216,11 @@ class OnRay(Tmp):
             self.assertRegex(line, r"^shard [0-3]/4 done in \d+\.\d s: [23] cases, [01] differences \([1-4] of 4\)$")
         self.assertRegex(p.stderr, r"4 shards in [\d.]+ s wall \(Ray start [\d.]+ s, merge [\d.]+ s\)")
         self.assertIn("per-shard overhead (task wall - explore - shrink): min", p.stderr)
+        with open(os.path.join(self.tmp, "t.json")) as f:
+            timings = json.load(f)
+        self.assertEqual([t["index"] for t in timings["shards"]], [0, 1, 2, 3])
+        self.assertEqual(sum(t["cases"] for t in timings["shards"]), 10)
+        self.assertGreater(timings["wall_seconds"], timings["ray_start_seconds"])
 
     def test_a_shard_usage_error_stops_the_run_with_its_message(self):
         p = self.driver(*self.local("--conform", self.fake, "--adapter", "a", "--shards", "3"), env={"FAKE_FAIL": "1"})
