@@ -138,7 +138,7 @@ class ReportFiles(unittest.TestCase):
         self.assertEqual(digest(drift), kept)
         # An option the command does not take is refused before any output is looked at.
         self.assertBadInput(run("drift", GOLDENS, GOLDENS, "--write-baseline", drift), "--write-baseline")
-        self.assertBadInput(run("explore", "--impl", "cuda-host", "--junit", drift), "--junit")
+        self.assertBadInput(run("list", "--junit", drift), "--junit")
         self.assertEqual(digest(drift), kept)
         self.assertNoTemporaries(self.tmp)
 

@@ -30,7 +30,7 @@ PACKAGE_PARENT = os.path.join(ROOT, "fixtures", "python")
 BUG = "k3_no_clamp"
 CASES = "200"
 SHARDS = "4"
-EXPLORE = ("--only", "kl", "--python", sys.executable)
+EXPLORE = ("--only", "kl/k3,policy_loss/actor_kl_loss", "--python", sys.executable)
 
 # For one shard, on its first attempt only (the marker), the Ray worker running it is
 # killed, as the OOM killer or a lost node would, before the real conform runs.
