@@ -1,7 +1,7 @@
 """One RapidCheck suite per source file of a family's properties folder."""
 
 def family_props_tests(names, family):
-    """names: the suites (name.cc each); family: the oracle library they hold to its
+    """names: the suites (NAME.cc each); family: the oracle library they hold to its
     properties. RC_PARAMS (e.g. max_success=2000) scales them."""
     for name in names:
         native.cc_test(

@@ -25,7 +25,7 @@ using oracle::kMask;
 using oracle::kRewards;
 using oracle::Pack;
 using oracle::Same;
-// The generator's flags (spec_advantage_generate.h).
+// The generator's flags (spec_common.h).
 using oracle::kBaselines;
 using oracle::kComponents;
 using oracle::kFNorm;

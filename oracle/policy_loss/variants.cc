@@ -26,7 +26,7 @@ double Weight(const PolicyLossInputs& in, int64_t k) {
 
 // How far from a decision threshold a correct implementation may still decide either
 // way: the rounding of the log-probabilities (relative to their size) and the libm's
-// last-bit choices, for the case dtype (see policy_loss.cc).
+// last-bit choices, for the case dtype (see vanilla.cc).
 struct Near {
   double eps;
   explicit Near(DType d) : eps(d == DType::kFloat32 ? kEps32 : kEps64) {}

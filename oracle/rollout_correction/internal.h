@@ -1,6 +1,7 @@
-// What the rollout_*.cc files share and nothing else needs: the dtype and order rules
-// under which verl's reductions run (rollout_reductions.cc), the boundary marker, and
-// the text of a config value. Not part of the oracle's interface (rollout_correction.h).
+// What the files implementing rollout_correction.h (and spec_common.cc) share and nothing
+// else needs: the dtype and order rules under which verl's reductions run (reductions.cc),
+// the boundary marker, and the text of a config value. Not part of the oracle's interface
+// (rollout_correction.h).
 #pragma once
 
 #include <cmath>

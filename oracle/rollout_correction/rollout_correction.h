@@ -12,11 +12,10 @@
 //    where a discrete decision (keep / reject, inside / outside the IcePop band, a
 //    fraction's comparison) sits within rounding of its threshold in the inputs' dtype.
 //
-// Implemented one role per file: rollout_thresholds.cc (Python number text, the
-// threshold parsers, config checks), rollout_is.cc (IS weights), rollout_rs.cc
-// (rejection), rollout_pipeline.cc (off-policy metrics, the pipeline, bypass_mode),
-// rollout_reductions.cc (torch's dtype and summation rules the metrics follow) and
-// rollout_generate.cc (random inputs).
+// Implemented one role per file: thresholds.cc (Python number text, the threshold
+// parsers, config checks), is_weights.cc (IS weights), rejection.cc (rejection),
+// pipeline.cc (off-policy metrics, the pipeline, bypass_mode), reductions.cc (torch's
+// dtype and summation rules the metrics follow) and generate.cc (random inputs).
 #pragma once
 
 #include <map>

@@ -1,7 +1,7 @@
-// What the rollout-correction registry entries share (spec_rollout_correction.cc,
-// spec_rollout_presets.cc, spec_bypass_mode.cc): they all run verl's one pipeline, so
-// they read the same five config keys, report the same metrics with the same
-// tolerances, and distrust the same degenerate goldens.
+// What the rollout-correction registry entries share (spec.cc, spec_presets.cc,
+// spec_bypass_mode.cc): they all run verl's one pipeline, so they read the same five
+// config keys, report the same metrics with the same tolerances, and distrust the same
+// degenerate goldens.
 #pragma once
 
 #include <functional>
@@ -100,7 +100,7 @@ void AddSeqStdMetricTolerances(FunctionSpec& s, const std::vector<std::string>& 
 
 // ---------------------------------------------------------------- registration
 
-// compute_is_metrics and compute_rs_metrics called directly (spec_rollout_metrics.cc);
+// compute_is_metrics and compute_rs_metrics called directly (spec_metrics.cc);
 // AddRolloutCorrectionSpecs adds them.
 void AddRolloutMetricsSpecs(std::vector<FunctionSpec>& out);
 
