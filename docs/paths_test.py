@@ -11,12 +11,20 @@ Python and Starlark, the docstrings) of every tracked *.cc *.h *.cu *.cuh *.py *
   in capitals such as NAME or X: `docs/peers/NAME.md`), which then matches at least one
   tracked path;
 - a bare `NAME.md` is a file at the root or beside the file that names it;
+- any other bare file name, one with a source-like suffix (BARE_SUFFIXES: .cc .cpp .c .h
+  .hpp .cu .cuh .py .pyi .sh .bzl .bazel .md .json .jsonl .toml .txt .tsv .csv .h5 .yaml
+  .yml .cfg .ini .gz .xz) that is not part of a longer path (no `/` before or after it),
+  is the basename of at least one tracked file, or matches one as a pattern (placeholders
+  as above: `NAME_adapter.py`, `<family>.h5`, `$fam.json`), or is in ALLOWED (generated
+  outputs, examples) or UPSTREAM (a file of verl, a peer framework, torch or Python that
+  the text cites by name, each with whose it is and what it holds);
 - a Markdown link's target exists, and its `#anchor` is a heading of the target;
 - a section cited as `<doc>.md, "Title"` or `<doc>.md "Title"` is a heading of that file;
 - nothing points outside the repository (the design notes and the perf anchor's notes
   live in a folder beside the checkout: not part of it, so not to be cited).
 
-Paths that are generated or not tracked on purpose are listed in ALLOWED with the reason.
+Paths and names that are generated or not tracked on purpose are listed in ALLOWED with the
+reason; every UPSTREAM name is still cited somewhere.
 Run by `bazel test //docs:paths_test`, or directly from the repository root:
 `python3 docs/paths_test.py`.
 """
@@ -25,6 +33,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import functools
 import io
 import os
 import re
@@ -50,6 +59,41 @@ ALLOWED = [
     ("docs/drift-cpu-to-h200.md", "the report tools/gpu/gpu_capture.sh says how to write once a GPU set exists"),
     ("drift-cpu-to-h200.md", "the same report, named in tools/gpu/gpu_capture.sh's instructions"),
     ("ratio_table.md", "written by tools/bench/ratio_table.py into the GPU check's output folder"),
+    # Bare names of files that a run writes (none is committed).
+    ("explore.json", "conform explore's result in its --out folder (and in docs/peers/explore/*.tar.xz)"),
+    ("bench.json", "tools/gpu/gpu_check.sh's CUDA benchmark result in its output folder"),
+    ("bench_verl.json", "tools/gpu/gpu_check.sh's verl benchmark result in its output folder"),
+    ("cuda_bench.json", "the CUDA benchmark's JSON in tools/bench/ratio_table.py's usage line"),
+    ("summary.txt", "the GPU check's and the GPU capture's one-line summary in their output folders"),
+    ("gpu-check.tar.gz", "tools/gpu/bundle_run.sh's archive of every log and JSON of a GPU check"),
+    ("verl-0.9.1-cpu.tar.gz", "tools/gpu/gpu_capture.sh's archive of the CPU golden set it captures"),
+    ("verl-0.9.1-cuda.tar.gz", "tools/gpu/gpu_capture.sh's archive of the GPU golden set it captures"),
+    # Example names: a user's files in usage lines and tables, not files of the project.
+    ("mine.h5", "a user's candidate file in docs/bad-input.md's table"),
+    ("old.h5", "a result file a test plants in tools/harness/harness_test.py"),
+    ("x.h5", "the file of an example Bazel-label-like path in this file's found()"),
+    ("my_adapter.py", "a user's adapter in the usage lines of fixtures/python/verlconf"),
+]
+
+# (name, whose, what it is): files of other projects that comments and documents name bare,
+# as the project cites the code it mirrors or works around. Not a blanket exception: each
+# name is listed, and test_every_upstream_name_is_cited fails on one no longer cited.
+UPSTREAM = [
+    ("core_algos.py", "verl", "verl/trainer/ppo/core_algos.py: the losses, advantages and KL the oracle mirrors"),
+    ("rollout_corr_helper.py", "verl", "verl/trainer/ppo/rollout_corr_helper.py: rollout correction"),
+    ("algorithm.py", "verl", "verl/trainer/config/algorithm.py: RolloutCorrectionConfig and its presets"),
+    ("dp_actor.py", "verl", "verl/workers/actor/dp_actor.py: the legacy actor (docs/verl-quirks.md)"),
+    ("protocol.py", "verl", "verl/protocol.py: DataProto, which tools/bench/bench_verl.py stands in for"),
+    ("functional.py", "AReaL", "areal/utils/functional/functional.py: its actor and critic losses"),
+    ("critic.py", "AReaL", "areal/trainer/ppo/critic.py: the critic trainer's loss"),
+    ("data.py", "AReaL", "areal/utils/data.py: KLEstimator and Normalization"),
+    ("cli_args.py", "AReaL", "areal/api/cli_args.py: the configs the adapter takes from it"),
+    ("fsdp_engine.py", "AReaL", "areal/engine/fsdp_engine.py: FSDPEngine.train_batch"),
+    ("config.py", "SkyRL", "skyrl/train/config/config.py: AlgorithmConfig"),
+    ("worker.py", "SkyRL", "skyrl/backends/skyrl_train/workers/worker.py: the policy and critic workers"),
+    ("ppo_critic.py", "OpenRLHF", "openrlhf/trainer/ray/ppo_critic.py: CriticPPOTrainer.ppo_train"),
+    ("SumKernel.cpp", "PyTorch", "aten/src/ATen/native/cpu/SumKernel.cpp: the CPU sum's cascade order"),
+    ("site.py", "CPython", "the interpreter's start-up module, which runs .pth files"),
 ]
 
 # (file, what it names, reason): stale names let through on purpose, each an exact
@@ -65,6 +109,17 @@ PATH_TOKEN = re.compile(
     % "|".join(re.escape(t) for t in TOP)
 )
 BARE_MD = re.compile(r"(?<![\w./-])([A-Za-z0-9_-]+\.md)\b")
+BARE_SUFFIXES = (
+    "cc cpp c h hpp cu cuh py pyi sh bzl bazel md json jsonl toml txt tsv csv h5 yaml yml cfg ini gz xz".split()
+)
+# A bare file name: word characters, `-`, `+`, inner dots and placeholders, then one of the
+# suffixes; not preceded by a path, an escape (`cand\nx.h5`) or a placeholder's end, and not
+# followed by more of a name or a path (`oracle/core/` as a folder, `x.json.bak`).
+_PLACEHOLDER = r"<[^>\s]*>|\{[^}\s]*\}|\$\{?\w+\}?"
+BARE_NAME = re.compile(
+    r"(?<![\w./@$<>{}*\\-])((?:%s|[\w*+-])(?:%s|[\w*+-]|\.(?=[\w<{$*]))*\.(?:%s))(?![\w/<{$*+-]|\.\w)"
+    % (_PLACEHOLDER, _PLACEHOLDER, "|".join(sorted(BARE_SUFFIXES, key=len, reverse=True)))
+)
 MD_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 SECTION = re.compile(r"([\w./-]+\.md),? \"([^\"]+)\"")
 OUTSIDE = re.compile(r"\.\./shared\b|/work/shared\b|\bDESIGN\.md\b")
@@ -94,6 +149,9 @@ for _f in list(DIRS):
     while _f:
         _f = os.path.dirname(_f)
         DIRS.add(_f)
+
+
+BASENAMES = {os.path.basename(f) for f in FILES}
 
 
 def exists(path: str) -> bool:
@@ -128,6 +186,26 @@ def found(p: str) -> bool:
     named by its stem (`tools/cli/report_file` for report_file.h and .cc), or a pattern."""
     p = p.split(":", 1)[0]
     return exists(p) or allowed(p) or matches(as_pattern(p)) or matches(as_pattern(p) + ".*")
+
+
+def upstream(name: str) -> bool:
+    return any(name == u for u, _, _ in UPSTREAM)
+
+
+def bare_name_found(name: str) -> bool:
+    """A bare file name is some tracked file's basename (or matches one as a pattern), a
+    generated or example name in ALLOWED, or another project's file in UPSTREAM."""
+    if name in BASENAMES or allowed(name) or upstream(name):
+        return True
+    pattern = as_pattern(name)
+    return any(fnmatch.fnmatchcase(b, pattern) for b in BASENAMES)
+
+
+def bare_names(text: str) -> Iterator[str]:
+    """The bare file names in a piece of text, less the `NAME.md` ones BARE_MD checks."""
+    for m in BARE_NAME.finditer(text):
+        if not BARE_MD.fullmatch(m.group(1)):
+            yield m.group(1)
 
 
 def python_comments(text: str) -> Iterator[Tuple[int, str]]:
@@ -194,6 +272,7 @@ def slug(title: str) -> str:
     return s.replace(" ", "-")
 
 
+@functools.lru_cache(maxsize=None)
 def scanned() -> Dict[str, List[Tuple[int, str]]]:
     """path -> (line, text) pieces to read."""
     out: Dict[str, List[Tuple[int, str]]] = {}
@@ -239,6 +318,9 @@ def problems() -> List[str]:
                 if allowed(name) or any(exists(c) or matches(as_pattern(c)) for c in candidates):
                     continue
                 out.append(f"{where}: {name} is neither at the root nor beside {f}")
+            for name in bare_names(text):
+                if not (bare_name_found(name) or owned_elsewhere(f, name)):
+                    out.append(f"{where}: {name} is the name of no tracked file")
             if OUTSIDE.search(text):
                 out.append(f"{where}: points outside the repository ({OUTSIDE.search(text).group(0)})")
             for m in SECTION.finditer(text):
@@ -281,6 +363,25 @@ class RepositoryPaths(unittest.TestCase):
         self.assertEqual(clean("fixtures/README.md)."), "fixtures/README.md)")
         self.assertEqual(PATH_TOKEN.findall("see `tools/lint.sh` and //tools:conform"), ["tools/lint.sh"])
         self.assertTrue(OUTSIDE.search("the notes in ../shared/x.md"))
+
+    def test_bare_file_names_are_checked(self):
+        text = "see no_such_file.cc, spec_common.h and core_algos.py; not oracle/core/gone.cc"
+        self.assertEqual(list(bare_names(text)), ["no_such_file.cc", "spec_common.h", "core_algos.py"])
+        self.assertFalse(bare_name_found("no_such_file.cc"))  # a made-up stale name
+        self.assertIn("spec_common.h", BASENAMES)
+        self.assertTrue(bare_name_found("spec_common.h"))  # an existing basename
+        self.assertTrue(bare_name_found("core_algos.py"))  # verl's, in UPSTREAM
+        self.assertTrue(bare_name_found("explore.json"))  # generated, in ALLOWED
+        self.assertTrue(bare_name_found("NAME_adapter.py"))  # a pattern of tracked names
+        self.assertFalse(bare_name_found("NAME_no_such.py"))
+        # Not bare names: a folder, a longer suffix, an escape, a sentence's end is not one.
+        self.assertEqual(list(bare_names("tools/x.py/ a.json.bak cand\\nx.h5 run.sh.")), ["run.sh"])
+        self.assertEqual(list(bare_names("`<family>.h5` and gpu-check.tar.gz")), ["<family>.h5", "gpu-check.tar.gz"])
+        self.assertEqual(list(bare_names("README.md is BARE_MD's")), [])
+
+    def test_every_upstream_name_is_cited(self):
+        cited = {n for pieces in scanned().values() for _, text in pieces for n in bare_names(text)}
+        self.assertEqual([u for u, _, _ in UPSTREAM if u not in cited], [])
 
 
 if __name__ == "__main__":
