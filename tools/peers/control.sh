@@ -9,7 +9,8 @@
 # a framework difference: this run measures it, and docs/peers/README.md shows the result.
 #
 # 1. builds .venv-peers/verl-control: a venv that sees .venv-peers/torch through a .pth file (as
-#    run.sh's framework venvs do) with tools/peers/control-requirements.txt installed --no-deps;
+#    run.sh's framework venvs do, both through tools/peers/venv.sh) with
+#    tools/peers/control-requirements.txt installed --no-deps;
 # 2. runs the candidate harness with verl's adapter over fixtures/verl-0.9.1 and judges each
 #    family file with `conform check --format json`;
 # 3. writes tools/peers/control.json (tools/peers/make_report.py control) and regenerates
@@ -32,27 +33,10 @@ ENVS=${PEERS_ENV_DIR:-$REPO/.venv-peers}
 WORK=${PEERS_WORK:-/tmp/verlconf-peers/verl-control}
 BASE=$ENVS/torch
 FW=$ENVS/verl-control
-stamp() { sha256sum "$@" | sha256sum | cut -c1-16; }
+. tools/peers/venv.sh
 
 # --- 1. environments (the shared torch one is run.sh's)
-if [ "$(cat "$BASE/.verlconf-stamp" 2>/dev/null)" != "$(stamp tools/peers/torch-requirements.txt)" ]; then
-  echo "== building $BASE (torch, once)"
-  rm -rf "$BASE"
-  "$PY" -m venv "$BASE" || die "python -m venv $BASE failed"
-  "$BASE/bin/pip" install -q --disable-pip-version-check --no-deps -r tools/peers/torch-requirements.txt \
-    || die "pip install of tools/peers/torch-requirements.txt failed"
-  stamp tools/peers/torch-requirements.txt > "$BASE/.verlconf-stamp"
-fi
-if [ "$(cat "$FW/.verlconf-stamp" 2>/dev/null)" != "$(stamp tools/peers/torch-requirements.txt "$REQ")" ]; then
-  echo "== building $FW"
-  rm -rf "$FW"
-  "$PY" -m venv "$FW" || die "python -m venv $FW failed"
-  base_site=$("$BASE/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  fw_site=$("$FW/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  echo "$base_site" > "$fw_site/verlconf-peers-torch.pth"
-  "$FW/bin/pip" install -q --disable-pip-version-check --no-deps -r "$REQ" || die "pip install of $REQ failed"
-  stamp tools/peers/torch-requirements.txt "$REQ" > "$FW/.verlconf-stamp"
-fi
+peers_venvs "$PY" "$BASE" "$FW" "$REQ"
 "$FW/bin/python" -c 'import torch, numpy, h5py, verl' || die "$FW: torch, numpy, h5py or verl does not import"
 
 # --- 2. harness and judge

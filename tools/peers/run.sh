@@ -7,7 +7,8 @@
 #    once) and the framework's own venv .venv-peers/NAME, which sees that torch through a
 #    .pth file and gets tools/peers/NAME-requirements.txt installed with --no-deps (the
 #    frameworks' declared dependencies are trainer stacks of many GB that their algorithm
-#    modules do not import; every package is pinned in those files);
+#    modules do not import; every package is pinned in those files), through
+#    tools/peers/venv.sh, which tools/peers/control.sh shares;
 # 2. runs the candidate harness with that venv's python over fixtures/verl-0.9.1 and
 #    fixtures/verl-0.8.0 and judges each family file with `conform check --format json`;
 # 3. runs `conform explore` with the adapter (generated cases against the oracle, every
@@ -53,28 +54,10 @@ ENVS=${PEERS_ENV_DIR:-$REPO/.venv-peers}
 WORK=${PEERS_WORK:-/tmp/verlconf-peers/$NAME}
 BASE=$ENVS/torch
 FW=$ENVS/$NAME
-stamp() { sha256sum "$@" | sha256sum | cut -c1-16; }
+. tools/peers/venv.sh
 
 # --- 1. environments
-if [ "$(cat "$BASE/.verlconf-stamp" 2>/dev/null)" != "$(stamp tools/peers/torch-requirements.txt)" ]; then
-  echo "== building $BASE (torch, once)"
-  rm -rf "$BASE"
-  "$PY" -m venv "$BASE" || die "python -m venv $BASE failed"
-  "$BASE/bin/pip" install -q --disable-pip-version-check --no-deps -r tools/peers/torch-requirements.txt \
-    || die "pip install of tools/peers/torch-requirements.txt failed"
-  stamp tools/peers/torch-requirements.txt > "$BASE/.verlconf-stamp"
-fi
-if [ "$(cat "$FW/.verlconf-stamp" 2>/dev/null)" != "$(stamp tools/peers/torch-requirements.txt "$REQ")" ]; then
-  echo "== building $FW"
-  rm -rf "$FW"
-  "$PY" -m venv "$FW" || die "python -m venv $FW failed"
-  base_site=$("$BASE/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  fw_site=$("$FW/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  # The framework's own packages come first on sys.path, the shared torch after them.
-  echo "$base_site" > "$fw_site/verlconf-peers-torch.pth"
-  "$FW/bin/pip" install -q --disable-pip-version-check --no-deps -r "$REQ" || die "pip install of $REQ failed"
-  stamp tools/peers/torch-requirements.txt "$REQ" > "$FW/.verlconf-stamp"
-fi
+peers_venvs "$PY" "$BASE" "$FW" "$REQ"
 "$FW/bin/python" -c 'import torch, numpy, h5py' || die "$FW: torch, numpy or h5py does not import"
 
 STEPS=${PEERS_STEPS:-all}
