@@ -7,9 +7,9 @@
 #include <optional>
 #include <random>
 
-#include "oracle/core/registry.h"
 #include "oracle/judge/compare.h"
 #include "oracle/judge/judge.h"
+#include "oracle/registry.h"
 
 namespace verlconf {
 namespace {

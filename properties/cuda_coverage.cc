@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "oracle/core/registry.h"
+#include "oracle/registry.h"
 
 namespace verlconf::testing {
 

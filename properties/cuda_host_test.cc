@@ -14,8 +14,8 @@
 
 #include "fixtures/h5/golden_set.h"
 #include "oracle/core/errors.h"
-#include "oracle/core/registry.h"
 #include "oracle/judge/judge.h"
+#include "oracle/registry.h"
 #include "properties/cuda_host_check.h"
 #include "tools/cli/paths.h"
 

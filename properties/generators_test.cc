@@ -6,8 +6,8 @@
 #include <rapidcheck/gtest.h>
 
 #include "oracle/core/errors.h"
-#include "oracle/core/registry.h"
 #include "oracle/judge/validate.h"
+#include "oracle/registry.h"
 #include "properties/testing.h"
 
 namespace verlconf {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "oracle/core/registry.h"
+#include "oracle/registry.h"
 
 namespace verlconf {
 namespace {

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "oracle/core/registry.h"
 #include "oracle/judge/judge.h"
 #include "oracle/policy_loss/cov.h"
 #include "oracle/policy_loss/spec_common.h"
+#include "oracle/registry.h"
 #include "oracle/sharding/invariance.h"
 #include "oracle/sharding/plan.h"
 #include "properties/testing.h"

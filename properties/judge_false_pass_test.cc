@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "oracle/aggregation/agg_loss.h"
-#include "oracle/core/registry.h"
 #include "oracle/judge/judge.h"
 #include "oracle/kl/kl_penalty.h"
+#include "oracle/registry.h"
 
 namespace verlconf {
 namespace {

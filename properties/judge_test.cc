@@ -16,9 +16,9 @@
 #include <utility>
 
 #include "oracle/core/errors.h"
-#include "oracle/core/registry.h"
 #include "oracle/judge/grade.h"
 #include "oracle/judge/validate.h"
+#include "oracle/registry.h"
 #include "properties/testing.h"
 
 namespace verlconf {

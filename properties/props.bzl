@@ -11,7 +11,7 @@ def family_props_tests(names, family):
             shard_count = 2,
             deps = [
                 family,
-                "//oracle/core:registry",
+                "//oracle:registry",
                 "//oracle/judge",
                 "//properties:testing",
                 "@gtest//:gtest_main",

@@ -12,7 +12,7 @@
 #include <typeinfo>
 
 #include "oracle/core/errors.h"
-#include "oracle/core/registry.h"
+#include "oracle/registry.h"
 
 namespace verlconf {
 namespace {

@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "oracle/core/case.h"
-#include "oracle/core/registry.h"
+#include "oracle/registry.h"
 
 namespace verlconf::testing {
 

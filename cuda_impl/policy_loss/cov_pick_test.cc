@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "oracle/core/registry.h"
 #include "oracle/judge/judge.h"
 #include "oracle/policy_loss/cov.h"
+#include "oracle/registry.h"
 
 namespace verlconf {
 namespace {

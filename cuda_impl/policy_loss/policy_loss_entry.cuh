@@ -17,8 +17,8 @@
 #include "cuda_impl/core/system.h"
 #include "cuda_impl/policy_loss/policy_loss_common.cuh"
 #include "oracle/core/case.h"
-#include "oracle/core/registry.h"
 #include "oracle/policy_loss/spec_common.h"
+#include "oracle/registry.h"
 
 namespace verlconf::cuda {
 

@@ -5,8 +5,6 @@
 #include <limits>
 #include <sstream>
 
-#include "oracle/judge/grade.h"
-
 namespace verlconf {
 
 void FoldOutcome(CaseReport& r) {
@@ -74,6 +72,13 @@ CaseReport CaseReport::NotCompared(const Case& c, Outcome outcome, const std::st
   r.outcome = outcome;
   r.detail = detail;
   return r;
+}
+
+Grade CaseGrade(const CaseReport& r) {
+  if (r.outcome != Outcome::kFailed && r.outcome != Outcome::kBaselined) return Grade::kNone;
+  Grade g = Grade::kNone;
+  for (const auto& f : r.fields) g = std::max(g, FieldGrade(f));
+  return g == Grade::kNone ? Grade::kMaterial : g;
 }
 
 }  // namespace verlconf

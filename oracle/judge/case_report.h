@@ -7,6 +7,7 @@
 
 #include "oracle/core/case.h"
 #include "oracle/judge/compare.h"
+#include "oracle/judge/grade.h"
 
 namespace verlconf {
 
@@ -47,5 +48,8 @@ struct CaseReport {
 // produced; MISTRUSTED if none that passed proves anything (zeros, no finite number);
 // PASSED otherwise. Fills err_tol, worst_rel, flips, partial and detail.
 void FoldOutcome(CaseReport& r);
+
+// The worst of the failed fields' grades; material for a case failed on its error semantics.
+Grade CaseGrade(const CaseReport& r);
 
 }  // namespace verlconf

@@ -35,11 +35,4 @@ Grade FieldGrade(const FieldReport& f) {
   return Grade::kSmall;
 }
 
-Grade CaseGrade(const CaseReport& r) {
-  if (r.outcome != Outcome::kFailed && r.outcome != Outcome::kBaselined) return Grade::kNone;
-  Grade g = Grade::kNone;
-  for (const auto& f : r.fields) g = std::max(g, FieldGrade(f));
-  return g == Grade::kNone ? Grade::kMaterial : g;
-}
-
 }  // namespace verlconf

@@ -1,9 +1,8 @@
 // How large a failure is, from the judged numbers alone, so that a reader sees the few
 // material differences before the many at rounding level. The verdict does not depend on
-// it: every grade is a failure.
+// it: every grade is a failure. A case's grade (its fields' worst) is case_report.h's.
 #pragma once
 
-#include "oracle/judge/case_report.h"
 #include "oracle/judge/compare.h"
 
 namespace verlconf {
@@ -20,7 +19,5 @@ enum class Grade {
 const char* GradeName(Grade g);
 
 Grade FieldGrade(const FieldReport& f);
-// The worst of the failed fields'; material for a case failed on its error semantics.
-Grade CaseGrade(const CaseReport& r);
 
 }  // namespace verlconf

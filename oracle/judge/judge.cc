@@ -69,265 +69,6 @@ void RefuseNonFiniteReference(const Case& golden, const ReferenceDecisions& ref)
   }
 }
 
-// Every decision at a boundary may go either way on its own: a float32 result that keeps
-// one IcePop token on the bound and drops another is as correct as one that keeps both,
-// and a token can carry several decisions (an IS bound and a rejection bound at the same
-// ratio) that its rounding settles independently. The branches push every boundary
-// position in one direction at once, so a statistic of such a result (a mean of kept
-// weights, a fraction, a loss) matches neither. This gives the values a scalar field
-// takes over combinations of per-position pushes of the oracle, each position pushed
-// either way or not at all, keeping only the combinations under which one side's own
-// element-wise fields (`tensors`: the candidate's, or the reference's) hold at every
-// boundary position: where they show a decision (a kept weight, a zero gradient) a
-// statistic never moves with the other one. Positions whose push moves no scalar are left
-// alone. The count is bounded; past the bound the positions of a row move together, and
-// past that nothing is added (the branches alone judge, as before).
-class DecisionCombinations {
- public:
-  // `tensors`: the side whose element-wise fields pin the decisions; null for the golden's.
-  DecisionCombinations(const FunctionSpec& spec, const Case& golden, const ReferenceDecisions& ref,
-                       const Result* tensors)
-      : spec_(spec),
-        golden_(golden),
-        ref_(ref),
-        tensors_(tensors),
-        eps_(golden.dtype == DType::kFloat32 ? kEps32 : kEps64) {}
-
-  // The values of a scalar field (group "outputs" or "metrics") over the combinations.
-  std::vector<double> Values(const std::string& group, const std::string& name) {
-    if (!computed_) Compute();
-    std::vector<double> v;
-    for (const Result& r : results_) {
-      if (group == "metrics") {
-        if (auto it = r.metrics.find(name); it != r.metrics.end()) v.push_back(it->second);
-      } else if (auto it = r.outputs.find(name); it != r.outputs.end() && it->second.size() == 1) {
-        v.push_back(it->second[0]);
-      }
-    }
-    return v;
-  }
-
-  // The arrays of an element-wise field (group "outputs" or "grads") over the combinations.
-  std::vector<const Array*> Arrays(const std::string& group, const std::string& name) {
-    if (!computed_) Compute();
-    std::vector<const Array*> v;
-    for (const Result& r : results_) {
-      const auto& m = group == "grads" ? r.grads : r.outputs;
-      if (auto it = m.find(name); it != m.end()) v.push_back(&it->second);
-    }
-    return v;
-  }
-
- private:
-  // At most this many combinations are run (two oracle calls each).
-  static constexpr size_t kMaxCombinations = 256;
-  // At most this many boundary positions are pushed one at a time.
-  static constexpr size_t kMaxProbes = 256;
-
-  struct Elementwise {
-    std::string field;
-    bool grads;
-    const Array* want;  // the golden's
-    const Array* got;
-    Tolerance tol;
-  };
-
-  // The value of e's field in r at k, if r has it.
-  static const Array* In(const Result& r, const Elementwise& e) {
-    const auto& m = e.grads ? r.grads : r.outputs;
-    auto it = m.find(e.field.substr(e.field.find('/') + 1));
-    return it == m.end() || it->second.shape != e.want->shape ? nullptr : &it->second;
-  }
-
-  // The side's element-wise fields at position k match `values`', or an exact tie's
-  // value (a gradient no decision gives: the ratio sits on the bound, where both
-  // decisions' forward values hold).
-  bool Holds(int64_t k, const Result& values) const {
-    for (const Elementwise& e : fields_) {
-      const double x = (*e.got)[k];
-      const Array* v = In(values, e);
-      if (!v || Close(x, (*v)[k], e.tol, k)) continue;
-      if (!e.grads) return false;
-      bool decision = false, tie = false;
-      for (const Result* r : decisions_)
-        if (const Array* d = In(*r, e)) decision = decision || Close(x, (*d)[k], e.tol, k);
-      for (const Result& t : ref_.ties)
-        if (const Array* d = In(t, e)) tie = tie || Close(x, (*d)[k], e.tol, k);
-      if (decision || !tie) return false;
-    }
-    return true;
-  }
-
-  // Where the tolerance cannot tell two decisions apart at k (a gradient smaller than
-  // its atol), the side's value still can when it sits far nearer one of them: an option
-  // is dropped where some field's value is over four times nearer another option's than
-  // the two options' values are apart, and they are apart by more than rounding (float32
-  // rounding of an element is ulps; a decision that matters there moves it by its whole
-  // effect, while a continuous one, min(w, upper) on the bound, moves it by nothing).
-  void Narrow(int64_t k, std::vector<double>& options, const std::vector<Result>& seen) const {
-    if (options.size() < 2) return;
-    std::vector<bool> drop(options.size(), false);
-    for (const Elementwise& e : fields_) {
-      const double x = (*e.got)[k];
-      size_t best = options.size();
-      double best_d = 0;
-      for (size_t o = 0; o < options.size(); ++o)
-        if (const Array* v = In(seen[o], e); v && std::isfinite((*v)[k])) {
-          const double d = std::fabs(x - (*v)[k]);
-          if (best == options.size() || d < best_d) best = o, best_d = d;
-        }
-      if (best == options.size()) continue;
-      const double at_best = (*In(seen[best], e))[k];
-      for (size_t o = 0; o < options.size(); ++o)
-        if (const Array* v = In(seen[o], e); o != best && v) {
-          const double gap = std::fabs((*v)[k] - at_best);
-          if (gap > 4.0 * best_d &&
-              gap > oracle::kDecisionUlps * eps_ * std::max(std::fabs(at_best), std::fabs((*v)[k])))
-            drop[o] = true;
-        }
-    }
-    std::vector<double> kept;
-    for (size_t o = 0; o < options.size(); ++o)
-      if (!drop[o]) kept.push_back(options[o]);
-    options = kept;
-  }
-
-  // Some scalar field (a scalar output, a metric) of a differs from b's beyond tolerance.
-  bool MovesAScalar(const Result& a, const Result& b) const {
-    for (const auto& [name, v] : a.metrics) {
-      auto it = b.metrics.find(name);
-      if (it == b.metrics.end()) continue;
-      if (!Close(v, it->second, CaseTolerance(spec_, "metrics/" + name, golden_, &ref_.result.magnitude))) return true;
-    }
-    for (const auto& [name, v] : a.outputs) {
-      auto it = b.outputs.find(name);
-      if (v.size() != 1 || it == b.outputs.end() || it->second.size() != 1) continue;
-      if (!Close(v[0], it->second[0], CaseTolerance(spec_, "outputs/" + name, golden_, &ref_.result.magnitude)))
-        return true;
-    }
-    return false;
-  }
-
-  void Compute() {
-    computed_ = true;
-    const Array& b = ref_.boundary;
-    if (!ref_.input || ref_.branch_sides.empty() || !b.size()) return;
-    for (const bool grads : {false, true}) {
-      const auto& want = grads ? golden_.grads : golden_.outputs;
-      const auto& have =
-          grads ? (tensors_ ? tensors_->grads : golden_.grads) : (tensors_ ? tensors_->outputs : golden_.outputs);
-      for (const auto& [name, w] : want) {
-        auto g = have.find(name);
-        if (w.shape != b.shape || g == have.end() || g->second.shape != b.shape) continue;
-        const std::string field = std::string(grads ? "grads/" : "outputs/") + name;
-        fields_.push_back({field, grads, &w, &g->second, CaseTolerance(spec_, field, golden_, &ref_.result.magnitude)});
-      }
-    }
-    decisions_.push_back(&ref_.result);
-    for (const Result& r : ref_.branches) decisions_.push_back(&r);
-    std::vector<int64_t> positions;
-    for (int64_t k = 0; k < b.size(); ++k)
-      if (b[k] != 0.0 && !(ref_.mask && (*ref_.mask)[k] == 0.0) && ref_.push[k] > 0.0) positions.push_back(k);
-    const std::vector<double> none(static_cast<size_t>(b.size()), 0.0);
-    // Each position's options: the oracle's own decision, and each push that, on its own
-    // or with every position pushed alike, gives the side's element-wise values there; a
-    // push that is only an alternative to the oracle's decision counts where it moves
-    // some scalar.
-    std::vector<std::pair<std::vector<int64_t>, std::vector<double>>> units;
-    for (int64_t k : positions) {
-      const bool stays = Holds(k, ref_.result);
-      std::vector<double> options;
-      std::vector<Result> seen;  // each option's values at k
-      if (stays) {
-        options.push_back(0.0);
-        seen.push_back(ref_.result);
-      }
-      for (size_t i = 0; i < ref_.branch_sides.size(); ++i) {
-        const double side = ref_.branch_sides[i];
-        if (positions.size() > kMaxProbes) {
-          if (Holds(k, ref_.branches[i])) {
-            options.push_back(side);
-            seen.push_back(ref_.branches[i]);
-          }
-          continue;
-        }
-        std::vector<double> one = none;
-        one[static_cast<size_t>(k)] = side;
-        try {
-          Result alone = ref_.PushedBy(one);
-          const bool holds = Holds(k, alone) || Holds(k, ref_.branches[i]);
-          if (holds && (!stays || MovesAScalar(alone, ref_.result))) {
-            options.push_back(side);
-            seen.push_back(std::move(alone));
-          }
-        } catch (const std::exception&) {
-        }
-      }
-      Narrow(k, options, seen);
-      if (options.size() > 1 || (options.size() == 1 && options[0] != 0.0)) units.push_back({{k}, options});
-    }
-    auto count = [&] {
-      double n = 1;
-      for (const auto& u : units) n *= static_cast<double>(u.second.size());
-      return n;
-    };
-    if (count() > kMaxCombinations && b.shape.size() == 2) {
-      // A position with one option stays its own unit: only the open ones move by row.
-      std::map<int64_t, std::pair<std::vector<int64_t>, std::vector<double>>> rows;
-      std::vector<std::pair<std::vector<int64_t>, std::vector<double>>> fixed;
-      for (const auto& [ks, o] : units) {
-        if (o.size() == 1) {
-          fixed.push_back({ks, o});
-          continue;
-        }
-        auto [it, fresh] = rows.try_emplace(ks[0] / b.cols(), std::vector<int64_t>{}, o);
-        it->second.first.push_back(ks[0]);
-        if (!fresh) {
-          std::vector<double> common;
-          for (double x : it->second.second)
-            if (std::find(o.begin(), o.end(), x) != o.end()) common.push_back(x);
-          it->second.second = common;
-        }
-      }
-      units = std::move(fixed);
-      for (auto& [row, u] : rows)
-        if (!u.second.empty()) units.push_back(std::move(u));
-    }
-    if (count() > kMaxCombinations) return;
-    std::vector<size_t> pick(units.size(), 0);
-    for (bool more = true; more;) {
-      std::vector<double> sides = none;
-      bool all_reference = true;
-      for (size_t u = 0; u < units.size(); ++u) {
-        const double side = units[u].second[pick[u]];
-        all_reference = all_reference && side == 0.0;
-        for (int64_t k : units[u].first) sides[static_cast<size_t>(k)] = side;
-      }
-      try {
-        Result r = all_reference ? ref_.result : ref_.PushedBy(sides);
-        bool holds = true;
-        for (int64_t k : positions) holds = holds && Holds(k, r);
-        if (holds) results_.push_back(std::move(r));
-      } catch (const std::exception&) {
-        // A push into an error gives no value; the branches still judge.
-      }
-      size_t i = 0;
-      while (i < pick.size() && ++pick[i] == units[i].second.size()) pick[i++] = 0;
-      more = i < pick.size();
-    }
-  }
-
-  const FunctionSpec& spec_;
-  const Case& golden_;
-  const ReferenceDecisions& ref_;
-  const Result* tensors_;
-  double eps_;
-  bool computed_ = false;
-  std::vector<Elementwise> fields_;
-  std::vector<const Result*> decisions_;  // the oracle's values under each decision
-  std::vector<Result> results_;
-};
-
 // Whether verl raises can itself hang on a decision at a boundary: IcePop drops the one
 // token sitting on its lower bound, every applied weight is zero and the ESS divides by
 // zero, while a float32 implementation whose rounding keeps it returns a result (and the
@@ -524,23 +265,22 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
   // decisions its tensors show give, and so is the reference's (verl's own float32
   // rounding decides too; where the reference is the oracle itself it is one trivially).
   DecisionCombinations by_candidate(spec, golden, ref, got), by_reference(spec, golden, ref, nullptr);
-  auto explained = [&](const std::string& group, const std::string& name, double want, const Tolerance& tol,
-                       const double* oracle_value) {
-    if (oracle_value && Close(want, *oracle_value, tol)) return true;
-    for (double v : by_reference.Values(group, name))
-      if (Close(want, v, tol)) return true;
-    return false;
-  };
-  // A scalar's decision view: its one element may take any of `values`.
-  std::vector<Array> scalar_values;
-  const Array scalar_near = Array::Scalar(1.0);
-  auto ScalarDecisions = [&](const std::vector<double>& values) {
-    scalar_values.clear();
-    for (double v : values) scalar_values.push_back(Array::Scalar(v));
+  // A failed scalar (a loss, a statistic) judged again as one of decisions taken each their
+  // own way: it passes where the candidate's value is one that the decisions its tensors
+  // show give, and the golden's one that the reference's give (or the oracle's own value).
+  auto as_combination = [&](FieldReport& f, const std::string& group, const std::string& name, const Array& have,
+                            const Array& want, const Tolerance& tol, const double* oracle_value) {
+    std::vector<Array> values;
+    for (double v : by_candidate.Values(group, name)) values.push_back(Array::Scalar(v));
+    const Array anywhere = Array::Scalar(1.0);
     DecisionView d;
-    d.boundary = &scalar_near;
-    for (const Array& a : scalar_values) d.branch_values.push_back(&a);
-    return d;
+    d.boundary = &anywhere;
+    for (const Array& a : values) d.branch_values.push_back(&a);
+    FieldReport again = CompareField(f.field, &have, want, tol, f.discrete, d);
+    if (again.outcome == Outcome::kFailed) return;
+    bool explained = oracle_value && Close(want[0], *oracle_value, tol);
+    for (double v : by_reference.Values(group, name)) explained = explained || Close(want[0], v, tol);
+    if (explained) f = std::move(again);
   };
   auto compare_map = [&](const char* group, const std::map<std::string, Array>& want,
                          const std::map<std::string, Array>& have, const std::map<std::string, Array>& ref_fields) {
@@ -562,14 +302,9 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
         for (int64_t k : f.flipped) flipped.insert(k);
       if (f.outcome == Outcome::kFailed && it != have.end() && w.size() == 1 && ref.boundary.shape != w.shape &&
           AnyMarked(ref.boundary)) {
-        // A scalar output (a loss) of decisions taken each their own way.
-        const std::vector<double> values = by_candidate.Values(group, name);
-        FieldReport again = CompareField(field, &it->second, w, f.tol, f.discrete, ScalarDecisions(values));
         auto own = ref.result.outputs.find(name);
-        const double* oracle_value =
-            own != ref.result.outputs.end() && own->second.size() == 1 ? &own->second.data[0] : nullptr;
-        if (again.outcome != Outcome::kFailed && explained(group, name, w[0], f.tol, oracle_value))
-          f = std::move(again);
+        as_combination(f, group, name, it->second, w, f.tol,
+                       own != ref.result.outputs.end() && own->second.size() == 1 ? &own->second.data[0] : nullptr);
       }
       if (f.outcome == Outcome::kFailed && it != have.end() && w.size() > 1 && AnyMarked(ref.boundary)) {
         // An element-wise field a decision moves beyond its own position (IS weights
@@ -646,15 +381,11 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
     }
     FieldReport f = CompareField(field, it == got->metrics.end() ? nullptr : &have, want, tol, discrete, decisions);
     if (f.outcome == Outcome::kFailed && it != got->metrics.end() && AnyMarked(ref.boundary)) {
-      // Decisions taken each their own way (a fraction too: only those the tensors allow,
-      // each counted by the combination itself, so its count is judged exactly).
-      const Tolerance exact = discrete ? FractionTolerance(floating, w, golden, 0.0) : floating;
-      std::vector<double> values = by_candidate.Values("metrics", name);
-      FieldReport again = CompareField(field, &have, want, exact, discrete, ScalarDecisions(values));
+      // A fraction too: only the combinations the tensors allow, each counted by the
+      // combination itself, so its count is judged exactly.
       auto own = ref.result.metrics.find(name);
-      if (again.outcome != Outcome::kFailed &&
-          explained("metrics", name, w, exact, own == ref.result.metrics.end() ? nullptr : &own->second))
-        f = std::move(again);
+      as_combination(f, "metrics", name, have, want, discrete ? FractionTolerance(floating, w, golden, 0.0) : floating,
+                     own == ref.result.metrics.end() ? nullptr : &own->second);
     }
     if (discrete && f.outcome == Outcome::kFailed) f.note = FractionNote(f, golden, tol, own_share);
     r.fields.push_back(std::move(f));

@@ -3,6 +3,8 @@
 // other decision gives there. None of it comes from the implementation under test.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -11,6 +13,7 @@
 #include "oracle/core/case.h"
 #include "oracle/core/function_spec.h"
 #include "oracle/judge/compare.h"
+#include "oracle/judge/tolerance.h"
 
 namespace verlconf {
 
@@ -120,5 +123,77 @@ struct ReferenceDecisions {
 // `reference`: the function whose values the golden holds where it is not the oracle
 // alone (a sharded case's: sharding::ShardedSemantics).
 ReferenceDecisions ReferenceView(const FunctionSpec& spec, const Case& golden, const RunFn* reference = nullptr);
+
+// Every decision at a boundary may go either way on its own: a float32 result that keeps
+// one IcePop token on the bound and drops another is as correct as one that keeps both,
+// and a token can carry several decisions (an IS bound and a rejection bound at the same
+// ratio) that its rounding settles independently. The branches push every boundary
+// position in one direction at once, so a statistic of such a result (a mean of kept
+// weights, a fraction, a loss) matches neither. This gives the values a scalar field
+// takes over combinations of per-position pushes of the oracle, each position pushed
+// either way or not at all, keeping only the combinations under which one side's own
+// element-wise fields (`tensors`: the candidate's, or the reference's) hold at every
+// boundary position: where they show a decision (a kept weight, a zero gradient) a
+// statistic never moves with the other one. Positions whose push moves no scalar are left
+// alone. The count is bounded; past the bound the positions of a row move together, and
+// past that nothing is added (the branches alone judge).
+class DecisionCombinations {
+ public:
+  // `tensors`: the side whose element-wise fields pin the decisions; null for the golden's.
+  DecisionCombinations(const FunctionSpec& spec, const Case& golden, const ReferenceDecisions& ref,
+                       const Result* tensors);
+
+  // The values of a scalar field (group "outputs" or "metrics") over the combinations.
+  std::vector<double> Values(const std::string& group, const std::string& name);
+
+  // The arrays of an element-wise field (group "outputs" or "grads") over the combinations.
+  std::vector<const Array*> Arrays(const std::string& group, const std::string& name);
+
+ private:
+  // At most this many combinations are run (two oracle calls each).
+  static constexpr size_t kMaxCombinations = 256;
+  // At most this many boundary positions are pushed one at a time.
+  static constexpr size_t kMaxProbes = 256;
+
+  struct Elementwise {
+    std::string field;
+    bool grads;
+    const Array* want;  // the golden's
+    const Array* got;
+    Tolerance tol;
+  };
+
+  // The value of e's field in r at k, if r has it.
+  static const Array* In(const Result& r, const Elementwise& e);
+
+  // The side's element-wise fields at position k match `values`', or an exact tie's
+  // value (a gradient no decision gives: the ratio sits on the bound, where both
+  // decisions' forward values hold).
+  bool Holds(int64_t k, const Result& values) const;
+
+  // Where the tolerance cannot tell two decisions apart at k (a gradient smaller than
+  // its atol), the side's value still can when it sits far nearer one of them: an option
+  // is dropped where some field's value is over four times nearer another option's than
+  // the two options' values are apart, and they are apart by more than rounding (float32
+  // rounding of an element is ulps; a decision that matters there moves it by its whole
+  // effect, while a continuous one, min(w, upper) on the bound, moves it by nothing).
+  void Narrow(int64_t k, std::vector<double>& options, const std::vector<Result>& seen) const;
+
+  // Some scalar field (a scalar output, a metric) of a differs from b's beyond tolerance.
+  bool MovesAScalar(const Result& a, const Result& b) const;
+
+  // Runs the combinations, on the first question asked.
+  void Compute();
+
+  const FunctionSpec& spec_;
+  const Case& golden_;
+  const ReferenceDecisions& ref_;
+  const Result* tensors_;
+  double eps_;
+  bool computed_ = false;
+  std::vector<Elementwise> fields_;
+  std::vector<const Result*> decisions_;  // the oracle's values under each decision
+  std::vector<Result> results_;
+};
 
 }  // namespace verlconf

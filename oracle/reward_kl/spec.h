@@ -1,5 +1,5 @@
 // The reward_kl family's registry entries, added in registry order
-// (oracle/core/registry.cc calls these).
+// (oracle/registry.cc calls these).
 #pragma once
 
 #include <vector>

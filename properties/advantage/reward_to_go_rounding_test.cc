@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "oracle/core/registry.h"
 #include "oracle/judge/judge.h"
+#include "oracle/registry.h"
 
 namespace verlconf {
 namespace {

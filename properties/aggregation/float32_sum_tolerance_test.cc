@@ -11,9 +11,9 @@
 #include <random>
 #include <string>
 
-#include "oracle/core/registry.h"
 #include "oracle/judge/compare.h"
 #include "oracle/judge/judge.h"
+#include "oracle/registry.h"
 
 namespace verlconf {
 namespace {

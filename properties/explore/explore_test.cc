@@ -13,13 +13,13 @@
 #include <string>
 
 #include "oracle/core/errors.h"
-#include "oracle/core/registry.h"
 #include "oracle/explore/elements.h"
 #include "oracle/explore/golden.h"
 #include "oracle/explore/regimes.h"
 #include "oracle/explore/shrink.h"
 #include "oracle/judge/compare.h"
 #include "oracle/judge/validate.h"
+#include "oracle/registry.h"
 #include "tools/explore/wire.h"
 
 namespace verlconf::explore {

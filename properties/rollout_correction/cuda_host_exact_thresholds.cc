@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "oracle/core/registry.h"
+#include "oracle/registry.h"
 #include "properties/cuda_host_check.h"
 
 namespace verlconf {

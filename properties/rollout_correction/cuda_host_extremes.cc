@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "oracle/core/generate.h"
-#include "oracle/core/registry.h"
 #include "oracle/judge/compare.h"
 #include "oracle/judge/judge.h"
+#include "oracle/registry.h"
 #include "properties/cuda_host_check.h"
 
 namespace verlconf {

@@ -10,9 +10,9 @@
 #include <set>
 
 #include "oracle/core/errors.h"
-#include "oracle/core/registry.h"
 #include "oracle/core/sum.h"
 #include "oracle/judge/validate.h"
+#include "oracle/registry.h"
 #include "oracle/rollout_correction/presets.h"
 #include "oracle/rollout_correction/rollout_correction.h"
 #include "oracle/torch_functional/masked.h"

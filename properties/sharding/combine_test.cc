@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "oracle/core/errors.h"
-#include "oracle/core/registry.h"
+#include "oracle/registry.h"
 #include "oracle/sharding/invariance.h"
 #include "oracle/sharding/plan.h"
 #include "oracle/sharding/shard.h"

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "oracle/core/errors.h"
-#include "oracle/core/registry.h"
+#include "oracle/registry.h"
 #include "oracle/sharding/combine.h"
 #include "oracle/sharding/invariance.h"
 #include "oracle/sharding/shard.h"

@@ -7,7 +7,7 @@
 
 #include <stdexcept>
 
-#include "oracle/core/registry.h"
+#include "oracle/registry.h"
 #include "oracle/sharding/combine.h"
 #include "oracle/sharding/shard.h"
 

@@ -4,7 +4,7 @@
 #include <cctype>
 
 #include "oracle/core/generate.h"
-#include "oracle/core/registry.h"
+#include "oracle/registry.h"
 #include "oracle/sharding/combine.h"
 #include "oracle/sharding/invariance.h"
 #include "oracle/sharding/shard.h"

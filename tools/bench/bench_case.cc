@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "oracle/core/registry.h"
+#include "oracle/registry.h"
 
 namespace verlconf::bench {
 namespace {

@@ -9,9 +9,9 @@
 #include <tuple>
 
 #include "oracle/core/errors.h"
-#include "oracle/core/registry.h"
 #include "oracle/core/text.h"
 #include "oracle/judge/candidate.h"
+#include "oracle/registry.h"
 #include "tools/cli/check_dp.h"
 
 namespace verlconf::tools {

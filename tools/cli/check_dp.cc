@@ -9,10 +9,10 @@
 #include <tuple>
 
 #include "oracle/core/errors.h"
-#include "oracle/core/registry.h"
 #include "oracle/explore/golden.h"
 #include "oracle/judge/candidate.h"
 #include "oracle/judge/judge.h"
+#include "oracle/registry.h"
 #include "oracle/sharding/combine.h"
 #include "oracle/sharding/invariance.h"
 #include "oracle/sharding/shard.h"

@@ -11,8 +11,8 @@
 #include "fixtures/h5/golden_set.h"
 #include "oracle/core/errors.h"
 #include "oracle/core/json.h"
-#include "oracle/core/registry.h"
 #include "oracle/judge/validate.h"
+#include "oracle/registry.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/selection.h"
 

@@ -4,7 +4,7 @@
 #include <set>
 
 #include "oracle/core/errors.h"
-#include "oracle/core/registry.h"
+#include "oracle/registry.h"
 
 namespace verlconf::tools {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "oracle/core/errors.h"
 #include "oracle/core/json.h"
-#include "oracle/core/registry.h"
+#include "oracle/registry.h"
 
 namespace verlconf::explore {
 namespace {

@@ -42,10 +42,10 @@
 #include "fixtures/h5/h5child.h"
 #include "fixtures/h5/h5io.h"
 #include "oracle/core/errors.h"
-#include "oracle/core/registry.h"
 #include "oracle/judge/candidate.h"
 #include "oracle/judge/judge.h"
 #include "oracle/judge/validate.h"
+#include "oracle/registry.h"
 
 namespace {
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "oracle/core/errors.h"
-#include "oracle/core/registry.h"
+#include "oracle/registry.h"
 #include "oracle/sharding/combine.h"
 #include "oracle/sharding/invariance.h"
 #include "oracle/sharding/plan.h"

@@ -46,7 +46,7 @@
 #include <vector>
 
 #include "oracle/core/errors.h"
-#include "oracle/core/registry.h"
+#include "oracle/registry.h"
 #include "tools/torch_api/example_losses.h"
 #include "tools/torch_api/verlconf_torch.h"
 

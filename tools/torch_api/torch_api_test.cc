@@ -8,7 +8,7 @@
 
 #include "fixtures/h5/golden_set.h"
 #include "oracle/core/errors.h"
-#include "oracle/core/registry.h"
+#include "oracle/registry.h"
 #include "tools/cli/paths.h"
 #include "tools/torch_api/example_losses.h"
 #include "tools/torch_api/verlconf_torch.h"

@@ -10,8 +10,8 @@
 #include <stdexcept>
 
 #include "oracle/core/errors.h"
-#include "oracle/core/registry.h"
 #include "oracle/judge/validate.h"
+#include "oracle/registry.h"
 
 namespace verlconf::torch_api {
 namespace {

@@ -1,4 +1,4 @@
-#include "oracle/core/registry.h"
+#include "oracle/registry.h"
 
 #include <memory>
 #include <set>
