@@ -159,15 +159,16 @@ DualClip DualClipPpo(const at::Tensor& log_prob, const TensorMap& in, double cli
 
 }  // namespace
 
-TorchResult VanillaPolicyLoss(const TensorMap& in, const Config& cfg, Bug bug) {
-  const double clip = cfg.Double("clip_ratio", 0.2);
+TorchResult VanillaPolicyLoss(const TensorMap& in, const Config& given, Bug bug) {
+  const Config cfg = WithVerlDefaults("vanilla", given, "policy_loss");
+  const double clip = cfg.Double("clip_ratio");
   const at::Tensor log_prob = in.at("log_prob").detach().clone().requires_grad_(true);
   const DualClip dc = DualClipPpo(log_prob, in, cfg.Double("clip_ratio_low", clip), cfg.Double("clip_ratio_high", clip),
-                                  cfg.Double("clip_ratio_c", 3.0), bug);
+                                  cfg.Double("clip_ratio_c"), bug);
   at::Tensor pg_losses = dc.losses;
   if (auto it = in.find("rollout_is_weights"); it != in.end()) pg_losses = pg_losses * it->second;
   const at::Tensor pg_loss =
-      AggLossTensor(pg_losses, in.at("response_mask"), cfg.String("loss_agg_mode", "token-mean"), cfg);
+      AggLossTensor(pg_losses, in.at("response_mask"), cfg.String("loss_agg_mode"), cfg);
 
   TorchResult r;
   r.grads["log_prob"] = Grad(pg_loss, log_prob);
@@ -180,7 +181,7 @@ TorchResult VanillaPolicyLoss(const TensorMap& in, const Config& cfg, Bug bug) {
 
 // ---- The other policy losses. Each builds verl's loss from `log_prob` (a leaf that
 // requires grad) and returns the aggregated loss and verl's metrics as tensors;
-// FamilyPolicyLoss differentiates. Config fallbacks are ActorConfig's defaults.
+// FamilyPolicyLoss differentiates, with the config completed from verl's defaults.
 namespace {
 
 struct LossAndMetrics {
@@ -192,7 +193,7 @@ struct Clip {
   double low, high;
 };
 Clip ClipRatios(const Config& cfg) {
-  const double clip = cfg.Double("clip_ratio", 0.2);
+  const double clip = cfg.Double("clip_ratio");
   return {cfg.Double("clip_ratio_low", clip), cfg.Double("clip_ratio_high", clip)};
 }
 
@@ -219,7 +220,7 @@ LossAndMetrics Gspo(const at::Tensor& log_prob, const TensorMap& in, const Confi
   const at::Tensor clipped = -adv * ClampLikeVerl(s, 1.0 - clip.low, 1.0 + clip.high);
   const at::Tensor losses = WithIsWeights(at::maximum(unclipped, clipped), in);
   LossAndMetrics r;
-  r.loss = AggLossTensor(losses, mask, cfg.String("loss_agg_mode", "token-mean"), cfg);
+  r.loss = AggLossTensor(losses, mask, cfg.String("loss_agg_mode"), cfg);
   r.metrics["actor/pg_clipfrac"] = MaskedMean(at::gt(clipped, unclipped).to(at::kFloat), mask);
   r.metrics["actor/ppo_kl"] = MaskedMean(-log_ratio, mask);
   r.metrics["actor/pg_clipfrac_lower"] = at::zeros({}, at::kDouble);
@@ -234,8 +235,8 @@ LossAndMetrics Sapo(const at::Tensor& log_prob, const TensorMap& in, const Confi
   const at::Tensor& mask = in.at("response_mask");
   const at::Tensor log_ratio = ClampLikeVerl(log_prob - in.at("old_log_prob"), -20.0, 20.0);
   const at::Tensor ratio = at::exp(log_ratio);
-  const at::Tensor tau = at::where(adv > 0, at::full_like(adv, cfg.Double("tau_pos", 1.0)),
-                                   at::full_like(adv, cfg.Double("tau_neg", 1.05)));
+  const at::Tensor tau = at::where(adv > 0, at::full_like(adv, cfg.Double("tau_pos")),
+                                   at::full_like(adv, cfg.Double("tau_neg")));
   const at::Tensor gate = at::sigmoid(tau * (ratio - 1.0)) * (4.0 / tau);
   const at::Tensor losses = WithIsWeights(-gate * adv, in);
   LossAndMetrics r;
@@ -249,7 +250,7 @@ LossAndMetrics Sapo(const at::Tensor& log_prob, const TensorMap& in, const Confi
 // verl: compute_policy_loss_gpg. Plain policy gradient, -log_prob * A; no metrics.
 LossAndMetrics Gpg(const at::Tensor& log_prob, const TensorMap& in, const Config& cfg) {
   const at::Tensor losses = WithIsWeights(-log_prob * in.at("advantages"), in);
-  return {AggLossTensor(losses, in.at("response_mask"), cfg.String("loss_agg_mode", "token-mean"), cfg), {}};
+  return {AggLossTensor(losses, in.at("response_mask"), cfg.String("loss_agg_mode"), cfg), {}};
 }
 
 // verl: compute_policy_loss_cispo. The clipped ratio is a detached weight on
@@ -264,7 +265,7 @@ LossAndMetrics Cispo(const at::Tensor& log_prob, const TensorMap& in, const Conf
   const at::Tensor weight = clipped_ratio.detach();
   const at::Tensor losses = WithIsWeights(-weight * adv * log_prob, in);
   LossAndMetrics r;
-  r.loss = AggLossTensor(losses, mask, cfg.String("loss_agg_mode", "token-mean"), cfg);
+  r.loss = AggLossTensor(losses, mask, cfg.String("loss_agg_mode"), cfg);
   r.metrics["actor/pg_clipfrac"] = MaskedMean(at::ne(ratio, clipped_ratio).to(at::kFloat), mask);
   r.metrics["actor/ppo_kl"] = MaskedMean(-log_ratio, mask);
   r.metrics["actor/pg_clipfrac_lower"] = at::zeros({}, at::kDouble);
@@ -281,7 +282,7 @@ LossAndMetrics Dro(const at::Tensor& log_prob, const TensorMap& in, const Config
   const at::Tensor log_ratio = log_prob - in.at("old_log_prob");
   const at::Tensor losses = WithIsWeights(-(log_prob * in.at("advantages") - 0.5 * *beta * log_ratio.square()), in);
   LossAndMetrics r;
-  r.loss = AggLossTensor(losses, mask, cfg.String("loss_agg_mode", "token-mean"), cfg);
+  r.loss = AggLossTensor(losses, mask, cfg.String("loss_agg_mode"), cfg);
   r.metrics["actor/ppo_kl"] = MaskedMean(-log_ratio, mask);
   return r;
 }
@@ -320,7 +321,7 @@ LossAndMetrics GeoMean(const at::Tensor& log_prob, const TensorMap& in, const Co
 // always has the key (default 3).
 LossAndMetrics Dppo(const at::Tensor& log_prob, const TensorMap& in, const Config& cfg, bool binary_kl) {
   const Clip div = ClipRatios(cfg);
-  const double c = cfg.Double("clip_ratio_c", 3.0);
+  const double c = cfg.Double("clip_ratio_c");
   const at::Tensor& adv = in.at("advantages");
   const at::Tensor& mask = in.at("response_mask");
   const at::Tensor& old_log_prob = in.at("old_log_prob");
@@ -342,7 +343,7 @@ LossAndMetrics Dppo(const at::Tensor& log_prob, const TensorMap& in, const Confi
   const at::Tensor valid = at::where(adv > 0, keep_pos, keep_neg).detach().to(at::kFloat);
   const at::Tensor losses = WithIsWeights(-adv * truncated * log_prob * valid, in);
   LossAndMetrics r;
-  r.loss = AggLossTensor(losses, mask, cfg.String("loss_agg_mode", "token-mean"), cfg);
+  r.loss = AggLossTensor(losses, mask, cfg.String("loss_agg_mode"), cfg);
   r.metrics["actor/pg_clipfrac"] = MaskedMean(1.0 - valid, mask);
   r.metrics["actor/ppo_kl"] = MaskedMean(-log_ratio, mask);
   r.metrics["actor/pg_clipfrac_lower"] = MaskedMean((ratio > c).to(at::kFloat) * valid, mask);
@@ -357,7 +358,7 @@ at::Tensor CovSelected(const TensorMap& in) { return in.at("cov_selected").detac
 // verl: compute_policy_loss_clip_cov. PPO's clip (no dual clip, no +-20 clamp) with the
 // loss of the picked tokens multiplied by 0; pg_clipfrac is the picked share.
 LossAndMetrics ClipCov(const at::Tensor& log_prob, const TensorMap& in, const Config& cfg) {
-  if (!(cfg.Double("clip_cov_ratio", 0.0002) > 0))
+  if (!(cfg.Double("clip_cov_ratio") > 0))
     throw VerlError("AssertionError", "clip_ratio should be larger than 0.");  // verl's message, sic
   const Clip clip = ClipRatios(cfg);
   const at::Tensor& adv = in.at("advantages");
@@ -369,7 +370,7 @@ LossAndMetrics ClipCov(const at::Tensor& log_prob, const TensorMap& in, const Co
   const at::Tensor clipped = -adv * ClampLikeVerl(ratio, 1.0 - clip.low, 1.0 + clip.high);
   const at::Tensor losses = WithIsWeights(at::maximum(unclipped, clipped) * corr, in);
   LossAndMetrics r;
-  r.loss = AggLossTensor(losses, mask, cfg.String("loss_agg_mode", "token-mean"), cfg);
+  r.loss = AggLossTensor(losses, mask, cfg.String("loss_agg_mode"), cfg);
   r.metrics["actor/pg_clipfrac"] = MaskedMean((corr == 0).to(at::kFloat), mask);
   r.metrics["actor/ppo_kl"] = MaskedMean(-log_ratio, mask);
   return r;
@@ -380,7 +381,7 @@ LossAndMetrics ClipCov(const at::Tensor& log_prob, const TensorMap& in, const Co
 // |log-ratio|. ppo_kl_coef falls back to PolicyLossConfig's 0.1 (the function's own 1.0
 // never applies).
 LossAndMetrics KlCov(const at::Tensor& log_prob, const TensorMap& in, const Config& cfg) {
-  if (!(cfg.Double("kl_cov_ratio", 0.0002) > 0))
+  if (!(cfg.Double("kl_cov_ratio") > 0))
     throw VerlError("AssertionError", "kl_cov_ratio should be larger than 0.");
   const at::Tensor& adv = in.at("advantages");
   const at::Tensor& mask = in.at("response_mask");
@@ -388,10 +389,10 @@ LossAndMetrics KlCov(const at::Tensor& log_prob, const TensorMap& in, const Conf
   const at::Tensor log_ratio = log_prob - in.at("old_log_prob");  // no clamp here
   const at::Tensor abs_log_ratio = log_ratio.abs();
   const at::Tensor plain = -adv * at::exp(log_ratio);
-  const at::Tensor penalised = plain + cfg.Double("ppo_kl_coef", 0.1) * abs_log_ratio;
+  const at::Tensor penalised = plain + cfg.Double("ppo_kl_coef") * abs_log_ratio;
   const at::Tensor losses = WithIsWeights(at::where(selected != 0, penalised, plain), in);
   LossAndMetrics r;
-  r.loss = AggLossTensor(losses, mask, cfg.String("loss_agg_mode", "token-mean"), cfg);
+  r.loss = AggLossTensor(losses, mask, cfg.String("loss_agg_mode"), cfg);
   r.metrics["actor/ppo_kl"] = MaskedMean(abs_log_ratio, mask);
   return r;
 }
@@ -403,7 +404,7 @@ LossAndMetrics Reinforce(const at::Tensor& log_prob, const TensorMap& in, const 
   const at::Tensor& mask = in.at("response_mask");
   const at::Tensor losses = WithIsWeights(-in.at("advantages") * log_prob, in);
   LossAndMetrics r;
-  r.loss = AggLossTensor(losses, mask, cfg.String("loss_agg_mode", "seq-mean-token-sum"), cfg);
+  r.loss = AggLossTensor(losses, mask, cfg.String("loss_agg_mode"), cfg);
   r.metrics["actor/ppo_kl"] = MaskedMean(-(log_prob - in.at("old_log_prob")), mask);
   return r;
 }
@@ -412,11 +413,11 @@ LossAndMetrics Reinforce(const at::Tensor& log_prob, const TensorMap& in, const 
 // names, without IS weights or global_batch_info (agg_loss's own defaults), its tuple's
 // metrics under their bare names.
 LossAndMetrics DeprecatedPpo(const at::Tensor& log_prob, const TensorMap& in, const Config& cfg) {
-  const double clip = cfg.Double("cliprange", 0.2);
+  const double clip = cfg.Double("cliprange");  // required, as in verl (None there is a TypeError)
   const DualClip dc = DualClipPpo(log_prob, in, cfg.Double("cliprange_low", clip), cfg.Double("cliprange_high", clip),
-                                  cfg.Double("clip_ratio_c", 3.0), Bug::kNone);
+                                  cfg.Double("clip_ratio_c"), Bug::kNone);
   LossAndMetrics r;
-  r.loss = AggLossTensor(dc.losses, in.at("response_mask"), cfg.String("loss_agg_mode", "token-mean"), Config());
+  r.loss = AggLossTensor(dc.losses, in.at("response_mask"), cfg.String("loss_agg_mode"), Config());
   r.metrics = {{"pg_clipfrac", dc.clipfrac}, {"ppo_kl", dc.ppo_kl}, {"pg_clipfrac_lower", dc.clipfrac_lower}};
   return r;
 }
@@ -848,7 +849,7 @@ Correction RolloutCorrection(const at::Tensor& log_prob, const TensorMap& in, co
   const ConfigValue* level = RawValue(cfg, "rollout_is");
   const ConfigValue* is_threshold = RawValue(cfg, "rollout_is_threshold");
   if (level && is_threshold)
-    c.weights = IsWeights(log_ratio, mask, *level, *is_threshold, cfg.Bool("rollout_is_batch_normalize", false), m);
+    c.weights = IsWeights(log_ratio, mask, *level, *is_threshold, cfg.Bool("rollout_is_batch_normalize"), m);
   c.mask = mask.clone();
   if (const ConfigValue* rs = RawValue(cfg, "rollout_rs")) {
     const ConfigValue* rs_threshold = RawValue(cfg, "rollout_rs_threshold");
@@ -874,9 +875,9 @@ LossAndMetrics BypassMode(const at::Tensor& log_prob, const TensorMap& in, const
   TensorMap eff = in;
   eff["response_mask"] = corr.mask;
   eff.erase("rollout_is_weights");
-  const std::string agg_mode = cfg.String("loss_agg_mode", "token-mean");
-  // An absent loss_type is None, which verl rejects too.
-  const std::string loss_type = cfg.String("loss_type", "None");
+  const std::string agg_mode = cfg.String("loss_agg_mode");
+  // verl receives an absent loss_type as None and rejects it, naming it as Python prints it.
+  const std::string loss_type = cfg.OptionalString("loss_type").value_or("None");
   LossAndMetrics r;
   if (loss_type == "reinforce") {
     if (corr.weights) eff["rollout_is_weights"] = *corr.weights;
@@ -885,7 +886,7 @@ LossAndMetrics BypassMode(const at::Tensor& log_prob, const TensorMap& in, const
     r = Reinforce(log_prob, eff, reinforce_cfg);
   } else if (loss_type == "ppo_clip") {
     const Clip clip = ClipRatios(cfg);
-    const DualClip dc = DualClipPpo(log_prob, eff, clip.low, clip.high, cfg.Double("clip_ratio_c", 3.0), Bug::kNone);
+    const DualClip dc = DualClipPpo(log_prob, eff, clip.low, clip.high, cfg.Double("clip_ratio_c"), Bug::kNone);
     r.loss = AggLossTensor(dc.losses, corr.mask, agg_mode, cfg);
     r.metrics = {{"actor/pg_clipfrac", dc.clipfrac},
                  {"actor/ppo_kl", dc.ppo_kl},
@@ -936,9 +937,10 @@ const std::map<std::string, PolicyLossFn>& FamilyLosses() {
 
 }  // namespace
 
-TorchResult FamilyPolicyLoss(const TensorMap& in, const Config& cfg, const std::string& name) {
+TorchResult FamilyPolicyLoss(const TensorMap& in, const Config& given, const std::string& name) {
   const auto fn = FamilyLosses().find(name);
   if (fn == FamilyLosses().end()) throw std::invalid_argument("FamilyPolicyLoss: no policy loss '" + name + "' here");
+  const Config cfg = WithVerlDefaults(name, given, "policy_loss");
   const at::Tensor log_prob = in.at("log_prob").detach().clone().requires_grad_(true);
   const LossAndMetrics lm = fn->second(log_prob, in, cfg);
   TorchResult r;
@@ -948,7 +950,8 @@ TorchResult FamilyPolicyLoss(const TensorMap& in, const Config& cfg, const std::
   return r;
 }
 
-TorchResult ValueLoss(const TensorMap& in, const Config& cfg) {
+TorchResult ValueLoss(const TensorMap& in, const Config& given) {
+  const Config cfg = WithVerlDefaults("compute_value_loss", given, "policy_loss");
   const at::Tensor vpreds = in.at("vpreds").detach().clone().requires_grad_(true);
   const at::Tensor& returns = in.at("returns");
   const at::Tensor& values = in.at("values");
@@ -960,7 +963,7 @@ TorchResult ValueLoss(const TensorMap& in, const Config& cfg) {
   const at::Tensor l1 = (vpreds - returns).square();
   const at::Tensor l2 = (vpredclipped - returns).square();
   const at::Tensor vf_loss =
-      0.5 * AggLossTensor(at::maximum(l1, l2), mask, cfg.String("loss_agg_mode", "token-mean"), cfg);
+      0.5 * AggLossTensor(at::maximum(l1, l2), mask, cfg.String("loss_agg_mode"), cfg);
   TorchResult r;
   r.grads["vpreds"] = Grad(vf_loss, vpreds);
   r.outputs["vf_loss"] = vf_loss.detach();
@@ -968,24 +971,26 @@ TorchResult ValueLoss(const TensorMap& in, const Config& cfg) {
   return r;
 }
 
-TorchResult EntropyLoss(const TensorMap& in, const Config& cfg) {
+TorchResult EntropyLoss(const TensorMap& in, const Config& given) {
+  const Config cfg = WithVerlDefaults("compute_entropy_loss", given, "policy_loss");
   const at::Tensor logits = in.at("logits").detach().clone().requires_grad_(true);
   // verl_F.entropy_from_logits: logsumexp(z) - sum softmax(z) z over the vocabulary.
   const at::Tensor entropy = at::logsumexp(logits, {-1}) - (at::softmax(logits, -1) * logits).sum(-1);
   // verl passes no global_batch_info here: agg_loss's defaults, whatever the config holds.
   const at::Tensor loss =
-      AggLossTensor(entropy, in.at("response_mask"), cfg.String("loss_agg_mode", "token-mean"), Config());
+      AggLossTensor(entropy, in.at("response_mask"), cfg.String("loss_agg_mode"), Config());
   TorchResult r;
   r.grads["logits"] = Grad(loss, logits);
   r.outputs["entropy_loss"] = loss.detach();
   return r;
 }
 
-TorchResult ActorKlLoss(const TensorMap& in, const Config& cfg) {
+TorchResult ActorKlLoss(const TensorMap& in, const Config& given) {
+  const Config cfg = WithVerlDefaults("actor_kl_loss", given, "policy_loss");
   const at::Tensor log_prob = in.at("log_prob").detach().clone().requires_grad_(true);
-  const at::Tensor kld = KlPenaltyTensor(log_prob, in.at("ref_log_prob"), cfg.String("kl_loss_type", "low_var_kl"));
-  const at::Tensor kl_loss = AggLossTensor(kld, in.at("response_mask"), cfg.String("loss_agg_mode", "token-mean"), cfg);
-  const at::Tensor term = kl_loss * cfg.Double("kl_loss_coef", 0.001);
+  const at::Tensor kld = KlPenaltyTensor(log_prob, in.at("ref_log_prob"), cfg.String("kl_loss_type"));
+  const at::Tensor kl_loss = AggLossTensor(kld, in.at("response_mask"), cfg.String("loss_agg_mode"), cfg);
+  const at::Tensor term = kl_loss * cfg.Double("kl_loss_coef");
   TorchResult r;
   r.grads["log_prob"] = Grad(term, log_prob);
   r.outputs["kl_term"] = term.detach();
@@ -1025,7 +1030,8 @@ const std::vector<std::string>& PolicyLossNames() {
   return names;
 }
 
-TorchResult AggLoss(const TensorMap& in, const Config& cfg, const std::string& mode) {
+TorchResult AggLoss(const TensorMap& in, const Config& given, const std::string& mode) {
+  const Config cfg = WithVerlDefaults(mode, given, "aggregation");
   const at::Tensor loss_mat = in.at("loss_mat").detach().clone().requires_grad_(true);
   const at::Tensor loss = AggLossTensor(loss_mat, in.at("loss_mask"), mode, cfg);
   TorchResult r;

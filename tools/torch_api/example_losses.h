@@ -1,5 +1,6 @@
 // A small LibTorch implementation of some of verl's functions, the way a C++ framework
-// would write them: forward with ATen ops, gradients from torch autograd. It is what
+// would write them: forward with ATen ops, gradients from torch autograd. Each reads its
+// config completed with verl's defaults (WithVerlDefaults), so no default is restated here. It is what
 // example_vanilla checks against verl's goldens, and what gradient_libtorch_test holds
 // the oracle's analytic gradients against.
 #pragma once

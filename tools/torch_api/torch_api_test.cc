@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <string>
 
@@ -260,6 +261,30 @@ TEST(PlantedBug, WrongSignFailsEveryCase) {
     EXPECT_TRUE(FailedFields(r).count("outputs/pg_loss")) << r.Describe();
     EXPECT_TRUE(FailedFields(r).count("grads/log_prob")) << r.Describe();
   }
+}
+
+// A candidate reads every key the function takes, completed from the registry's
+// defaults, so that no implementation restates one; a key it does not take is refused.
+TEST(Config, CandidatesReceiveVerlsDefaultsFromTheRegistry) {
+  const FunctionSpec* spec = FindSpec("vanilla", "policy_loss");
+  ASSERT_NE(spec, nullptr);
+  const Case& golden = GoldenCase("vanilla", "sym_4x8_f64");
+  ASSERT_FALSE(golden.config.values().count("clip_ratio_c")) << "pick a golden that leaves clip_ratio_c to verl";
+  std::map<std::string, ConfigValue> seen;
+  const CaseReport r = CheckAgainstGolden(golden, [&](const TensorMap& in, const Config& cfg) {
+    seen = cfg.values();
+    return example::VanillaPolicyLoss(in, cfg);
+  });
+  EXPECT_EQ(r.outcome, Outcome::kPassed) << r.Describe();
+  for (const ConfigKey& k : spec->config) {
+    ASSERT_TRUE(seen.count(k.name)) << k.name;
+    const auto given = golden.config.values().find(k.name);
+    EXPECT_TRUE(seen.at(k.name) == (given != golden.config.values().end() ? given->second : k.verl_default)) << k.name;
+  }
+  Config odd;
+  odd.Set("clip_ratio_x", 0.1);
+  ExpectBadInput([&] { (void)WithVerlDefaults("vanilla", odd, "policy_loss"); }, "clip_ratio_x");
+  ExpectBadInput([&] { (void)WithVerlDefaults("no_such_loss", Config()); }, "no_such_loss");
 }
 
 TEST(Errors, CandidateErrorsAreComparedByKind) {

@@ -173,6 +173,15 @@ CaseReport CheckAgainstOracle(const std::string& function, const TensorMap& inpu
   return CompareResult(spec, reference, &got, std::nullopt);
 }
 
+Config WithVerlDefaults(const std::string& function, const Config& config, const std::string& family) {
+  const FunctionSpec* spec = FindSpec(function, family);
+  if (!spec)
+    throw BadInput("unknown function '" + function + "'" + (family.empty() ? "" : " in family '" + family + "'"));
+  Config resolved = config;
+  ResolveConfig(*spec, resolved);
+  return resolved;
+}
+
 CaseReport CheckAgainstGolden(const Case& golden, const CandidateFn& candidate) {
   const FunctionSpec* spec = SpecFor(golden);
   if (!spec)
@@ -182,7 +191,8 @@ CaseReport CheckAgainstGolden(const Case& golden, const CandidateFn& candidate) 
   TorchResult tr;
   std::optional<std::string> raised;
   try {
-    tr = candidate(InputsAsTensors(golden), golden.config);
+    Case storage;
+    tr = candidate(InputsAsTensors(golden), Resolved(*spec, golden, storage).config);
   } catch (const VerlError& e) {
     raised = e.what();
   } catch (const Unsupported& e) {

@@ -63,9 +63,16 @@ struct TorchResult {
 };
 
 // A candidate implementation: golden inputs as tensors (in the case's dtype, on the
-// CPU, not requiring grad) and the case's config (read it with Config::Double etc.
-// and verl's defaults; a key verl left at None is absent).
+// CPU, not requiring grad) and the case's config completed with verl's defaults
+// (WithVerlDefaults: every key the function takes, None where verl's is None), so that
+// an implementation reads each key (Config::Double etc.) and never restates a default.
 using CandidateFn = std::function<TorchResult(const TensorMap& inputs, const Config& config)>;
+
+// `config` completed with verl's defaults for `function` (the registry's, as the judge
+// completes a golden's): every key the function takes, None where verl's default is None
+// or where verl receives an absent key as None. BadInput for an unknown function, a key
+// the function does not take, or a value of the wrong type.
+Config WithVerlDefaults(const std::string& function, const Config& config, const std::string& family = "");
 
 // ---- conversions (dtype preserved: float64 <-> kDouble, float32 <-> kFloat,
 // int64 <-> kLong). `what` names the tensor in error messages.
