@@ -117,8 +117,18 @@ def torch_adapter() -> str:
 def write_baseline() -> str:
     d = tmp("written")
     path = os.path.join(d, "accepted.txt")
-    conform("validate", "--adapter", EXAMPLE, "--python", PYTHON, "--only", "grpo,vanilla", "--write-baseline", path,
-            bug="biased_std")  # fmt: skip
+    conform(
+        "validate",
+        "--adapter",
+        EXAMPLE,
+        "--python",
+        PYTHON,
+        "--only",
+        "grpo,vanilla",
+        "--write-baseline",
+        path,
+        bug="biased_std",
+    )
     with open(path) as f:
         return f.read()
 
@@ -133,14 +143,25 @@ def baseline() -> str:
     )
     with open(path, "w") as f:
         f.write(reviewed + "kl/k3  outputs/kl  # an old difference, fixed since\n")
-    out = conform("validate", "--adapter", EXAMPLE, "--python", PYTHON, "--only", "grpo,vanilla,k3", "--baseline", path,
-                  bug="biased_std")[0]  # fmt: skip
+    out = conform(
+        "validate",
+        "--adapter",
+        EXAMPLE,
+        "--python",
+        PYTHON,
+        "--only",
+        "grpo,vanilla,k3",
+        "--baseline",
+        path,
+        bug="biased_std",
+    )[0]
     return out.replace(path, "/tmp/accepted.txt")
 
 
 def wheel_validate() -> str:
-    out = conform("validate", "--adapter", "numpy_example", "--only", "grpo,vanilla,k3", "--python", PYTHON,
-                  prog="verlconf")[0]  # fmt: skip
+    out = conform(
+        "validate", "--adapter", "numpy_example", "--only", "grpo,vanilla,k3", "--python", PYTHON, prog="verlconf"
+    )[0]
     return goldens_as("/tmp/venv/lib/python3.11/site-packages/verlconf/_data")(out)
 
 
@@ -168,8 +189,9 @@ def explore_example() -> str:
 
 def explore_fault() -> str:
     d = os.path.join(tmp("explore"), "explore")
-    out = conform("explore", "--adapter", "numpy_example", "--python", PYTHON, "--only", "grpo", "--out", d,
-                  bug="biased_std")[0]  # fmt: skip
+    out = conform(
+        "explore", "--adapter", "numpy_example", "--python", PYTHON, "--only", "grpo", "--out", d, bug="biased_std"
+    )[0]
     return out.replace(d, "/tmp/explore")
 
 
@@ -308,7 +330,7 @@ BLOCKS: Dict[str, Block] = {
     "explore-example": Block("conform explore --adapter numpy_example --cases 300 --jobs 2", explore_example),
     "explore-fault": Block(
         "conform explore --adapter numpy_example --only grpo --out /tmp/explore (biased_std)", explore_fault
-    ),  # fmt: skip
+    ),
     "check-failure": Block(
         "conform check --candidate /tmp/mine (biased_std)",
         check_failure,
@@ -437,18 +459,24 @@ class ReadmeSync(unittest.TestCase):
         self.assertEqual(found, [], "\n" + "\n".join(found))
 
     def test_masks_and_rewrites(self):
-        self.assertEqual(mask("explored 1 rows, 100 cases in 0.2 s (574 cases/s): 41 passed"), mask(
-            "explored 1 rows, 100 cases in 12.5 s (8 cases/s): 41 passed"))  # fmt: skip
+        self.assertEqual(
+            mask("explored 1 rows, 100 cases in 0.2 s (574 cases/s): 41 passed"),
+            mask("explored 1 rows, 100 cases in 12.5 s (8 cases/s): 41 passed"),
+        )
         self.assertNotEqual(
             mask("100 cases in 0.2 s (574 cases/s): 41 passed"), mask("100 cases in 0.2 s (574 cases/s): 40 passed")
         )
         self.assertEqual(
             mask("===== 36 passed, 146 skipped in 9.48s ====="), mask("== 36 passed, 146 skipped in 10.87s ==")
         )
-        self.assertEqual(new_block(["$ cmd", "a in 1.0 s (5 cases/s)", "b"], 1, ["a in 2.0 s (9 cases/s)", "c"]),
-                         ["$ cmd", "a in 1.0 s (5 cases/s)", "c"])  # fmt: skip
-        self.assertEqual(cut_list(["2 function(s) not provided (x): a, b, c"], r"not provided \([^)]*\): ", 2),
-                         ["2 function(s) not provided (x): a, b, ..."])  # fmt: skip
+        self.assertEqual(
+            new_block(["$ cmd", "a in 1.0 s (5 cases/s)", "b"], 1, ["a in 2.0 s (9 cases/s)", "c"]),
+            ["$ cmd", "a in 1.0 s (5 cases/s)", "c"],
+        )
+        self.assertEqual(
+            cut_list(["2 function(s) not provided (x): a, b, c"], r"not provided \([^)]*\): ", 2),
+            ["2 function(s) not provided (x): a, b, ..."],
+        )
 
 
 def write() -> int:
