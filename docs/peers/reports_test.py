@@ -4,11 +4,20 @@
 For every report: it parses (peer_report.parse); the adapter and requirements files it
 names exist and have the sha256 it records (a report produced with another revision of
 its adapter is stale: rerun tools/peers/run.sh NAME); every function that differs has a
-cause naming a framework source file; its source inventory (tools/peers/inventory/NAME.tsv,
-with the sha256 it records) lists every registry function of fixtures/spec.json, and every
-function the framework provides (a verdict other than "not provided" in some golden set) has
-its row and names a counterpart in the framework's source. README.md is exactly the matrix make_report.py
-builds from the reports.
+cause naming a framework source file. Its source inventory (the file
+tools/peers/inventory/NAME.tsv, with the sha256 the report records) lists no function the
+registry (fixtures/spec.json) lacks, has a row for every registry function the report has a
+verdict for, and names a counterpart in the framework's source for every function the
+framework provides (conforms or differs in some golden set); the report's rendered Source
+inventory is that file's rows plus "not yet checked" rows. README.md is exactly the matrix
+make_report.py builds from the reports.
+
+The registry is the only edge: a registry function the report has no verdict for (other
+than "not yet checked") and its inventory no row for was added after the framework's last
+run. It is "not yet checked" (not_yet_checked), not a problem: adding a function touches
+no report and no inventory; `tools/peers/run.sh NAME` checks it when it next runs. A
+function removed from the registry that a report has a verdict for or an inventory lists
+is a problem.
 
 Every cause is demonstrated: it names minimal cases of `conform explore`'s committed run
 (docs/peers/explore/NAME.tar.xz, with the sha256 the report records), every difference of that run is
@@ -32,19 +41,40 @@ import tarfile
 import tempfile
 import types
 import unittest
-
-import demos  # //tools/peers:peer_report
-import make_report
-import peer_report
+from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
+# Under Bazel, //tools/peers:peer_report puts these modules on the path; from the repository root, their folder.
+sys.path.append(os.path.join(REPO, "tools", "peers"))
+
+import demos  # noqa: E402
+import make_report  # noqa: E402
+import peer_report  # noqa: E402
+
 CONFORM = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else os.path.join(REPO, "bazel-bin", "tools", "conform")
 
 
-def registry():
-    with open(os.path.join(REPO, "fixtures", "spec.json"), encoding="utf-8") as f:
-        return {f"{fn['family']}/{fn['name']}" for fn in json.load(f)["functions"]}
+def registry() -> set:
+    """The registry's functions, "family/function" (the unit tests patch this)."""
+    return peer_report.registry(os.path.join(REPO, "fixtures", "spec.json"))
+
+
+def inventory_file(rel: str):
+    """The source inventory file a report names (the unit tests patch this)."""
+    return peer_report.read_inventory(os.path.join(REPO, rel))
+
+
+def checked(rep) -> set:
+    """The functions a report has a verdict for, other than "not yet checked"."""
+    return {
+        f"{fam}/{fn}" for (fam, fn), v in rep.verdicts.items() if any(x != peer_report.NOT_CHECKED for x in v.values())
+    }
+
+
+def not_yet_checked(rep) -> list:
+    """The registry functions the report's framework has not been run on yet."""
+    return sorted(registry() - checked(rep))
 
 
 def reports():
@@ -108,17 +138,43 @@ def problems(path: str):
     for key in sorted(set(rep.causes) - set(differs)):
         out.append(f"{path}: {key} has a cause but does not differ")
     out += demo_problems(path, stem, rep)
-    fns = registry()
-    for key in sorted(fns - set(rep.inventory)):
-        out.append(f"{path}: the source inventory has no row for {key}")
-    for key in sorted(set(rep.inventory) - fns):
-        out.append(f"{path}: the source inventory lists {key}, which is no registry function")
+    out += inventory_problems(path, stem, rep)
+    return out
+
+
+def inventory_problems(path: str, stem: str, rep) -> list:
+    """The report's verdicts against the registry and its inventory file, and its rendered
+    Source inventory against that file. A registry function with neither a verdict nor an
+    inventory row is not yet checked, which is no problem."""
+    src = rep.header["inventory"]
+    try:
+        tsv = inventory_file(src)
+    except (OSError, peer_report.ReportError) as ex:
+        return [f"{path}: {ex}"]
+    out = []
+    fns, judged = registry(), checked(rep)
+    for key in sorted(judged - fns):
+        out.append(f"{path}: {key} has a verdict, yet it is no registry function: rerun tools/peers/run.sh {stem}")
+    for key in sorted(set(tsv) - fns):
+        out.append(f"{path}: {src} lists {key}, which is no registry function")
+    for key in sorted((judged & fns) - set(tsv)):
+        out.append(f"{path}: {key} has a verdict, yet {src} has no row for it")
+    for key in sorted(set(tsv) - {f"{fam}/{fn}" for fam, fn in rep.verdicts}):
+        out.append(
+            f"{path}: {src} lists {key}, which the report has no verdict row for: rerun tools/peers/run.sh {stem}"
+        )
     for (fam, fn), v in sorted(rep.verdicts.items()):
         key = f"{fam}/{fn}"
-        if any(x != "not provided" for x in v.values()) and rep.inventory.get(key, ("-", ""))[0] == "-":
-            out.append(
-                f"{path}: {key} is provided ({v[peer_report.SETS[0]]}) but its inventory row names no counterpart"
-            )
+        if peer_report.provided(v) and tsv.get(key, ("-", ""))[0] == "-":
+            out.append(f"{path}: {key} is provided ({v[peer_report.SETS[0]]}) but {src} names no counterpart for it")
+    # The sha256 pin says the file is the one the report was written from, not that the table
+    # was left as written: each of the file's rows as it is, and "not yet checked" rows only.
+    for key in sorted(set(tsv) | set(rep.inventory)):
+        got, want = rep.inventory.get(key), tsv.get(key, ("-", peer_report.NOT_CHECKED))
+        if got is None:
+            out.append(f"{path}: its Source inventory has no row for {key}, which {src} lists")
+        elif got != want:
+            out.append(f"{path}: its Source inventory shows {key} as {got}, {src} as {want}")
     return out
 
 
@@ -239,18 +295,175 @@ class ReportsTest(unittest.TestCase):
             with open(bad, "w", encoding="utf-8") as f:
                 f.write(text.replace(peer_report.MARKER, ""))
             self.assertTrue(problems(bad))
-            # A provided function whose inventory row loses its counterpart, and a dropped row.
-            provided = sorted(k for k, v in rep.verdicts.items() if any(x != "not provided" for x in v.values()))
+            # The rendered inventory against its file: a provided function's row edited, and a dropped row.
+            provided = sorted(k for k, v in rep.verdicts.items() if peer_report.provided(v))
             self.assertTrue(provided)
             fam, fn = provided[0]
             # The inventory is the last table whose rows start with the function and a quoted cell.
             row = [ln for ln in text.splitlines() if ln.startswith(f"| {fam} | `{fn}` | `")][-1]
             with open(bad, "w", encoding="utf-8") as f:
                 f.write(text.replace(row, f"| {fam} | `{fn}` | - | gone |"))
-            self.assertTrue(any("names no counterpart" in p for p in problems(bad)), problems(bad))
+            self.assertTrue(any(f"Source inventory shows {fam}/{fn} as" in p for p in problems(bad)), problems(bad))
             with open(bad, "w", encoding="utf-8") as f:
                 f.write(text.replace(row + "\n", ""))
-            self.assertTrue(any("has no row for" in p for p in problems(bad)), problems(bad))
+            self.assertTrue(
+                any(f"Source inventory has no row for {fam}/{fn}" in p for p in problems(bad)), problems(bad)
+            )
+        # The inventory file itself: the provided function's counterpart gone, its row gone.
+        tsv = inventory_file(rep.header["inventory"])
+        key = f"{fam}/{fn}"
+        with mock.patch(f"{__name__}.inventory_file", lambda _: {**tsv, key: ("-", "gone")}):
+            self.assertTrue(
+                any(f"{key} is provided" in p and "names no counterpart" in p for p in problems(path)), problems(path)
+            )
+        with mock.patch(f"{__name__}.inventory_file", lambda _: {k: v for k, v in tsv.items() if k != key}):
+            self.assertTrue(any(f"{key} has a verdict, yet" in p for p in problems(path)), problems(path))
+
+    def test_registry_is_the_only_edge(self):
+        # A function added to the registry after the reports were written: no report and no
+        # inventory has it, and that is no problem; the checker lists it as not yet checked.
+        new = "kl/made_up_for_reports_test"
+        real = registry()
+        self.assertNotIn(new, real)
+        with mock.patch(f"{__name__}.registry", lambda: real | {new}):
+            for path in reports():
+                with self.subTest(report=os.path.basename(path)):
+                    rep = peer_report.parse(path)
+                    self.assertNotIn(("kl", "made_up_for_reports_test"), rep.verdicts)
+                    self.assertNotIn(new, inventory_file(rep.header["inventory"]))
+                    self.assertEqual(problems(path), [])
+                    self.assertEqual(not_yet_checked(rep), [new])
+                    # The report, when next written, shows it as not yet checked.
+                    table = peer_report.inventory_table(inventory_file(rep.header["inventory"]), registry())
+                    self.assertIn((new, "-", peer_report.NOT_CHECKED), table)
+        # The same with an inventory row for a function that is no registry function: a problem.
+        path = reports()[0]
+        rep = peer_report.parse(path)
+        tsv = inventory_file(rep.header["inventory"])
+        with mock.patch(f"{__name__}.inventory_file", lambda _: {**tsv, new: ("-", "made up")}):
+            self.assertTrue(any(f"lists {new}, which is no registry function" in p for p in problems(path)))
+        # A function removed from the registry that the report judged and the inventory lists: a problem.
+        gone = sorted(checked(rep) & set(tsv))[0]
+        with mock.patch(f"{__name__}.registry", lambda: real - {gone}):
+            got = problems(path)
+            self.assertTrue(any(f"lists {gone}, which is no registry function" in p for p in got), got)
+            self.assertTrue(any(f"{gone} has a verdict, yet it is no registry function" in p for p in got), got)
+
+    def test_matrix_shows_a_framework_not_yet_checked(self):
+        # A report written before a function that another framework provides: its cell in the
+        # matrix is "not yet checked", not "not provided".
+        parse = peer_report.parse
+        reps = {os.path.basename(p)[:-3]: parse(p) for p in reports()}
+        names = sorted(reps)
+        victim = names[0]
+        key = next(k for k in sorted(reps[names[1]].verdicts) if peer_report.provided(reps[names[1]].verdicts[k]))
+
+        def parse_without(path):
+            rep = parse(path)
+            if os.path.basename(path) == f"{victim}.md":
+                for table in (rep.verdicts, rep.cells, rep.explore):
+                    del table[key]
+            return rep
+
+        with tempfile.TemporaryDirectory() as tmp, mock.patch.object(peer_report, "parse", parse_without):
+            out = os.path.join(tmp, "README.md")
+            self.assertEqual(make_report.cmd_readme(types.SimpleNamespace(out=out)), 0)
+            with open(out, encoding="utf-8") as f:
+                rows = [ln for ln in f.read().splitlines() if ln.startswith(f"| {key[0]} | `{key[1]}` |")]
+        self.assertEqual(len(rows), 1, rows)
+        self.assertEqual(rows[0].strip("| ").split(" | ")[2 + names.index(victim)], peer_report.NOT_CHECKED)
+
+
+class ReportWriterTest(unittest.TestCase):
+    """make_report.py report on a run of our own: one function checked, every other registry
+    function rendered "not yet checked" in the verdict and inventory tables."""
+
+    def write(self, tmp, inventory):
+        def dump(name, doc):
+            with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
+                f.write(doc if isinstance(doc, str) else json.dumps(doc))
+            return os.path.join(tmp, name)
+
+        case = {"case": "c1", "outcome": "PASSED", "fields": [{"field": "outputs/kl", "outcome": "PASSED"}]}
+        check = {
+            "schema": "verlconf.check",
+            "schema_version": 1,
+            "functions": [
+                {
+                    "family": "kl",
+                    "function": "k1",
+                    "provided": True,
+                    "cases_total": 1,
+                    "outcomes": {"PASSED": 1},
+                    "err_tol": {"float64": 0.1, "float32": 0.2},
+                    "cases": [dict(case, detail="", err_tol=0.1)],
+                }
+            ],
+        }
+        os.makedirs(os.path.join(tmp, "explore"))
+        dump(
+            os.path.join("explore", "explore.json"),
+            {
+                "schema": demos.EXPLORE_SCHEMA,
+                "schema_version": 1,
+                "seed": 1,
+                "cases_per_function": 1,
+                "functions": [
+                    {
+                        "function": "kl/k1",
+                        "dp_ranks": 0,
+                        "cases": 1,
+                        "passed": 1,
+                        "failed": 0,
+                        "mistrusted": 0,
+                        "unsupported": 0,
+                    }
+                ],
+                "differences": [],
+            },
+        )
+        demos.pack_explore(os.path.join(tmp, "explore"), os.path.join(tmp, "explore.tar.xz"))
+        golden = {"verl_version": "v", "torch_version": "t"}
+        return types.SimpleNamespace(
+            name="trl",
+            adapter="fixtures/adapters/peers/trl_adapter.py",
+            requirements=os.path.join(REPO, "tools", "peers", "trl-requirements.txt"),
+            causes=dump("causes.tsv", ""),
+            inventory=dump("inventory.tsv", "".join(f"{k}\t{cp}\t{note}\n" for k, cp, note in inventory)),
+            unjudged=dump("unjudged.tsv", ""),
+            versions=dump("versions.json", {"torch": "t", "goldens": {s: golden for s in peer_report.SETS}}),
+            freeze=dump("freeze.txt", "trl==0\n"),
+            python="3",
+            explore=os.path.join(tmp, "explore.tar.xz"),
+            sharding=None,
+            out=os.path.join(tmp, "trl.md"),
+            sets=[f"{s}={dump(s + '.json', check)}" for s in peer_report.SETS],
+        )
+
+    def test_unchecked_functions_render_as_not_yet_checked(self):
+        fns = registry()
+        self.assertIn("kl/k2", fns)
+        with tempfile.TemporaryDirectory() as tmp:
+            a = self.write(tmp, [("kl/k1", "trl/x.py:k1", "wired")])
+            self.assertEqual(make_report.cmd_report(a), 0)
+            rep = peer_report.parse(a.out)
+        nc = peer_report.NOT_CHECKED
+        self.assertEqual(rep.verdicts[("kl", "k1")], {s: "conforms" for s in peer_report.SETS})
+        self.assertEqual(rep.inventory["kl/k1"], ("trl/x.py:k1", "wired"))
+        self.assertEqual(set(rep.verdicts), {tuple(k.split("/", 1)) for k in fns})
+        self.assertEqual(rep.verdicts[("kl", "k2")], {s: nc for s in peer_report.SETS})
+        self.assertEqual(rep.explore[("kl", "k2")], nc)
+        self.assertEqual(rep.inventory["kl/k2"], ("-", nc))
+        self.assertEqual(set(rep.inventory), fns)
+        self.assertEqual(checked(rep), {"kl/k1"})
+
+    def test_refuses_an_inventory_row_of_no_registry_function(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            a = self.write(tmp, [("kl/k1", "trl/x.py:k1", "wired"), ("kl/made_up", "-", "none")])
+            with mock.patch("sys.stderr", io.StringIO()) as err:
+                self.assertEqual(make_report.cmd_report(a), 1)
+            self.assertIn("kl/made_up is no registry function", err.getvalue())
+            self.assertFalse(os.path.exists(a.out))
 
 
 class ExploreArchiveTest(unittest.TestCase):

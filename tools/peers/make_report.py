@@ -21,9 +21,13 @@ difference. S.md says how the framework's trainer computes each rank's normalise
 source); it is required when explore has data-parallel rows.
 The inventory (tools/peers/inventory/NAME.tsv: `family/function<TAB>counterpart<TAB>note`, one
 line per registry function) says where each function's counterpart lives in the framework's
-source, or why there is none; it must list every function the checks list, and name a
-counterpart for every function the adapter provides (exit 1 otherwise).
-`readme` rebuilds the matrix from the committed reports (peer_report.parse), with the control
+source, or why there is none; it must list every function the checks list, name a
+counterpart for every function the adapter provides, and list no function the registry
+(fixtures/spec.json) lacks (exit 1 otherwise; so must the checks). A registry function the
+checks do not list (results of a run from before it was added) gets "not yet checked" rows
+in the verdict and inventory tables, as does a registry function the inventory lacks.
+`readme` rebuilds the matrix from the committed reports (peer_report.parse; a report with no
+verdict for a function another framework provides shows "not yet checked"), with the control
 run's summary (tools/peers/control.json: verl itself under the peers' torch, written by
 `control` from tools/peers/control.sh's checks).
 Standard library only."""
@@ -46,6 +50,7 @@ import demos  # beside this script, which is run as one (its folder is first on 
 import peer_report
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SPEC = os.path.join(REPO, "fixtures", "spec.json")
 TITLES = {"openrlhf": "OpenRLHF", "skyrl": "SkyRL", "areal": "AReaL", "trl": "TRL"}
 
 
@@ -83,14 +88,10 @@ def ratio(x) -> str:
 
 
 def read_inventory(path: str) -> Dict[str, Tuple[str, str]]:
-    rows: Dict[str, Tuple[str, str]] = {}
-    for i, parts in demos.tsv_rows(path):
-        if len(parts) != 3 or "/" not in parts[0] or not parts[1] or not parts[2].strip():
-            raise SystemExit(f"{path}:{i}: expected 'family/function<TAB>counterpart or -<TAB>note'")
-        if parts[0] in rows:
-            raise SystemExit(f"{path}:{i}: {parts[0]} listed twice")
-        rows[parts[0]] = (parts[1].strip(), parts[2].strip().replace("|", "/"))
-    return rows
+    try:
+        return peer_report.read_inventory(path)
+    except peer_report.ReportError as ex:
+        raise SystemExit(str(ex)) from None
 
 
 def read_unjudged(path: str) -> List[Tuple[str, str, str]]:
@@ -231,13 +232,20 @@ def cmd_report(a) -> int:
             file=sys.stderr,
         )
         return 1
+    registry = peer_report.registry(SPEC)
     listed = {f"{fam}/{fn}" for fam, fn in by_fn}
+    # Registry functions the checks have no results for: "not yet checked" in both tables.
+    unchecked = registry - listed
     provided = {f"{fam}/{fn}" for (fam, fn), per in by_fn.items() if any(x["provided"] for x in per.values())}
     bad = [
+        f"{k}: the checks list it, yet it is no registry function of {rel(SPEC)} (results of another conform?)"
+        for k in sorted(listed - registry)
+    ]
+    bad += [
         f"{a.inventory}: {k} is a registry function the inventory does not list"
         for k in sorted(listed - set(inventory))
     ]
-    bad += [f"{a.inventory}: {k} is no registry function" for k in sorted(set(inventory) - listed)]
+    bad += [f"{a.inventory}: {k} is no registry function" for k in sorted(set(inventory) - registry)]
     bad += [
         f"{a.inventory}: the adapter provides {k}, yet the inventory names no counterpart"
         for k in sorted(provided)
@@ -305,13 +313,24 @@ def cmd_report(a) -> int:
         "framework has no setting for the case). The explore column judges the framework on generated "
         f"cases against the oracle (verl 0.9.1's semantics; seed {explore['seed']}, "
         f"{explore['cases_per_function']} cases per function, `conform explore`), where the goldens' inputs "
-        "do not reach.",
+        "do not reach."
+        + (
+            f" {peer_report.NOT_CHECKED}: a registry function this run has no results for (added after it); "
+            f"the next `tools/peers/run.sh {a.name}` checks it."
+            if unchecked
+            else ""
+        ),
         "",
         "| family | function | " + " | ".join(peer_report.SETS) + " | explore | worst err/tol f64 / f32 (0.9.1) |",
         "|---|---|" + "---|" * (len(peer_report.SETS) + 1) + "---|",
     ]
     not_judged = {(s, fam) for s, fam, _ in unjudged}
-    for (fam, fn), per in sorted(by_fn.items()):
+    for fam, fn in sorted(set(by_fn) | {tuple(k.split("/", 1)) for k in unchecked}):
+        if (fam, fn) not in by_fn:
+            nc = peer_report.NOT_CHECKED
+            out.append(f"| {fam} | `{fn}` | " + " | ".join([nc] * len(peer_report.SETS)) + f" | {nc} | - / - |")
+            continue
+        per = by_fn[(fam, fn)]
         cells = [
             verdict(per[s])[1]
             if s in per
@@ -443,20 +462,25 @@ def cmd_report(a) -> int:
             for k in only_changed
         ]
     n_cp = sum(1 for cp, _ in inventory.values() if cp != "-")
+    not_listed = sorted(registry - set(inventory))
     out += [
         "",
         "## Source inventory",
         "",
         f"Every verl registry function, where its counterpart lives in the framework's source (file:symbol in "
         f"the installed package) or why there is none, from `{a.inventory}`: {n_cp} of {len(inventory)} have a "
-        f"counterpart, {len(provided)} are provided by the adapter. 'wired' in a note means the adapter calls it.",
+        f"counterpart, {len(provided)} are provided by the adapter. 'wired' in a note means the adapter calls it."
+        + (
+            f" {len(not_listed)} registry function(s) the inventory does not list yet are {peer_report.NOT_CHECKED}."
+            if not_listed
+            else ""
+        ),
         "",
         "| family | function | counterpart | note |",
         "|---|---|---|---|",
     ]
-    for key in sorted(inventory, key=lambda k: tuple(k.split("/", 1))):
+    for key, cp, note in peer_report.inventory_table(inventory, registry):
         fam, fn = key.split("/", 1)
-        cp, note = inventory[key]
         out.append(f"| {fam} | `{fn}` | {'`' + cp + '`' if cp != '-' else '-'} | {note} |")
     out += [
         "",
@@ -583,30 +607,32 @@ def cmd_readme(a) -> int:
         "",
         "Cells: the verdict against verl 0.9.1's goldens with its case counts (failed, passed, mistrusted, "
         "declined); `[0.8.0: ...]` where the verdict against verl 0.8.0's differs; `explore:` the verdict on "
-        "generated cases (`conform explore`, against the oracle). Every function some "
+        "generated cases (`conform explore`, against the oracle); `not yet checked` where the framework's "
+        "report predates the function's registry entry (`tools/peers/run.sh NAME` checks it). Every function some "
         "framework provides has its row; functions no framework provides are left out.",
         "",
         "| family | function | " + " | ".join(f"[{TITLES.get(n, n)}]({n}.md)" for n in names) + " |",
         "|---|---|" + "---|" * len(names),
     ]
+    nc = peer_report.NOT_CHECKED
     for key in fns:
+        # A report with no verdict row for the function was run before the function was in the registry.
+        if not any(peer_report.provided(reports[n].verdicts.get(key, {})) for n in names):
+            continue  # no framework provides it (or none has been checked on it yet)
         cells = []
         for n in names:
-            v = reports[n].verdicts.get(key, {s: "not provided" for s in peer_report.SETS})
-            full = reports[n].cells.get(key, {}).get(peer_report.SETS[0], "not provided")
-            cell = full if v[peer_report.SETS[0]] != "not provided" else "not provided"
+            if key not in reports[n].verdicts:
+                cells.append(nc)
+                continue
+            v = reports[n].verdicts[key]
+            full = reports[n].cells[key][peer_report.SETS[0]]
+            cell = full if v[peer_report.SETS[0]] not in ("not provided", nc) else v[peer_report.SETS[0]]
             if v[peer_report.SETS[1]] != v[peer_report.SETS[0]]:
                 cell += f" [0.8.0: {v[peer_report.SETS[1]]}]"
-            ex = reports[n].explore.get(key, "not provided").split(" (")[0]
-            if ex != "not provided":
+            ex = reports[n].explore[key].split(" (")[0]
+            if ex not in ("not provided", nc):
                 cell += f"; explore: {ex}"
             cells.append(cell)
-        if all(
-            reports[n].verdicts.get(key, {}).get(s, "not provided") == "not provided"
-            for n in names
-            for s in peer_report.SETS
-        ):
-            continue
         out.append(f"| {key[0]} | `{key[1]}` | " + " | ".join(cells) + " |")
     out += [
         "",

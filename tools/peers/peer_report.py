@@ -1,16 +1,27 @@
 """Reading a peer report back (docs/peers/NAME.md): the header table and the verdict
-table, in the exact form make_report.py writes them. Shared by make_report.py (to build
-docs/peers/README.md from the committed reports) and docs/peers/reports_test.py.
-Standard library only: CI runs it with the system python3."""
+table, in the exact form make_report.py writes them; the registry's functions
+(fixtures/spec.json) and a source inventory (tools/peers/inventory/NAME.tsv). Shared by
+make_report.py (to write a report, and to build docs/peers/README.md from the committed
+reports) and docs/peers/reports_test.py.
+
+The registry is the only edge: a registry function a report has no data on (no verdict
+row, no inventory row: it was added after the framework's last run) is "not yet checked",
+never an error; the next `tools/peers/run.sh NAME` checks it. Standard library only: CI
+runs it with the system python3."""
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Tuple
 
 MARKER = "<!-- verlconf peer report, schema 2 -->"
-VERDICTS = ("conforms", "differs", "not provided")
+# The verdict of a registry function the framework's last run had no results for.
+NOT_CHECKED = "not yet checked"
+VERDICTS = ("conforms", "differs", "not provided", NOT_CHECKED)
+# The verdicts of a function the framework provides.
+PROVIDED = ("conforms", "differs")
 SETS = ("verl-0.9.1", "verl-0.8.0")
 
 
@@ -36,6 +47,46 @@ class Report:
     verl_change: List[str] = field(default_factory=list)
     # "family/function" -> (counterpart or "-", note): the source inventory
     inventory: Dict[str, Tuple[str, str]] = field(default_factory=dict)
+
+
+def registry(spec_path: str) -> set:
+    """The registry's functions, "family/function", from its committed copy (fixtures/spec.json)."""
+    with open(spec_path, encoding="utf-8") as f:
+        return {f"{fn['family']}/{fn['name']}" for fn in json.load(f)["functions"]}
+
+
+def read_inventory(path: str) -> Dict[str, Tuple[str, str]]:
+    """A source inventory (tools/peers/inventory/NAME.tsv): "family/function" -> (counterpart
+    or "-", note), the note with "|" as "/" (as the report's table shows it). Blank lines and
+    # comments are skipped."""
+    rows: Dict[str, Tuple[str, str]] = {}
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if not line.strip() or line.startswith("#"):
+                continue
+            parts = line.split("\t")
+            if len(parts) != 3 or "/" not in parts[0] or not parts[1] or not parts[2].strip():
+                raise ReportError(f"{path}:{i}: expected 'family/function<TAB>counterpart or -<TAB>note'")
+            if parts[0] in rows:
+                raise ReportError(f"{path}:{i}: {parts[0]} listed twice")
+            rows[parts[0]] = (parts[1].strip(), parts[2].strip().replace("|", "/"))
+    return rows
+
+
+def inventory_table(inventory: Dict[str, Tuple[str, str]], functions) -> List[Tuple[str, str, str]]:
+    """The rows of a report's Source inventory: (key, counterpart or "-", note) for every row
+    of the inventory and, for every registry function in `functions` it has no row for,
+    (key, "-", NOT_CHECKED); sorted by (family, function)."""
+    rows = dict(inventory)
+    for key in functions:
+        rows.setdefault(key, ("-", NOT_CHECKED))
+    return [(k, *rows[k]) for k in sorted(rows, key=lambda k: tuple(k.split("/", 1)))]
+
+
+def provided(verdicts: Dict[str, str]) -> bool:
+    """Whether a function's verdicts (set -> verdict) say the framework provides it."""
+    return any(v in PROVIDED for v in verdicts.values())
 
 
 def _cells(line: str) -> List[str]:
