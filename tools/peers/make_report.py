@@ -664,7 +664,7 @@ def cmd_readme(a) -> int:
         "(`fixtures/adapters/peers/trl_adapter.py` names every stub). OpenRLHF's advantage estimators "
         "(RemoteExperienceMaker.compute_advantages_and_returns) and its actor KL and entropy losses "
         "(ActorPPOTrainer.training_step) are run the same way. Each report's source inventory lists, for "
-        "every verl registry function, where the framework has it or why not.",
+        "every verl registry function, where the framework has it or why not (or that it is not yet checked).",
         "",
         "Versions:",
         "",

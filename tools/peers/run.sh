@@ -19,7 +19,9 @@
 # 4. writes docs/peers/NAME.md (tools/peers/make_report.py, with the causes stated in
 #    tools/peers/causes/NAME.tsv, each naming the minimal cases that show it, the source
 #    inventory in tools/peers/inventory/NAME.tsv and the trainer's per-rank normaliser in
-#    tools/peers/sharding/NAME.md) and regenerates docs/peers/README.md.
+#    tools/peers/sharding/NAME.md) and regenerates docs/peers/README.md. A registry function
+#    added since the framework's last run is "not yet checked" until this step runs on results
+#    that have it; make_report.py then wants its inventory row (add it first).
 #
 # PEERS_STEPS=report redoes step 4 only, from the previous run's results (after editing the
 # causes); PEERS_STEPS=goldens redoes steps 2 and 4 and keeps the committed explore results
