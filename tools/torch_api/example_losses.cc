@@ -167,8 +167,7 @@ TorchResult VanillaPolicyLoss(const TensorMap& in, const Config& given, Bug bug)
                                   cfg.Double("clip_ratio_c"), bug);
   at::Tensor pg_losses = dc.losses;
   if (auto it = in.find("rollout_is_weights"); it != in.end()) pg_losses = pg_losses * it->second;
-  const at::Tensor pg_loss =
-      AggLossTensor(pg_losses, in.at("response_mask"), cfg.String("loss_agg_mode"), cfg);
+  const at::Tensor pg_loss = AggLossTensor(pg_losses, in.at("response_mask"), cfg.String("loss_agg_mode"), cfg);
 
   TorchResult r;
   r.grads["log_prob"] = Grad(pg_loss, log_prob);
@@ -235,8 +234,8 @@ LossAndMetrics Sapo(const at::Tensor& log_prob, const TensorMap& in, const Confi
   const at::Tensor& mask = in.at("response_mask");
   const at::Tensor log_ratio = ClampLikeVerl(log_prob - in.at("old_log_prob"), -20.0, 20.0);
   const at::Tensor ratio = at::exp(log_ratio);
-  const at::Tensor tau = at::where(adv > 0, at::full_like(adv, cfg.Double("tau_pos")),
-                                   at::full_like(adv, cfg.Double("tau_neg")));
+  const at::Tensor tau =
+      at::where(adv > 0, at::full_like(adv, cfg.Double("tau_pos")), at::full_like(adv, cfg.Double("tau_neg")));
   const at::Tensor gate = at::sigmoid(tau * (ratio - 1.0)) * (4.0 / tau);
   const at::Tensor losses = WithIsWeights(-gate * adv, in);
   LossAndMetrics r;
@@ -381,8 +380,7 @@ LossAndMetrics ClipCov(const at::Tensor& log_prob, const TensorMap& in, const Co
 // |log-ratio|. ppo_kl_coef falls back to PolicyLossConfig's 0.1 (the function's own 1.0
 // never applies).
 LossAndMetrics KlCov(const at::Tensor& log_prob, const TensorMap& in, const Config& cfg) {
-  if (!(cfg.Double("kl_cov_ratio") > 0))
-    throw VerlError("AssertionError", "kl_cov_ratio should be larger than 0.");
+  if (!(cfg.Double("kl_cov_ratio") > 0)) throw VerlError("AssertionError", "kl_cov_ratio should be larger than 0.");
   const at::Tensor& adv = in.at("advantages");
   const at::Tensor& mask = in.at("response_mask");
   const at::Tensor selected = CovSelected(in);
@@ -962,8 +960,7 @@ TorchResult ValueLoss(const TensorMap& in, const Config& given) {
   const at::Tensor vpredclipped = at::maximum(at::minimum(vpreds, values + c), values - c);
   const at::Tensor l1 = (vpreds - returns).square();
   const at::Tensor l2 = (vpredclipped - returns).square();
-  const at::Tensor vf_loss =
-      0.5 * AggLossTensor(at::maximum(l1, l2), mask, cfg.String("loss_agg_mode"), cfg);
+  const at::Tensor vf_loss = 0.5 * AggLossTensor(at::maximum(l1, l2), mask, cfg.String("loss_agg_mode"), cfg);
   TorchResult r;
   r.grads["vpreds"] = Grad(vf_loss, vpreds);
   r.outputs["vf_loss"] = vf_loss.detach();
@@ -977,8 +974,7 @@ TorchResult EntropyLoss(const TensorMap& in, const Config& given) {
   // verl_F.entropy_from_logits: logsumexp(z) - sum softmax(z) z over the vocabulary.
   const at::Tensor entropy = at::logsumexp(logits, {-1}) - (at::softmax(logits, -1) * logits).sum(-1);
   // verl passes no global_batch_info here: agg_loss's defaults, whatever the config holds.
-  const at::Tensor loss =
-      AggLossTensor(entropy, in.at("response_mask"), cfg.String("loss_agg_mode"), Config());
+  const at::Tensor loss = AggLossTensor(entropy, in.at("response_mask"), cfg.String("loss_agg_mode"), Config());
   TorchResult r;
   r.grads["logits"] = Grad(loss, logits);
   r.outputs["entropy_loss"] = loss.detach();
