@@ -177,6 +177,10 @@ Config WithVerlDefaults(const std::string& function, const Config& config, const
   const FunctionSpec* spec = FindSpec(function, family);
   if (!spec)
     throw BadInput("unknown function '" + function + "'" + (family.empty() ? "" : " in family '" + family + "'"));
+  for (const auto& [key, value] : config.values())
+    if (!spec->FindConfigKey(key))
+      throw BadInput(spec->family + "/" + spec->name + ": config key '" + key + "' is not one it takes (conform spec " +
+                     spec->name + ")");
   Config resolved = config;
   ResolveConfig(*spec, resolved);
   return resolved;

@@ -70,8 +70,8 @@ using CandidateFn = std::function<TorchResult(const TensorMap& inputs, const Con
 
 // `config` completed with verl's defaults for `function` (the registry's, as the judge
 // completes a golden's): every key the function takes, None where verl's default is None
-// or where verl receives an absent key as None. BadInput for an unknown function, a key
-// the function does not take, or a value of the wrong type.
+// or where verl receives an absent key as None. BadInput for an unknown function or a key
+// the function does not take.
 Config WithVerlDefaults(const std::string& function, const Config& config, const std::string& family = "");
 
 // ---- conversions (dtype preserved: float64 <-> kDouble, float32 <-> kFloat,
