@@ -154,23 +154,6 @@ Grade DifferenceGrade(const Difference& d) {
   return g == Grade::kNone ? Grade::kMaterial : g;
 }
 
-struct DiffView {
-  std::vector<ElementDiff> elements;
-  std::string got_error, want_error;  // error semantics
-};
-
-DiffView View(const Difference& d) {
-  DiffView v;
-  if (d.failure.field == "error") {
-    v.got_error = d.got.expect_error ? *d.got.expect_error : "returned a result";
-    v.want_error = d.golden.expect_error ? *d.golden.expect_error : "returned a result";
-    return v;
-  }
-  const FieldReport* f = FailedField(d);
-  if (f) v.elements = DifferingElements(*d.spec, d.golden, d.got, d.failure.field, f->tol);
-  return v;
-}
-
 std::string Replay(const ExploreCommand& o, const Difference& d, const std::string& out_dir) {
   std::string s = o.display + " check --against " + out_dir + "/cases ";
   s += o.impl.empty() || o.reference == "verl" ? "--candidate " + out_dir + "/candidate" : "--impl " + o.impl;
@@ -329,6 +312,52 @@ int64_t Shrunk(const ExploreRun& run) {
   return n;
 }
 
+// What every report (text, JSON, Markdown, JUnit) says of one difference, worked out once
+// per run: the reports differ in layout only.
+struct DifferenceView {
+  const Difference* d = nullptr;
+  std::string label;     // the row: "family/name" or "family/name [dp k=K]"
+  std::string grade;     // GradeName of the difference on its minimal case
+  std::string headline;  // "field (kind, grade)" and " where cause"
+  int64_t of_cases = 0;  // the cases its row explored
+  std::string shape;     // of the minimal case
+  std::vector<std::pair<std::string, ConfigValue>> non_defaults;
+  std::vector<ElementDiff> elements;  // the differing elements, all of them
+  std::string got_error, want_error;  // an error-semantics difference: each side's outcome
+  std::string note;                   // the failed field's note where no element shows it
+  std::string replay, repro;          // with --out ("" for a sharded row's)
+};
+
+std::vector<DifferenceView> Views(const ExploreCommand& o, const ExploreRun& run, const std::string& out_dir) {
+  const auto names = DiffNames(run);
+  std::vector<DifferenceView> views;
+  for (const Difference& d : run.differences) {
+    DifferenceView v;
+    v.d = &d;
+    v.label = DiffLabel(d);
+    v.grade = GradeName(DifferenceGrade(d));
+    v.headline = d.failure.field + " (" + d.failure.kind + ", " + v.grade + ")" +
+                 (d.failure.cause.empty() ? "" : " where " + d.failure.cause);
+    v.of_cases = CasesOfRow(o, d);
+    v.shape = ShapeText(*d.spec, d.minimal);
+    v.non_defaults = NonDefaults(*d.spec, d.minimal);
+    const FieldReport* f = FailedField(d);
+    if (d.failure.field == "error") {
+      v.got_error = d.got.expect_error ? *d.got.expect_error : "returned a result";
+      v.want_error = d.golden.expect_error ? *d.golden.expect_error : "returned a result";
+    } else if (f) {
+      v.elements = DifferingElements(*d.spec, d.golden, d.got, d.failure.field, f->tol);
+    }
+    v.note = f ? f->note : std::string("the field differs");
+    if (!out_dir.empty() && !d.dp_ranks) {
+      v.replay = Replay(o, d, out_dir);
+      if (!o.adapter.empty() || o.reference == "verl") v.repro = out_dir + "/repro/" + names.at(&d) + ".py";
+    }
+    views.push_back(std::move(v));
+  }
+  return views;
+}
+
 std::string Header(const ExploreCommand& o, const ExploreRun& run) {
   std::string s = "conform explore: candidate " + run.candidate_name +
                   (o.adapter.empty() ? " (implementation)" : " (adapter " + o.adapter + ")") + ", reference " +
@@ -359,8 +388,7 @@ std::string PartsLine(const ExploreCommand& o) {
   return s;
 }
 
-void Text(const ExploreCommand& o, const ExploreRun& run, const std::string& out_dir, std::ostream& out) {
-  const auto names = DiffNames(run);
+void Text(const ExploreCommand& o, const ExploreRun& run, const std::vector<DifferenceView>& views, std::ostream& out) {
   out << Header(o, run) << "\n";
   if (const std::string parts = PartsLine(o); !parts.empty()) out << parts << "\n";
   out << "function                                      cases  passed  failed  basel  mistr  unsup   skip  refused\n";
@@ -392,35 +420,30 @@ void Text(const ExploreCommand& o, const ExploreRun& run, const std::string& out
   out << run.differences.size() << " difference(s), each shrunk to a minimal case (" << ShortNumber(run.shrink_seconds)
       << " s; " << ShrinksAtBudget(run) << " of " << Shrunk(run) << " shrinks stopped at the budget):\n";
   int n = 0;
-  for (const Difference& d : run.differences) {
-    const FunctionSpec& spec = *d.spec;
-    out << "\ndifference " << ++n << ": " << DiffLabel(d) << " " << d.failure.field << " (" << d.failure.kind << ", "
-        << GradeName(DifferenceGrade(d)) << ")" << (d.failure.cause.empty() ? "" : " where " + d.failure.cause)
-        << " in " << d.cases << " of " << CasesOfRow(o, d) << " cases; first at case " << d.first_index << " ("
-        << d.first_regime << ")\n";
+  for (const DifferenceView& v : views) {
+    const Difference& d = *v.d;
+    out << "\ndifference " << ++n << ": " << v.label << " " << v.headline << " in " << d.cases << " of " << v.of_cases
+        << " cases; first at case " << d.first_index << " (" << d.first_regime << ")\n";
     for (const Difference::Shared& m : d.may_share)
       out << "  may share a cause with: " << m.failure.field << " (" << m.failure.kind << ", " << m.failure.grade << ")"
           << (m.failure.cause.empty() ? "" : " where " + m.failure.cause) << " (" << m.why << ")\n";
     if (d.dp_ranks)
-      out << "  the case, sharded (" << d.golden.why << "; not shrunk): " << ShapeText(spec, d.minimal) << "\n";
+      out << "  the case, sharded (" << d.golden.why << "; not shrunk): " << v.shape << "\n";
     else
       out << "  minimal case (" << d.trials << " trials, " << ShortNumber(d.shrink_seconds) << " s"
-          << (d.exhausted ? ", the budget ran out" : "") << "): " << ShapeText(spec, d.minimal) << "\n";
+          << (d.exhausted ? ", the budget ran out" : "") << "): " << v.shape << "\n";
     for (const auto& [name, a] : d.minimal.inputs) out << "    " << name << " = " << InputText(a) << "\n";
-    const auto nd = NonDefaults(spec, d.minimal);
-    if (nd.empty()) {
+    if (v.non_defaults.empty()) {
       out << "    config: verl's defaults\n";
     } else {
       out << "    config (not verl's defaults):";
-      for (const auto& [k, v] : nd) out << " " << k << "=" << ConfigText(v);
+      for (const auto& [k, x] : v.non_defaults) out << " " << k << "=" << ConfigText(x);
       out << "\n";
     }
-    const DiffView v = View(d);
     if (d.failure.field == "error") {
       out << "  got:  " << v.got_error << "\n  want: " << v.want_error << "\n";
     } else if (v.elements.empty()) {
-      const FieldReport* f = FailedField(d);
-      out << "  " << (f ? f->note : std::string("the field differs")) << "\n";
+      out << "  " << v.note << "\n";
     } else {
       out << "  differing elements (" << v.elements.size() << "):\n";
       for (size_t i = 0; i < v.elements.size() && i < kShownElements; ++i) {
@@ -431,16 +454,12 @@ void Text(const ExploreCommand& o, const ExploreRun& run, const std::string& out
       }
       if (v.elements.size() > kShownElements) out << "    ... and " << v.elements.size() - kShownElements << " more\n";
     }
-    if (!out_dir.empty() && !d.dp_ranks) {
-      out << "  replay: " << Replay(o, d, out_dir) << "\n";
-      if (!o.adapter.empty() || o.reference == "verl")
-        out << "  python: " << out_dir << "/repro/" << names.at(&d) << ".py\n";
-    }
+    if (!v.replay.empty()) out << "  replay: " << v.replay << "\n";
+    if (!v.repro.empty()) out << "  python: " << v.repro << "\n";
   }
 }
 
-std::string Json(const ExploreCommand& o, const ExploreRun& run, const std::string& out_dir) {
-  const auto names = DiffNames(run);
+std::string Json(const ExploreCommand& o, const ExploreRun& run, const std::vector<DifferenceView>& views) {
   JsonWriter w;
   w.BeginObject();
   w.Key("schema").String("verlconf.explore").Key("schema_version").Int(1);
@@ -495,7 +514,8 @@ std::string Json(const ExploreCommand& o, const ExploreRun& run, const std::stri
   for (const auto* spec : run.not_provided) w.String(spec->family + "/" + spec->name);
   w.EndArray();
   w.Key("differences").BeginArray();
-  for (const Difference& d : run.differences) {
+  for (const DifferenceView& v : views) {
+    const Difference& d = *v.d;
     w.BeginObject().Key("function").String(d.spec->family + "/" + d.spec->name).Key("dp_ranks").Int(d.dp_ranks);
     if (d.dp_ranks) w.Key("sharding").String(d.golden.why);
     w.Key("field").String(d.failure.field).Key("kind").String(d.failure.kind);
@@ -507,7 +527,7 @@ std::string Json(const ExploreCommand& o, const ExploreRun& run, const std::stri
       w.Key("cause").String(f.cause).Key("why").String(m.why).EndObject();
     }
     w.EndArray();
-    w.Key("grade").String(GradeName(DifferenceGrade(d)));
+    w.Key("grade").String(v.grade);
     w.Key("cases").Int(d.cases).Key("first_case").Int(d.first_index).Key("first_regime").String(d.first_regime);
     w.Key("minimal").BeginObject();
     w.Key("name").String(d.minimal.name).Key("dtype").String(DTypeName(d.minimal.dtype));
@@ -522,7 +542,7 @@ std::string Json(const ExploreCommand& o, const ExploreRun& run, const std::stri
     }
     w.EndObject();
     w.Key("config_not_default").BeginObject();
-    for (const auto& [k, v] : NonDefaults(*d.spec, d.minimal)) w.Key(k).String(ConfigText(v));
+    for (const auto& [k, x] : v.non_defaults) w.Key(k).String(ConfigText(x));
     w.EndObject();
     w.Key("trials")
         .Int(d.trials)
@@ -531,7 +551,6 @@ std::string Json(const ExploreCommand& o, const ExploreRun& run, const std::stri
         .Key("budget_ran_out")
         .Bool(d.exhausted);
     w.EndObject();
-    const DiffView v = View(d);
     if (d.failure.field == "error") {
       w.Key("got_error").String(v.got_error).Key("want_error").String(v.want_error);
     }
@@ -541,11 +560,9 @@ std::string Json(const ExploreCommand& o, const ExploreRun& run, const std::stri
       w.Key("err_tol").Number(e.err_tol).Key("status").String(e.status).EndObject();
     }
     w.EndArray();
-    if (!out_dir.empty() && !d.dp_ranks) {
-      w.Key("replay").String(Replay(o, d, out_dir));
-      if (!o.adapter.empty() || o.reference == "verl")
-        w.Key("repro").String(out_dir + "/repro/" + names.at(&d) + ".py");
-    }
+    if (!v.replay.empty()) w.Key("replay").String(v.replay);
+    if (!v.repro.empty()) w.Key("repro").String(v.repro);
+
     w.EndObject();
   }
   w.EndArray();
@@ -557,12 +574,12 @@ std::string Json(const ExploreCommand& o, const ExploreRun& run, const std::stri
 
 // One test suite per row: a test case for its generated cases and one per difference,
 // failed with the judge's description of its minimal case and its replay line.
-std::vector<CaseReport> JunitReports(const ExploreCommand& o, const ExploreRun& run, const std::string& out_dir) {
+std::vector<CaseReport> JunitReports(const ExploreRun& run, const std::vector<DifferenceView>& views) {
   std::vector<CaseReport> reports;
   for (const FunctionTally& t : run.functions) {
-    std::vector<const Difference*> mine;
-    for (const Difference& d : run.differences)
-      if (d.spec == t.spec && d.dp_ranks == t.dp_ranks) mine.push_back(&d);
+    std::vector<const DifferenceView*> mine;
+    for (const DifferenceView& v : views)
+      if (v.d->spec == t.spec && v.d->dp_ranks == t.dp_ranks) mine.push_back(&v);
     CaseReport row;
     row.family = t.spec->family;
     row.function = Label(t);
@@ -572,23 +589,22 @@ std::vector<CaseReport> JunitReports(const ExploreCommand& o, const ExploreRun& 
                  std::to_string(t.failed) + " failed, " + std::to_string(mine.size()) + " difference(s)" +
                  (row.outcome == Outcome::kSkipped ? "; nothing compared" : "");
     reports.push_back(row);
-    for (const Difference* d : mine) {
-      CaseReport r = d->report;
+    for (const DifferenceView* v : mine) {
+      const Difference& d = *v->d;
+      CaseReport r = d.report;
       r.function = Label(t);
-      r.case_name = d->minimal.name;
+      r.case_name = d.minimal.name;
       r.outcome = Outcome::kFailed;
-      r.detail = d->failure.field + " (" + d->failure.kind + ", " + GradeName(DifferenceGrade(*d)) + ")" +
-                 (d->failure.cause.empty() ? "" : " where " + d->failure.cause) + " in " + std::to_string(d->cases) +
-                 " of " + std::to_string(CasesOfRow(o, *d)) + " cases; first at case " +
-                 std::to_string(d->first_index) + " (" + d->first_regime + ")";
-      r.repro = !out_dir.empty() && !d->dp_ranks ? Replay(o, *d, out_dir) : "";
+      r.detail = v->headline + " in " + std::to_string(d.cases) + " of " + std::to_string(v->of_cases) +
+                 " cases; first at case " + std::to_string(d.first_index) + " (" + d.first_regime + ")";
+      r.repro = v->replay;
       reports.push_back(std::move(r));
     }
   }
   return reports;
 }
 
-std::string Markdown(const ExploreCommand& o, const ExploreRun& run, const std::string& out_dir) {
+std::string Markdown(const ExploreCommand& o, const ExploreRun& run, const std::vector<DifferenceView>& views) {
   std::ostringstream m;
   m << "# conform explore\n\n" << Header(o, run) << " (conform " << t::Revision() << ").\n\n";
   if (const std::string parts = PartsLine(o); !parts.empty()) m << parts << ".\n\n";
@@ -599,16 +615,16 @@ std::string Markdown(const ExploreCommand& o, const ExploreRun& run, const std::
       << t.mistrusted << " | " << t.unsupported << " | " << t.skipped << " | " << t.refused << " |\n";
   if (run.differences.empty()) m << "\nNo difference.\n";
   int n = 0;
-  for (const Difference& d : run.differences) {
-    m << "\n## " << ++n << ". " << DiffLabel(d) << " `" << d.failure.field << "` (" << d.failure.kind << ", "
-      << GradeName(DifferenceGrade(d)) << ")" << (d.failure.cause.empty() ? "" : " where " + d.failure.cause) << "\n\n"
-      << d.cases << " of " << CasesOfRow(o, d) << " cases; minimal case: " << ShapeText(*d.spec, d.minimal) << ".\n\n";
+  for (const DifferenceView& v : views) {
+    const Difference& d = *v.d;
+    m << "\n## " << ++n << ". " << v.label << " `" << d.failure.field << "` (" << d.failure.kind << ", " << v.grade
+      << ")" << (d.failure.cause.empty() ? "" : " where " + d.failure.cause) << "\n\n"
+      << d.cases << " of " << v.of_cases << " cases; minimal case: " << v.shape << ".\n\n";
     for (const Difference::Shared& s : d.may_share)
       m << "May share a cause with `" << s.failure.field << "`"
         << (s.failure.cause.empty() ? "" : " where " + s.failure.cause) << ": " << s.why << ".\n\n";
     m << "| input | value |\n|---|---|\n";
     for (const auto& [name, a] : d.minimal.inputs) m << "| " << name << " | `" << InputText(a) << "` |\n";
-    const DiffView v = View(d);
     if (d.failure.field == "error") {
       m << "\ngot: `" << v.got_error << "`; want: `" << v.want_error << "`\n";
     } else if (!v.elements.empty()) {
@@ -619,7 +635,7 @@ std::string Markdown(const ExploreCommand& o, const ExploreRun& run, const std::
       }
       if (v.elements.size() > kShownElements) m << "\n... and " << v.elements.size() - kShownElements << " more.\n";
     }
-    if (!out_dir.empty() && !d.dp_ranks) m << "\nReplay: `" << Replay(o, d, out_dir) << "`\n";
+    if (!v.replay.empty()) m << "\nReplay: `" << v.replay << "`\n";
   }
   return m.str();
 }
@@ -684,14 +700,17 @@ int Emit(const ExploreCommand& o, ExploreRun& run, std::ostream& out) {
             WriteText(o.out + "/repro/" + names.at(&d) + ".py", Repro(d, adapter_path, package, o.adapter.empty()));
       }
     }
-    WriteText(o.out + "/explore.json", Json(o, run, o.out) + "\n");
   }
-  if (!o.report.empty()) WriteText(o.report, Markdown(o, run, o.out));
-  if (!o.junit.empty()) t::WriteJunit(o.junit, "conform.explore", JunitReports(o, run, o.out));
+  // Each difference's figures, once, for every report below.
+  const std::vector<DifferenceView> views = Views(o, run, o.out);
+  const std::string json = o.json || !o.out.empty() ? Json(o, run, views) : "";
+  if (!o.out.empty()) WriteText(o.out + "/explore.json", json + "\n");
+  if (!o.report.empty()) WriteText(o.report, Markdown(o, run, views));
+  if (!o.junit.empty()) t::WriteJunit(o.junit, "conform.explore", JunitReports(run, views));
   if (o.json)
-    out << Json(o, run, o.out) << "\n";
+    out << json << "\n";
   else
-    Text(o, run, o.out, out);
+    Text(o, run, views, out);
 
   const Totals s = Sum(run);
   if (!run.differences.empty()) return t::kExitFailure;
