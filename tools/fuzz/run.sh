@@ -57,7 +57,7 @@ fuzz() {
   echo "fuzz: $what: no crash, leak or hang in ${seconds}s"
 }
 
-build "$bin" tools/fuzz/fixture_fuzzer.cc fixtures/h5/h5*.cc oracle/*/*.cc \
+build "$bin" tools/fuzz/fixture_fuzzer.cc fixtures/h5/h5*.cc oracle/*.cc oracle/*/*.cc \
   "$libdir/libhdf5_serial.a" "$libdir/libsz.a" "$libdir/libaec.a" "$libdir/libz.a"
 
 # One input per class the HDF5-level damage produces (fixture_fuzzer.cc, Damage), and
@@ -99,7 +99,7 @@ fuzz "fixture files" "$bin" corpus "$seconds" 16384 "$work/fuzz.log"
 # combined as a sharded call's result. A fifth of the time, at least 10 s.
 reply_seconds=$(( seconds / 5 > 10 ? seconds / 5 : 10 ))
 reply="$work/reply_fuzzer"
-build "$reply" tools/fuzz/reply_fuzzer.cc tools/explore/wire.cc tools/explore/adapter_process.cc oracle/*/*.cc
+build "$reply" tools/fuzz/reply_fuzzer.cc tools/explore/wire.cc tools/explore/adapter_process.cc oracle/*.cc oracle/*/*.cc
 mkdir -p "$work/reply_corpus"
 cp tools/fuzz/reply_seeds/* "$work/reply_corpus/"
 echo "fuzz: running the adapter-reply target for ${reply_seconds}s"

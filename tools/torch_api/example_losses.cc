@@ -954,7 +954,7 @@ TorchResult ValueLoss(const TensorMap& in, const Config& given) {
   const at::Tensor& returns = in.at("returns");
   const at::Tensor& values = in.at("values");
   const at::Tensor& mask = in.at("response_mask");
-  const double c = cfg.Double("cliprange_value", 0.5);
+  const double c = cfg.Double("cliprange_value");  // required, as in verl
   // verl_F.clip_by_value is max(min(x, hi), lo), not clamp: at V +- c torch's tie rule
   // gives vpreds half the gradient.
   const at::Tensor vpredclipped = at::maximum(at::minimum(vpreds, values + c), values - c);
