@@ -401,8 +401,7 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
   };
 
   // Per difference: its first case, and the indices of the cases that show it (the
-  // first kKeptIndices of them: what "may share a cause" compares).
-  constexpr size_t kKeptIndices = 20000;
+  // first kKeptCaseIndices of them).
   struct Seen {
     Difference d;
     std::set<int64_t> indices;
@@ -454,7 +453,7 @@ ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const Engin
       Difference& d = e.d;
       ++d.cases;
       e.indices.insert(i);
-      if (e.indices.size() > kKeptIndices) e.indices.erase(std::prev(e.indices.end()));
+      if (e.indices.size() > kKeptCaseIndices) e.indices.erase(std::prev(e.indices.end()));
       if (!fresh && d.first_index <= i) continue;
       // The first case to show it so far: the one an unsharded, serial run meets first.
       d.row = r;

@@ -91,7 +91,17 @@ struct FunctionTally {
   int64_t cases = 0, passed = 0, failed = 0, baselined = 0, mistrusted = 0, unsupported = 0, skipped = 0, refused = 0;
   std::string refused_example;  // one reason, for the report
   int64_t refused_first = -1;   // the case it is from: the row's first refused case
+
+  // Adds `o`'s outcome counts (a run's totals; a row's parts in a merge).
+  void AddCounts(const FunctionTally& o) {
+    cases += o.cases, passed += o.passed, failed += o.failed, baselined += o.baselined;
+    mistrusted += o.mistrusted, unsupported += o.unsupported, skipped += o.skipped, refused += o.refused;
+  }
 };
+
+// How many of the cases that show a difference it keeps the indices of (the first ones):
+// what "may share a cause" compares, bounded whatever the number of cases.
+constexpr size_t kKeptCaseIndices = 20000;
 
 struct Difference {
   const FunctionSpec* spec = nullptr;

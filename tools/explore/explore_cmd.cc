@@ -281,22 +281,10 @@ std::string Row(const FunctionTally& t) {
   return line;
 }
 
-struct Totals {
-  int64_t cases = 0, passed = 0, failed = 0, baselined = 0, mistrusted = 0, unsupported = 0, skipped = 0, refused = 0;
-};
-
-Totals Sum(const ExploreRun& run) {
-  Totals s;
-  for (const auto& t : run.functions) {
-    s.cases += t.cases;
-    s.passed += t.passed;
-    s.failed += t.failed;
-    s.baselined += t.baselined;
-    s.mistrusted += t.mistrusted;
-    s.unsupported += t.unsupported;
-    s.skipped += t.skipped;
-    s.refused += t.refused;
-  }
+// The run's outcome counts over every row.
+FunctionTally Sum(const ExploreRun& run) {
+  FunctionTally s;
+  for (const auto& t : run.functions) s.AddCounts(t);
   return s;
 }
 
@@ -393,7 +381,7 @@ void Text(const ExploreCommand& o, const ExploreRun& run, const std::vector<Diff
   if (const std::string parts = PartsLine(o); !parts.empty()) out << parts << "\n";
   out << "function                                      cases  passed  failed  basel  mistr  unsup   skip  refused\n";
   for (const auto& t : run.functions) out << Row(t);
-  const Totals s = Sum(run);
+  const FunctionTally s = Sum(run);
   char line[512];
   const double rate = run.explore_seconds > 0 ? static_cast<double>(s.cases) / run.explore_seconds : 0;
   std::snprintf(line, sizeof line,
@@ -484,7 +472,7 @@ std::string Json(const ExploreCommand& o, const ExploreRun& run, const std::vect
     for (int64_t p : o.missing_parts) w.Int(p);
     w.EndArray().EndObject();
   }
-  const Totals s = Sum(run);
+  const FunctionTally s = Sum(run);
   w.Key("totals").BeginObject();
   w.Key("cases").Int(s.cases).Key("passed").Int(s.passed).Key("failed").Int(s.failed).Key("baselined").Int(s.baselined);
   w.Key("mistrusted").Int(s.mistrusted).Key("unsupported").Int(s.unsupported).Key("skipped").Int(s.skipped);
@@ -712,7 +700,7 @@ int Emit(const ExploreCommand& o, ExploreRun& run, std::ostream& out) {
   else
     Text(o, run, views, out);
 
-  const Totals s = Sum(run);
+  const FunctionTally s = Sum(run);
   if (!run.differences.empty()) return t::kExitFailure;
   if (!o.missing_parts.empty()) {
     std::cerr << "conform: explore merge: part(s) " << PartList(o.missing_parts) << " of " << o.merged_count

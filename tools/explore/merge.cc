@@ -16,9 +16,6 @@
 namespace verlconf::explore {
 namespace {
 
-// As the engine keeps them: the first indices of the cases that show a difference.
-constexpr size_t kKeptIndices = 20000;
-
 const Json& Member(const Json& j, const std::string& key, Json::Kind kind, const std::string& path) {
   const Json* m = j.Find(key);
   if (!m || m->kind != kind) throw BadInput(path + ": no valid member '" + key + "' (not a shard of conform explore?)");
@@ -161,14 +158,7 @@ MergedRun MergeShards(std::vector<ShardFile> shards) {
       if (a.spec != t.spec || a.dp_ranks != t.dp_ranks)
         throw BadInput("explore merge: row " + std::to_string(r) + " is " + RowKey(a) + " in " + s.path + " but " +
                        RowKey(t) + " in " + first.path);
-      t.cases += a.cases;
-      t.passed += a.passed;
-      t.failed += a.failed;
-      t.baselined += a.baselined;
-      t.mistrusted += a.mistrusted;
-      t.unsupported += a.unsupported;
-      t.skipped += a.skipped;
-      t.refused += a.refused;
+      t.AddCounts(a);
       if (a.refused_first >= 0 && (t.refused_first < 0 || a.refused_first < t.refused_first))
         t.refused_first = a.refused_first, t.refused_example = a.refused_example;
     }
@@ -198,7 +188,7 @@ MergedRun MergeShards(std::vector<ShardFile> shards) {
       std::vector<int64_t> both;
       std::set_union(e.case_indices.begin(), e.case_indices.end(), d.case_indices.begin(), d.case_indices.end(),
                      std::back_inserter(both));
-      if (both.size() > kKeptIndices) both.resize(kKeptIndices);
+      if (both.size() > kKeptCaseIndices) both.resize(kKeptCaseIndices);
       e.case_indices = std::move(both);
       if (d.first_index < e.first_index) {
         e.first_index = d.first_index;

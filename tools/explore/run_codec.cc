@@ -169,6 +169,14 @@ struct Reader {
   const Json& Arr(const Json& j, const std::string& key, const std::string& at) const {
     return Of(j, key, at, Json::Kind::kArray, "an array");
   }
+  std::vector<int64_t> Ints(const Json& j, const std::string& key, const std::string& at) const {
+    std::vector<int64_t> v;
+    for (const Json& x : Arr(j, key, at).items) {
+      if (!x.integral) Fail(at + "." + key, "holds a value that is not a whole number");
+      v.push_back(static_cast<int64_t>(x.number));
+    }
+    return v;
+  }
   const Json& Obj(const Json& j, const std::string& key, const std::string& at) const {
     return Of(j, key, at, Json::Kind::kObject, "an object");
   }
@@ -274,17 +282,11 @@ struct Reader {
     f.abs_at_worst = Num(j, "abs_at_worst", at);
     f.rel_at_worst = Num(j, "rel_at_worst", at);
     f.flips = Int(j, "flips", at);
-    for (const Json& i : Arr(j, "flipped", at).items) {
-      if (!i.integral) Fail(at + ".flipped", "holds a value that is not a whole number");
-      f.flipped.push_back(static_cast<int64_t>(i.number));
-    }
+    f.flipped = Ints(j, "flipped", at);
     f.compared_finite = Bool(j, "compared_finite", at);
     f.zero_reference = Bool(j, "zero_reference", at);
     f.identical = Bool(j, "identical", at);
-    for (const Json& x : Arr(j, "shape", at).items) {
-      if (!x.integral) Fail(at + ".shape", "holds a value that is not a whole number");
-      f.shape.push_back(static_cast<int64_t>(x.number));
-    }
+    f.shape = Ints(j, "shape", at);
     const Json& pairs = Arr(j, "worst_mismatches", at);
     for (size_t k = 0; k < pairs.items.size(); ++k) {
       const Json& p = pairs.items[k];
@@ -452,10 +454,7 @@ ExploreRun DecodeRun(const Json& j, const std::string& what) {
     d.cases = r.Int(e, "cases", at);
     d.first_index = r.Int(e, "first_index", at);
     d.first_regime = r.Str(e, "first_regime", at);
-    for (const Json& i : r.Arr(e, "case_indices", at).items) {
-      if (!i.integral) r.Fail(at + ".case_indices", "holds a value that is not a whole number");
-      d.case_indices.push_back(static_cast<int64_t>(i.number));
-    }
+    d.case_indices = r.Ints(e, "case_indices", at);
     d.minimal = r.ReadCase(r.Obj(e, "minimal", at), at + ".minimal");
     d.golden = r.ReadCase(r.Obj(e, "golden", at), at + ".golden");
     d.got = r.ReadCase(r.Obj(e, "got", at), at + ".got");
