@@ -72,7 +72,7 @@ ALLOWED = [
     ("mine.h5", "a user's candidate file in docs/bad-input.md's table"),
     ("old.h5", "a result file a test plants in tools/harness/harness_test.py"),
     ("x.h5", "the file of an example Bazel-label-like path in this file's found()"),
-    ("my_adapter.py", "a user's adapter in the usage lines of fixtures/python/verlconf"),
+    ("my_adapter.py", "a user's adapter in the usage lines of tools/python/verlconf"),
 ]
 
 # (name, whose, what it is): files of other projects that comments and documents name bare,

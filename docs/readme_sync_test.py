@@ -17,7 +17,7 @@ README's placeholder.
 Commands run from the repository root (the runfiles' under Bazel) with Debian's
 /usr/bin/python3 (numpy, h5py and pytest; tools/setup.sh) as the adapters' interpreter,
 and repro lines name the command as `bazel run //tools:conform --` (VERLCONF_PROG) where
-the README runs it that way. The pytest plugin runs from fixtures/python with its
+the README runs it that way. The pytest plugin runs from tools/python with its
 binary pointed at CONFORM (the wheel would carry it beside the package).
 """
 
@@ -46,7 +46,7 @@ else:
 README = os.path.join(ROOT, "README.md")
 PYTHON = "/usr/bin/python3"  # Debian's, as the README's commands name it
 BAZEL_RUN = "bazel run //tools:conform --"
-EXAMPLE = "fixtures/adapters/numpy_example_adapter.py"
+EXAMPLE = "tools/adapters/numpy_example_adapter.py"
 MARKER = re.compile(r"^<!-- sync: ([\w-]+) -->$")
 ELIDE = "..."
 FIX = "python3 docs/readme_sync_test.py CONFORM --write  (CONFORM: bazel-bin/tools/conform)"
@@ -170,7 +170,7 @@ def pytest_plugin(*args: str, bug: str = "") -> str:
     d = tmp("pytest")
     shim = (
         "import sys\n"
-        f"sys.path.insert(0, {os.path.join(ROOT, 'fixtures', 'python')!r})\n"
+        f"sys.path.insert(0, {os.path.join(ROOT, 'tools', 'python')!r})\n"
         "from verlconf import layout\n"
         f"layout.CONFORM = {CONFORM!r}\n"
         "import pytest\n"

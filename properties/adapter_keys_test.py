@@ -1,6 +1,6 @@
 """The verl adapter's key table against the registry, without torch or verl.
 
-fixtures/adapters/verl_keys.py is the table verl_adapter.py builds FUNCTIONS from. Run
+tools/adapters/verl_keys.py is the table verl_adapter.py builds FUNCTIONS from. Run
 through the one key resolution the capture and the harness share (verlconf/
 adapter_keys.py), it must name every registry function of `conform spec --json`, keyed
 (family, name), and nothing else; every factory it names must exist in verl_adapter.py
@@ -25,7 +25,7 @@ if not os.path.isdir(os.path.join(ROOT, "fixtures")):
     ROOT = os.getcwd()
 FIXTURES = os.path.join(ROOT, "fixtures")
 
-import verl_keys  # noqa: E402  (//fixtures:verl_keys)
+import verl_keys  # noqa: E402  (//tools/adapters:verl_keys)
 from verlconf import adapter_keys  # noqa: E402
 
 
@@ -35,7 +35,7 @@ def registry():
 
 
 def adapter_factories():
-    with open(os.path.join(FIXTURES, "adapters", "verl_adapter.py")) as f:
+    with open(os.path.join(os.path.dirname(FIXTURES), "tools", "adapters", "verl_adapter.py")) as f:
         tree = ast.parse(f.read())
     for node in tree.body:
         targets = [node.target] if isinstance(node, ast.AnnAssign) else getattr(node, "targets", [])

@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "fixtures/h5/golden_set.h"
 #include "oracle/core/errors.h"
 #include "oracle/judge/judge.h"
 #include "oracle/registry.h"
 #include "properties/cuda_host_check.h"
 #include "tools/cli/paths.h"
+#include "tools/h5/golden_set.h"
 
 namespace verlconf {
 namespace {

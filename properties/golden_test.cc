@@ -8,12 +8,12 @@
 #include <map>
 #include <set>
 
-#include "fixtures/h5/golden_set.h"
 #include "oracle/judge/judge.h"
 #include "oracle/policy_loss/cov.h"
 #include "oracle/registry.h"
 #include "oracle/rollout_correction/rollout_correction.h"
 #include "tools/cli/paths.h"
+#include "tools/h5/golden_set.h"
 
 namespace verlconf {
 namespace {

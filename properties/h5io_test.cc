@@ -1,6 +1,6 @@
 // Round trip through the fixture writer and reader, and the reader's errors: each
 // names the file, case and field, and none crashes.
-#include "fixtures/h5/h5io.h"
+#include "tools/h5/h5io.h"
 
 #include <gtest/gtest.h>
 
@@ -12,10 +12,10 @@
 #include <string>
 #include <sys/stat.h>
 
-#include "fixtures/h5/h5child.h"
-#include "fixtures/h5/h5limits.h"
-#include "fixtures/h5/h5names.h"
 #include "oracle/core/errors.h"
+#include "tools/h5/h5child.h"
+#include "tools/h5/h5limits.h"
+#include "tools/h5/h5names.h"
 
 namespace verlconf::fixtures {
 namespace {
@@ -114,7 +114,7 @@ TEST(H5io, FailedWriteLeavesNoFile) {
   EXPECT_FALSE(std::ifstream(p).good());
 }
 
-// --- the reader's limits (fixtures/h5/h5limits.h) ----------------------------------
+// --- the reader's limits (tools/h5/h5limits.h) ----------------------------------
 
 // The element count is exact where it is allowed and refused otherwise, for products
 // near and far beyond 2^63 and 2^64 (checked against 128-bit arithmetic).
@@ -167,7 +167,7 @@ TEST(H5Limits, BudgetCapsEachCaseAndTheWholeFile) {
   EXPECT_EQ(cases, kMaxFileElements / kMaxCaseElements);
 }
 
-// --- names (fixtures/h5/h5names.h) ---------------------------------------------------
+// --- names (tools/h5/h5names.h) ---------------------------------------------------
 
 // Every byte value, in every position, against the documented set of each kind.
 TEST(H5Names, EachKindAcceptsExactlyItsCharacterSet) {
@@ -246,7 +246,7 @@ TEST(H5io, DirectoryEntriesMustBeRegularFiles) {
   }
 }
 
-// --- reading in a child process (fixtures/h5/h5child.h) --------------------------------
+// --- reading in a child process (tools/h5/h5child.h) --------------------------------
 
 std::string BundledGoldens() {
   const char* dir = std::getenv("TEST_SRCDIR");

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Every file conform writes goes through one writer: tools/cli/report_file.cc (AtomicFile:
 an exclusive, unpredictable temporary beside the target, fsync, rename) or, for fixture
-files, fixtures/h5/h5io.cc (WriteFixtureFile: the same rule through libhdf5). Any other
+files, tools/h5/h5io.cc (WriteFixtureFile: the same rule through libhdf5). Any other
 way of opening a file for writing in conform's sources is a finding, named by file and
 line. Benchmarks, fuzzers, the device tests and the LibTorch example are not conform and
 are not checked.
@@ -12,7 +12,7 @@ are not checked.
 import re
 import sys
 
-WRITERS = {"tools/cli/report_file.cc", "fixtures/h5/h5io.cc"}
+WRITERS = {"tools/cli/report_file.cc", "tools/h5/h5io.cc"}
 PATTERNS = [
     (re.compile(r"\bstd::ofstream\b|\bstd::fstream\b"), "an ofstream"),
     (re.compile(r"\bfopen\s*\([^)]*\"[wa]"), "fopen for writing"),

@@ -95,7 +95,7 @@ def problems(path: str):
         return [str(ex)]
     stem = os.path.basename(path)[:-3]
     h = rep.header
-    want_adapter = f"fixtures/adapters/peers/{stem}_adapter.py"
+    want_adapter = f"tools/adapters/peers/{stem}_adapter.py"
     if h["adapter"] != want_adapter:
         out.append(f"{path}: adapter is {h['adapter']}, expected {want_adapter}")
     pins = []
@@ -248,7 +248,7 @@ def imported_modules(path: str):
 class ReportsTest(unittest.TestCase):
     def test_adapters_call_their_framework_not_verl(self):
         # A peer adapter that imported verl could hand verl's own results in as the framework's.
-        adapters = sorted(glob.glob(os.path.join(REPO, "fixtures", "adapters", "peers", "*_adapter.py")))
+        adapters = sorted(glob.glob(os.path.join(REPO, "tools", "adapters", "peers", "*_adapter.py")))
         self.assertTrue(adapters)
         for path in adapters:
             with self.subTest(adapter=os.path.basename(path)):
@@ -426,7 +426,7 @@ class ReportWriterTest(unittest.TestCase):
         golden = {"verl_version": "v", "torch_version": "t"}
         return types.SimpleNamespace(
             name="trl",
-            adapter="fixtures/adapters/peers/trl_adapter.py",
+            adapter="tools/adapters/peers/trl_adapter.py",
             requirements=os.path.join(REPO, "tools", "peers", "trl-requirements.txt"),
             causes=dump("causes.tsv", ""),
             inventory=dump("inventory.tsv", "".join(f"{k}\t{cp}\t{note}\n" for k, cp, note in inventory)),

@@ -4,7 +4,7 @@
 // pipeline. Interface: docs/rollout-correction-interface.md; math:
 // oracle/rollout_correction/rollout_correction.h.
 //
-// Config: an absent attribute is None, as the capture passes it (fixtures/adapters/
+// Config: an absent attribute is None, as the capture passes it (tools/adapters/
 // verl_adapter.py: "a config key absent from a case was passed as None"); ConfigKey's
 // verl_default documents verl's own default, which a case gets by storing it.
 #include "oracle/rollout_correction/spec.h"

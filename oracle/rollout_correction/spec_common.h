@@ -53,7 +53,7 @@ RsMetricsArgs ReadRsMetricsArgs(const Case& c);
 // ---------------------------------------------------------------- config
 
 // The case's five rollout_* keys. An absent key was passed as None (the capture's
-// convention: fixtures/adapters/verl_adapter.py), not as the dataclass default.
+// convention: tools/adapters/verl_adapter.py), not as the dataclass default.
 RolloutCorrectionSettings ReadRolloutSettings(const Config& c);
 // The same five keys as config entries; entry points differ only in rollout_is's
 // default.

@@ -22,7 +22,7 @@ import numpy as np
 CONFORM = os.path.abspath(sys.argv.pop(1))
 RUNFILES = os.environ.get("TEST_SRCDIR", os.getcwd())
 ROOT = os.path.join(RUNFILES, "verlconf")
-sys.path.insert(0, os.path.join(ROOT, "fixtures", "adapters"))
+sys.path.insert(0, os.path.join(ROOT, "tools", "adapters"))
 import numpy_example_impl  # noqa: E402
 
 CUDA_BASELINE = os.path.join(ROOT, "properties", "explore", "cuda_host.baseline")

@@ -20,7 +20,7 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "fixtures", "adapters"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "adapters"))
 
 
 def explore(conform, python, *args, bug=""):

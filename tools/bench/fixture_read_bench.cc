@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <exception>
 
-#include "fixtures/h5/h5io.h"
+#include "tools/h5/h5io.h"
 
 int main(int argc, char** argv) {
   if (argc < 2) {

@@ -18,7 +18,7 @@ import tempfile
 import numpy as np
 
 # An entry script: it finds the verlconf package of this checkout.
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "python"))
 from verlconf import h5schema  # noqa: E402
 
 

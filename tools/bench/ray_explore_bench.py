@@ -35,7 +35,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PACKAGE_PARENT = os.path.join(HERE, "..", "..", "fixtures", "python")
+PACKAGE_PARENT = os.path.join(HERE, "..", "..", "tools", "python")
 PROJECTED_CASES = 10**6  # per function
 SHARDS_PER_CORE = 4  # in the projection: a few shards per core, so that no core idles at the end
 

@@ -13,7 +13,6 @@
 #include <thread>
 
 #include "cuda_impl/core/device.h"
-#include "fixtures/h5/golden_set.h"
 #include "oracle/core/errors.h"
 #include "oracle/core/json.h"
 #include "oracle/judge/candidate.h"
@@ -31,6 +30,7 @@
 #include "tools/cli/report_file.h"
 #include "tools/cli/selection.h"
 #include "tools/cli/version.h"
+#include "tools/h5/golden_set.h"
 
 namespace verlconf::tools {
 namespace {

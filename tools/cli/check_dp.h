@@ -5,7 +5,7 @@
 // (oracle/sharding/invariance.h ShardedReference).
 //
 // A call's case is named "<case>.dp<k>.r<rank>.m<micro-batch>" and its `why` is
-// "dp rows i j ...": the full batch's rows it held (fixtures/python/verlconf/sharding.py
+// "dp rows i j ...": the full batch's rows it held (tools/python/verlconf/sharding.py
 // writes both). The rows of all calls are the plan; check validates it before judging.
 #pragma once
 
@@ -17,9 +17,9 @@
 #include <utility>
 #include <vector>
 
-#include "fixtures/h5/golden_set.h"
 #include "oracle/judge/case_report.h"
 #include "tools/cli/selection.h"
+#include "tools/h5/golden_set.h"
 
 namespace verlconf::tools {
 

@@ -12,7 +12,6 @@
 #include <utility>
 #include <vector>
 
-#include "fixtures/h5/golden_set.h"
 #include "oracle/core/errors.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/conform_main.h"
@@ -20,6 +19,7 @@
 #include "tools/cli/report_file.h"
 #include "tools/cli/version.h"
 #include "tools/explore/explore_cmd.h"
+#include "tools/h5/golden_set.h"
 
 namespace {
 
@@ -169,7 +169,7 @@ const std::vector<Command>& Commands() {
         {"--impl", "oracle|cuda|cuda-host",
          "explore one of conform's implementations instead of an adapter (cuda: float32 on a GPU)"},
         {"--reference", "oracle|verl",
-         "the reference: the oracle (default) or verl through fixtures/adapters/verl_adapter.py in --python (a "
+         "the reference: the oracle (default) or verl through tools/adapters/verl_adapter.py in --python (a "
          "differential test of the oracle; the candidate is then --impl, default oracle)"},
         {"--cases", "N", "generated cases per function (default 100)"},
         {"--seed", "N", "the generation seed (default 0); the same seed gives the same cases"},

@@ -14,7 +14,6 @@
 #include <tuple>
 #include <vector>
 
-#include "fixtures/h5/golden_set.h"
 #include "oracle/core/errors.h"
 #include "oracle/core/json.h"
 #include "oracle/judge/candidate.h"
@@ -26,6 +25,7 @@
 #include "tools/cli/report_file.h"
 #include "tools/cli/selection.h"
 #include "tools/cli/version.h"
+#include "tools/h5/golden_set.h"
 
 namespace verlconf::tools {
 namespace {

@@ -8,13 +8,13 @@
 #include <set>
 #include <variant>
 
-#include "fixtures/h5/golden_set.h"
 #include "oracle/core/errors.h"
 #include "oracle/core/json.h"
 #include "oracle/judge/validate.h"
 #include "oracle/registry.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/selection.h"
+#include "tools/h5/golden_set.h"
 
 namespace verlconf::tools {
 

@@ -1,7 +1,7 @@
 // A one-line progress bar for long checks: done/total, a bar, the case at hand and an
 // ETA from the mean time per case so far. Shown only when stderr is a terminal (logs, CI
 // output, pipes and tests never see it) and redrawn at most ten times a second.
-// fixtures/python/verlconf/progress.py draws the same line for the harness.
+// tools/python/verlconf/progress.py draws the same line for the harness.
 #pragma once
 
 #include <unistd.h>

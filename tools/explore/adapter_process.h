@@ -28,7 +28,7 @@ struct AdapterOptions {
 };
 
 // Where a call sits in a sharded batch, as the server hands it to an adapter's SHARD hook
-// (docs/adapter-contract.md, "Sharded calls"; fixtures/python/verlconf/sharding.py
+// (docs/adapter-contract.md, "Sharded calls"; tools/python/verlconf/sharding.py
 // ShardContext has the same fields).
 struct ShardContext {
   int64_t rank = 0, dp_size = 1, micro_batch = 0, micro_batches = 1, horizon = 1, batch_size = 0;

@@ -16,7 +16,6 @@
 #include <sstream>
 #include <sys/stat.h>
 
-#include "fixtures/h5/h5io.h"
 #include "oracle/core/errors.h"
 #include "oracle/core/json.h"
 #include "oracle/explore/elements.h"
@@ -34,6 +33,7 @@
 #include "tools/explore/engine.h"
 #include "tools/explore/merge.h"
 #include "tools/explore/run_codec.h"
+#include "tools/h5/h5io.h"
 
 namespace verlconf::explore {
 namespace {
@@ -630,7 +630,7 @@ std::string Markdown(const ExploreCommand& o, const ExploreRun& run, const std::
 
 std::string BundledAdapterPath(const ExploreCommand& o, const std::string& adapter) {
   if (adapter.size() > 3 && adapter.compare(adapter.size() - 3, 3, ".py") == 0) return t::ResolveUserPath(adapter);
-  const std::string p = t::RunfilePath(o.argv0.c_str(), "fixtures/adapters/" + adapter + "_adapter.py");
+  const std::string p = t::RunfilePath(o.argv0.c_str(), "tools/adapters/" + adapter + "_adapter.py");
   char buf[PATH_MAX];
   return !p.empty() && realpath(p.c_str(), buf) ? buf : p;
 }
@@ -680,7 +680,7 @@ int Emit(const ExploreCommand& o, ExploreRun& run, std::ostream& out) {
         MakeDir(o.out + "/repro");
         const std::string adapter_path = BundledAdapterPath(o, o.adapter.empty() ? "verl" : o.adapter);
         // The package's own directory (through the runfiles' links): a repro outlives the run.
-        std::string package = AbsoluteRunfile(o, "fixtures/python/verlconf/__init__.py");
+        std::string package = AbsoluteRunfile(o, "tools/python/verlconf/__init__.py");
         for (int up = 0; up < 2 && package.rfind('/') != std::string::npos; ++up) package.resize(package.rfind('/'));
         const auto names = DiffNames(run);
         for (const Difference& d : run.differences)

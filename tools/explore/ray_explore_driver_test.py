@@ -26,7 +26,7 @@ ROOT = (
     if RUNFILES
     else os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 )
-PACKAGE_PARENT = os.path.join(ROOT, "fixtures", "python")
+PACKAGE_PARENT = os.path.join(ROOT, "tools", "python")
 sys.path.insert(0, PACKAGE_PARENT)
 from verlconf import ray_explore  # noqa: E402
 

@@ -26,7 +26,7 @@ ROOT = (
     if RUNFILES
     else os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 )
-PACKAGE_PARENT = os.path.join(ROOT, "fixtures", "python")
+PACKAGE_PARENT = os.path.join(ROOT, "tools", "python")
 BUG = "k3_no_clamp"
 CASES = "200"
 SHARDS = "4"

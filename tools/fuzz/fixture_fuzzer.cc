@@ -9,7 +9,7 @@
 //  - raw: the bytes are the HDF5 file (an input that starts with HDF5's signature, or
 //    every input under VERLCONF_FUZZ_RAW, tools/fuzz/run.sh --raw). libhdf5 1.10's own
 //    parser is not hardened against hostile files, so such a file is read as conform
-//    reads every file, in a child process (fixtures/h5/h5child.h): libhdf5 crashing there
+//    reads every file, in a child process (tools/h5/h5child.h): libhdf5 crashing there
 //    is the ReaderCrashed refusal, not a finding; this process crashing is one.
 //
 // A structured input that ends in the marker byte 0xA5 and a kind byte also has its file
@@ -39,13 +39,13 @@
 #include <sys/stat.h>
 #include <vector>
 
-#include "fixtures/h5/h5child.h"
-#include "fixtures/h5/h5io.h"
 #include "oracle/core/errors.h"
 #include "oracle/judge/candidate.h"
 #include "oracle/judge/judge.h"
 #include "oracle/judge/validate.h"
 #include "oracle/registry.h"
+#include "tools/h5/h5child.h"
+#include "tools/h5/h5io.h"
 
 namespace {
 

@@ -57,7 +57,7 @@ fuzz() {
   echo "fuzz: $what: no crash, leak or hang in ${seconds}s"
 }
 
-build "$bin" tools/fuzz/fixture_fuzzer.cc fixtures/h5/h5*.cc oracle/*.cc oracle/*/*.cc \
+build "$bin" tools/fuzz/fixture_fuzzer.cc tools/h5/h5*.cc oracle/*.cc oracle/*/*.cc \
   "$libdir/libhdf5_serial.a" "$libdir/libsz.a" "$libdir/libaec.a" "$libdir/libz.a"
 
 # One input per class the HDF5-level damage produces (fixture_fuzzer.cc, Damage), and

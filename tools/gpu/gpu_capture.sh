@@ -114,17 +114,17 @@ if [[ -e "$bundle" ]]; then
   fi
   rm -rf "$bundle"
 fi
-mkdir -p "$bundle/repo/fixtures/adapters" "$bundle/repo/fixtures/capture" "$bundle/repo/fixtures/python/verlconf/catalogue" \
+mkdir -p "$bundle/repo/tools/adapters" "$bundle/repo/tools/python/verlconf" "$bundle/repo/fixtures/capture" "$bundle/repo/fixtures/catalogue" \
   "$bundle/repo/tools/gpu" "$bundle/repo/tools/bench" "$bundle/wheels"
 touch "$bundle/$marker"
 # The capture's files keep their repository paths: capture_script_sha256 hashes them by
 # those paths, so the GPU set's hash names the same scripts as a capture here.
 cp fixtures/capture.py fixtures/spec.json "$bundle/repo/fixtures/"
 cp fixtures/capture/capture.py "$bundle/repo/fixtures/capture/"
-cp fixtures/python/verlconf_harness.py "$bundle/repo/fixtures/python/"
-cp fixtures/python/verlconf/*.py "$bundle/repo/fixtures/python/verlconf/"
-cp fixtures/python/verlconf/catalogue/*.py "$bundle/repo/fixtures/python/verlconf/catalogue/"
-cp fixtures/adapters/verl_adapter.py fixtures/adapters/verl_keys.py "$bundle/repo/fixtures/adapters/"
+cp tools/python/verlconf_harness.py "$bundle/repo/tools/python/"
+cp tools/python/verlconf/*.py "$bundle/repo/tools/python/verlconf/"
+cp fixtures/catalogue/*.py "$bundle/repo/fixtures/catalogue/"
+cp tools/adapters/verl_adapter.py tools/adapters/verl_keys.py "$bundle/repo/tools/adapters/"
 cp tools/gpu/gpu_capture_boot.py "$bundle/repo/tools/gpu/"
 cp tools/bench/bench_verl.py "$bundle/repo/tools/bench/"
 for p in "${pure[@]}"; do cp "$wheels"/"$(echo "${p%%==*}" | tr - _)"-"${p##*==}"-py3*.whl "$bundle/wheels/"; done

@@ -112,9 +112,10 @@ class InputsAreMadeOnTheCpu(unittest.TestCase):
     SOURCES = [
         "fixtures/capture",
         "fixtures/capture.py",
-        "fixtures/python/verlconf",
-        "fixtures/adapters/verl_adapter.py",
-        "fixtures/adapters/verl_keys.py",
+        "fixtures/catalogue",
+        "tools/python/verlconf",
+        "tools/adapters/verl_adapter.py",
+        "tools/adapters/verl_keys.py",
     ]
 
     def trees(self):

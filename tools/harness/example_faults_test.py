@@ -1,4 +1,4 @@
-"""The planted faults of the numpy example (fixtures/adapters/numpy_example_impl.py, BUGS).
+"""The planted faults of the numpy example (tools/adapters/numpy_example_impl.py, BUGS).
 
 Each fault's description names the minimal case a shrinker should reach; here that case
 is written out by hand, and the faulty function must differ from the pristine one on it,
@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-IMPL = os.path.join(os.path.dirname(os.path.dirname(HERE)), "fixtures", "adapters", "numpy_example_impl.py")
+IMPL = os.path.join(os.path.dirname(os.path.dirname(HERE)), "tools", "adapters", "numpy_example_impl.py")
 VAR = "VERLCONF_EXAMPLE_BUG"
 
 

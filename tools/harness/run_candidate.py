@@ -4,7 +4,7 @@
     python3 tools/harness/run_candidate.py --adapter ADAPTER --out DIR [--force]
         [--goldens fixtures/verl-0.9.1] [--spec SPEC.json | --conform PATH/TO/conform]
 
-The entry script of verlconf.run_candidate (fixtures/python/verlconf/run_candidate.py,
+The entry script of verlconf.run_candidate (tools/python/verlconf/run_candidate.py,
 which documents the options and exit status); run directly, it finds the package in this
 checkout, or in the verlconf wheel it was installed with.
 """
@@ -25,7 +25,7 @@ def _load(name, path, package_dir=None):
     spec.loader.exec_module(module)
 
 
-CHECKOUT = os.path.join(HERE, "..", "..", "fixtures", "python")
+CHECKOUT = os.path.join(HERE, "..", "..", "tools", "python")
 if os.path.isdir(os.path.join(CHECKOUT, "verlconf")):
     sys.path.insert(0, CHECKOUT)
 else:

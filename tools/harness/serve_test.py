@@ -23,7 +23,7 @@ import numpy as np
 CONFORM = os.path.abspath(sys.argv.pop(1))
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVER = os.path.join(HERE, "serve_adapter.py")
-ADAPTERS = os.path.join(os.path.dirname(os.path.dirname(HERE)), "fixtures", "adapters")
+ADAPTERS = os.path.join(os.path.dirname(os.path.dirname(HERE)), "tools", "adapters")
 GOLDENS = os.path.join(os.path.dirname(os.path.dirname(HERE)), "fixtures", "verl-0.9.1")
 
 EXAMPLE = sorted(

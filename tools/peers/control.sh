@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Control run of the peer reports: verl itself (fixtures/adapters/verl_adapter.py) in the peers'
+# Control run of the peer reports: verl itself (tools/adapters/verl_adapter.py) in the peers'
 # torch environment, judged against its own goldens.
 #
 #   tools/peers/control.sh
@@ -26,7 +26,7 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$REPO"
 [ $# -eq 0 ] || die "usage: tools/peers/control.sh (no arguments)"
 REQ=tools/peers/control-requirements.txt
-ADAPTER=fixtures/adapters/verl_adapter.py
+ADAPTER=tools/adapters/verl_adapter.py
 SET=verl-0.9.1
 PY=${PEERS_PYTHON:-/usr/bin/python3}
 ENVS=${PEERS_ENV_DIR:-$REPO/.venv-peers}

@@ -562,7 +562,7 @@ def control_section() -> List[str]:
     lines = [
         "## Control run: verl itself under the peers' torch",
         "",
-        f"`tools/peers/control.sh` runs verl {c['verl']} (`fixtures/adapters/verl_adapter.py`, installed with "
+        f"`tools/peers/control.sh` runs verl {c['verl']} (`tools/adapters/verl_adapter.py`, installed with "
         f"`{c['requirements']}`) on the peers' torch `{c['torch']}` against its own goldens `{c['goldens']}` "
         f"(captured with torch `{c['goldens_torch']}`), conform revision `{c['conform_revision']}`: "
         f"{t['cases']} cases, {t['passed']} passed, {t['failed']} failed, {t['mistrusted']} mistrusted, "
@@ -661,7 +661,7 @@ def cmd_readme(a) -> int:
         "`_generate_and_score_completions`) as TRL's training loop does, on a trainer object whose "
         "non-math parts are stubbed: the model forward returns the case's log-probs, the accelerator is "
         "one process, generation and the reward function return the case's tokens and scores "
-        "(`fixtures/adapters/peers/trl_adapter.py` names every stub). OpenRLHF's advantage estimators "
+        "(`tools/adapters/peers/trl_adapter.py` names every stub). OpenRLHF's advantage estimators "
         "(RemoteExperienceMaker.compute_advantages_and_returns) and its actor KL and entropy losses "
         "(ActorPPOTrainer.training_step) are run the same way. Each report's source inventory lists, for "
         "every verl registry function, where the framework has it or why not (or that it is not yet checked).",

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Conformance report of one peer RL framework against verl's goldens:
 #
-#   tools/peers/run.sh NAME        # NAME: a fixtures/adapters/peers/NAME_adapter.py
+#   tools/peers/run.sh NAME        # NAME: a tools/adapters/peers/NAME_adapter.py
 #
 # 1. builds the shared torch environment .venv-peers/torch (tools/peers/torch-requirements.txt,
 #    once) and the framework's own venv .venv-peers/NAME, which sees that torch through a
@@ -42,10 +42,10 @@ die() { echo "tools/peers/run.sh: $*" >&2; exit 2; }
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$REPO"
-[ $# -eq 1 ] || die "usage: tools/peers/run.sh NAME (one of: $(ls fixtures/adapters/peers | sed -n 's/_adapter\.py$//p' | tr '\n' ' '))"
+[ $# -eq 1 ] || die "usage: tools/peers/run.sh NAME (one of: $(ls tools/adapters/peers | sed -n 's/_adapter\.py$//p' | tr '\n' ' '))"
 NAME=$1
 case "$NAME" in *[!a-z0-9_]*|"") die "bad framework name '$NAME'" ;; esac
-ADAPTER=fixtures/adapters/peers/${NAME}_adapter.py
+ADAPTER=tools/adapters/peers/${NAME}_adapter.py
 REQ=tools/peers/${NAME}-requirements.txt
 CAUSES=tools/peers/causes/${NAME}.tsv
 INVENTORY=tools/peers/inventory/${NAME}.tsv

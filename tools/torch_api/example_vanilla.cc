@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "fixtures/h5/golden_set.h"
 #include "oracle/core/errors.h"
 #include "tools/cli/paths.h"
+#include "tools/h5/golden_set.h"
 #include "tools/torch_api/example_losses.h"
 #include "tools/torch_api/verlconf_torch.h"
 

@@ -7,10 +7,10 @@
 #include <set>
 #include <string>
 
-#include "fixtures/h5/golden_set.h"
 #include "oracle/core/errors.h"
 #include "oracle/registry.h"
 #include "tools/cli/paths.h"
+#include "tools/h5/golden_set.h"
 #include "tools/torch_api/example_losses.h"
 #include "tools/torch_api/verlconf_torch.h"
 

@@ -212,7 +212,7 @@ CaseReport CheckAgainstGolden(const Case& golden, const CandidateFn& candidate) 
     r = CompareResult(*spec, golden, nullptr, raised);
   } else {
     Result got = ResultFromTorch(tr, golden.Where());
-    // The candidate's own autograd, as the capture took verl's (fixtures/python/verlconf/projections.py).
+    // The candidate's own autograd, as the capture took verl's (tools/python/verlconf/projections.py).
     for (const auto& [output, p] : golden.projections) {
       auto out = tr.outputs.find(output);
       if (out == tr.outputs.end()) continue;

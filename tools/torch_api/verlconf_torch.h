@@ -36,10 +36,10 @@
 #include <string>
 #include <vector>
 
-#include "fixtures/h5/golden_set.h"
 #include "oracle/core/case.h"
 #include "oracle/core/tensor.h"
 #include "oracle/judge/judge.h"
+#include "tools/h5/golden_set.h"
 
 namespace verlconf::torch_api {
 

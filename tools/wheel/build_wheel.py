@@ -4,8 +4,8 @@
     build_wheel.py --out DIR --version V --revision FILE --conform BINARY SHORT_PATH=PATH...
 
 Each SHORT_PATH=PATH is a file of the repository (SHORT_PATH, from its root) that Bazel
-has at PATH. The verlconf package (fixtures/python/verlconf/) and the module adapters
-import the contract by (fixtures/python/verlconf_harness.py) go to the top of the wheel;
+has at PATH. The verlconf package (tools/python/verlconf/) and the module adapters
+import the contract by (tools/python/verlconf_harness.py) go to the top of the wheel;
 every other file to verlconf/_data/SHORT_PATH, and the binary to verlconf/_data/conform,
 the layout conform and verlconf.layout look for.
 
@@ -30,7 +30,7 @@ import zipfile
 from typing import Dict, List, Tuple
 
 NAME = "verlconf"
-PACKAGE_SRC = "fixtures/python/"
+PACKAGE_SRC = "tools/python/"
 DATA = "verlconf/_data/"
 # glibc's libraries: what every x86-64 Linux has, and the only ones the binary may need.
 GLIBC_LIBS = frozenset(
