@@ -11,7 +11,6 @@ missing. `explore_cli_test`-style argv: none.
 
 import json
 import os
-import pwd
 import re
 import shutil
 import stat
@@ -20,13 +19,8 @@ import sys
 import tempfile
 import unittest
 
-RUNFILES = os.environ.get("TEST_SRCDIR")
-ROOT = (
-    os.path.join(RUNFILES, "verlconf")
-    if RUNFILES
-    else os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-)
-PACKAGE_PARENT = os.path.join(ROOT, "tools", "python")
+from ray_testing import KILLER, PACKAGE_PARENT, ray_python
+
 sys.path.insert(0, PACKAGE_PARENT)
 from verlconf import ray_explore  # noqa: E402
 
@@ -59,36 +53,6 @@ doc = {"schema": "verlconf.explore", "shard": {"index": index, "count": count},
 print(json.dumps(doc))
 sys.exit(index % 2)
 """
-
-# For one shard, on its first attempt only (the marker), the worker that runs it is killed
-# (SIGKILL, as the OOM killer or a lost node would) before conform runs.
-KILLER = """#!/bin/sh
-case " $* " in
-  *" --shard {index}/"*)
-    if [ ! -e '{marker}' ]; then
-      : > '{marker}'
-      kill -9 $PPID
-      exit 137
-    fi ;;
-esac
-exec '{real}' "$@"
-"""
-
-
-def ray_python():
-    roots = [
-        os.environ.get("VERLCONF_TOOLS"),
-        os.path.join(os.path.expanduser("~"), ".cache", "verlconf-tools"),
-        # Bazel may point HOME at the test's own directory: the user's is where setup.sh wrote.
-        os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".cache", "verlconf-tools"),
-    ]
-    for root in filter(None, roots):
-        py = os.path.join(root, "ray-venv", "bin", "python")
-        if os.access(py, os.X_OK):
-            return py
-    raise AssertionError(
-        "no Ray venv (ray-venv/bin/python) under " + " or ".join(filter(None, roots)) + ": run tools/setup.sh"
-    )
 
 
 def executable(path, text):

@@ -11,7 +11,6 @@ fails saying so where it is missing.
 
 import json
 import os
-import pwd
 import shutil
 import stat
 import subprocess
@@ -19,48 +18,13 @@ import sys
 import tempfile
 import unittest
 
+from ray_testing import KILLER, PACKAGE_PARENT, ray_python
+
 CONFORM = os.path.abspath(sys.argv.pop(1))
-RUNFILES = os.environ.get("TEST_SRCDIR")
-ROOT = (
-    os.path.join(RUNFILES, "verlconf")
-    if RUNFILES
-    else os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-)
-PACKAGE_PARENT = os.path.join(ROOT, "tools", "python")
 BUG = "k3_no_clamp"
 CASES = "200"
 SHARDS = "4"
 EXPLORE = ("--only", "kl/k3,policy_loss/actor_kl_loss", "--python", sys.executable)
-
-# For one shard, on its first attempt only (the marker), the Ray worker running it is
-# killed, as the OOM killer or a lost node would, before the real conform runs.
-KILLER = """#!/bin/sh
-case " $* " in
-  *" --shard {index}/"*)
-    if [ ! -e '{marker}' ]; then
-      : > '{marker}'
-      kill -9 $PPID
-      exit 137
-    fi ;;
-esac
-exec '{real}' "$@"
-"""
-
-
-def ray_python():
-    roots = [
-        os.environ.get("VERLCONF_TOOLS"),
-        os.path.join(os.path.expanduser("~"), ".cache", "verlconf-tools"),
-        # Bazel may point HOME at the test's own directory: the user's is where setup.sh wrote.
-        os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".cache", "verlconf-tools"),
-    ]
-    for root in filter(None, roots):
-        py = os.path.join(root, "ray-venv", "bin", "python")
-        if os.access(py, os.X_OK):
-            return py
-    raise AssertionError(
-        "no Ray venv (ray-venv/bin/python) under " + " or ".join(filter(None, roots)) + ": run tools/setup.sh"
-    )
 
 
 def environment():
