@@ -11,7 +11,6 @@ import os
 import resource
 import signal
 import shutil
-import struct
 import subprocess
 import tempfile
 import unittest
@@ -20,6 +19,7 @@ import h5py
 import numpy as np
 
 from cli_support import GOLDENS, assert_bad_input, run  # noqa: E402
+from h5_structure import attack_flips, global_heap_collections, last_string_before_free_space, signatures
 
 
 def first_case(f, function):
@@ -32,36 +32,6 @@ def flip(path, offset, bit):
         byte = f.read(1)[0]
         f.seek(offset)
         f.write(bytes([byte ^ (1 << bit)]))
-
-
-def signatures(path, sig):
-    """Offsets of every occurrence of a 4-byte HDF5 structure signature in the file."""
-    data = open(path, "rb").read()
-    at, out = data.find(sig), []
-    while at >= 0:
-        out.append(at)
-        at = data.find(sig, at + 1)
-    return out
-
-
-def global_heap_collections(path):
-    """Per global heap collection (where h5py keeps variable-length strings), its objects
-    as (offset, index, size): "GCOL", version, 3 reserved bytes, the collection's size
-    (8), then objects of index (2), reference count (2), 4 reserved bytes, size (8) and
-    the data padded to 8 bytes; the last, index 0, is the free space (zeros)."""
-    data = open(path, "rb").read()
-    out = []
-    for start in signatures(path, b"GCOL"):
-        (size,) = struct.unpack_from("<Q", data, start + 8)
-        at, objects = start + 16, []
-        while at + 16 <= start + size:
-            index, _, _, length = struct.unpack_from("<HHIQ", data, at)
-            objects.append((at, index, length))
-            if index == 0:
-                break
-            at += 16 + (length + 7) // 8 * 8
-        out.append(objects)
-    return out
 
 
 class ReaderBadInput(unittest.TestCase):
@@ -345,27 +315,14 @@ class ReaderBadInput(unittest.TestCase):
         return path
 
     def test_the_flipped_bits_the_attack_found(self):
-        # kl.h5 at byte 867942 or 868272, bit 2 (bytes 165 and 495 of its second fractal
-        # heap block): a fractal heap block of a dense group's links fails its checksum, and
-        # libhdf5 frees the link table's unset entries. At 669031 bit 3 (global heap
-        # collection 3, object 41): the object's size gains 2^35, and libhdf5 copies that
-        # much into the attribute's buffer (SIGSEGV).
+        # Two double frees (a dense group's link heap block failing its checksum, after
+        # which libhdf5 freed the link table's unset entries) and a SIGSEGV (a string's
+        # size grown by 2^19, copied into the attribute's buffer), located by structure
+        # (h5_structure.attack_flips) so that a recapture keeps the same damage.
         kl = os.path.join(GOLDENS, "kl.h5")
-        blocks = signatures(kl, b"FHDB")  # 512 bytes each in kl.h5
-
-        def in_block(offset):
-            return any(b <= offset < b + 512 for b in blocks)
-
-        def in_size(offset):
-            return any(at + 8 <= offset < at + 16 for c in global_heap_collections(kl) for at, _, _ in c)
-
-        for offset, bit, where, needle in [
-            (867942, 2, in_block, "kl.h5"),
-            (868272, 2, in_block, "kl.h5"),
-            (669031, 3, in_size, "the HDF5 library crashed reading this file"),
-        ]:
-            with self.subTest(offset=offset, bit=bit):
-                self.assertTrue(where(offset), "kl.h5 was recaptured: the attack's byte %d is elsewhere" % offset)
+        needles = ["kl.h5", "kl.h5", "the HDF5 library crashed reading this file"]
+        for (offset, bit, what), needle in zip(attack_flips(kl)[:3], needles):
+            with self.subTest(offset=offset, bit=bit, what=what):
                 path = self.damaged("kl", offset, bit)
                 self.assertDamaged(["check", "--against", self.dir], path, needle)
                 self.assertDamaged(["check", "--against", self.dir, "--jobs", "4"], path, needle)
@@ -414,10 +371,7 @@ class ReaderBadInput(unittest.TestCase):
             for name in ("kl", "aggregation", "torch_functional"):
                 with self.subTest(file=name):
                     path = self.alone(name)
-                    objects = next(
-                        c for c in reversed(global_heap_collections(path)) if c[-1][1] == 0 and c[-1][2] > 512
-                    )
-                    at, _, size = objects[-2]
+                    at, _, size = last_string_before_free_space(path)
                     self.assertLess(size, 128)
                     flip(path, at + 8, 7)
                     self.assertDamaged(

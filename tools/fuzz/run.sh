@@ -72,8 +72,10 @@ export VERLCONF_READER_CPU_SECONDS=2
 # the three an attack found (two double frees, one SIGSEGV inside libhdf5), and a string
 # in the last global heap grown into its free space, where libhdf5's parser loops (as a
 # corpus entry, nearly every mutation of it would loop too, each costing the CPU limit).
+# properties/h5_structure.py locates them by structure, wherever a recapture moved them.
 mkdir -p "$work/replay"
-for flip in 867942:2 868272:2 669031:3 854503:7; do
+flips=$(python3 properties/h5_structure.py attack-flips fixtures/verl-0.9.1/kl.h5) || exit 1
+for flip in $flips; do
   offset=${flip%:*} bit=${flip#*:}
   out="$work/replay/kl_${offset}_bit${bit}.h5"
   cp fixtures/verl-0.9.1/kl.h5 "$out"
