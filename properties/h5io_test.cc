@@ -5,14 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <limits>
 #include <random>
 #include <string>
 #include <sys/stat.h>
+#include <utility>
+#include <vector>
 
 #include "oracle/core/errors.h"
 #include "tools/h5/h5child.h"
@@ -271,25 +271,17 @@ void FlipBit(const std::string& path, long offset, int bit) {
   f.put(c);
 }
 
-// The offset of the size field of object `index` in the `n`th global heap collection
-// (0-based) of the file's bytes, read as properties/h5_structure.py reads them, so that a
-// test names the byte it damages by what it is; -1 where there is none.
-long GlobalHeapObjectSizeAt(const std::string& bytes, int n, int index) {
-  size_t start = std::string::npos;
-  for (size_t from = 0; n-- >= 0; from = start + 1)
-    if ((start = bytes.find("GCOL", from)) == std::string::npos) return -1;
-  uint64_t size = 0;
-  std::memcpy(&size, bytes.data() + start + 8, sizeof size);
-  for (size_t at = start + 16; at + 16 <= start + size && at + 16 <= bytes.size();) {
-    uint16_t object = 0;
-    uint64_t length = 0;
-    std::memcpy(&object, bytes.data() + at, sizeof object);
-    std::memcpy(&length, bytes.data() + at + 8, sizeof length);
-    if (object == index) return static_cast<long>(at + 8);
-    if (object == 0) break;
-    at += 16 + (length + 7) / 8 * 8;
-  }
-  return -1;
+// The attack's flipped bits in kl.h5 (OFFSET:BIT per line, located by
+// properties/h5_structure.py attack-flips, the :kl_attack_flips genrule).
+std::vector<std::pair<long, int>> KlAttackFlips() {
+  const char* dir = std::getenv("TEST_SRCDIR");
+  std::ifstream in(std::string(dir ? dir : ".") + "/verlconf/properties/kl_attack_flips.txt");
+  std::vector<std::pair<long, int>> flips;
+  long offset = 0;
+  char colon = 0;
+  int bit = 0;
+  while (in >> offset >> colon >> bit) flips.emplace_back(offset, bit);
+  return flips;
 }
 
 // Every member the reader fills, and the ones it leaves alone, with values of each kind.
@@ -380,16 +372,14 @@ TEST(H5Child, TheFirstBadFileOfADirectoryIsTheOneReported) {
   EXPECT_EQ(ReadFixtureDir(dir).at(0).cases.size(), 1u);
 }
 
-// kl.h5 with bit 3 of byte 2 of the size of object 60 in its fourth global heap collection
-// flipped (the attack's SIGSEGV, as in reader_bad_input_test): the object's size gains 2^19
-// and libhdf5 1.10 copies that many bytes into a string's buffer. This process goes on.
+// kl.h5 with the attack's third flip (h5_structure.attack_flips, as in
+// reader_bad_input_test): a string's size in a global heap gains 2^19 and libhdf5 1.10
+// copies that many bytes into the string's buffer. This process goes on.
 TEST(H5Child, ACrashInsideLibhdf5IsBadInputNamingTheFile) {
+  const auto flips = KlAttackFlips();
+  ASSERT_GE(flips.size(), 3u) << "no attack flips for kl.h5 in the runfiles";
   const std::string path = CopyOf(BundledGoldens() + "/kl.h5", "kl_flipped.h5");
-  std::ifstream in(path, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const long size_field = GlobalHeapObjectSizeAt(bytes, 3, 60);
-  ASSERT_GE(size_field, 0) << "kl.h5 has no object 60 in a fourth global heap collection";
-  FlipBit(path, size_field + 2, 3);
+  FlipBit(path, flips[2].first, flips[2].second);
   try {
     ReadFixtureFile(path);
     ADD_FAILURE() << "the damaged file was read";
