@@ -62,7 +62,8 @@ template <class Policy>
 void CumulativeW(Policy& policy, const float* old_log_probs, const float* sum_pi_squared, const float* rho,
                  const float* mask, int64_t rows, int64_t cols, float* w) {
   RowScan(policy, rows, cols, /*reverse=*/false, 0.0f, AddF(),
-          OtbWeightAt{OtbWeight{old_log_probs, sum_pi_squared, rho, mask}, cols}, StoreFloat{w, cols});
+          OtbWeightAt{OtbWeight{old_log_probs, sum_pi_squared, rho, mask}, cols}, StoreFloat{w, cols},
+          Footprint().Reads<float>(rows * cols, rho ? 4 : 3).Writes<float>(rows * cols));
 }
 
 // Flat position j = t rows + p (p a sorted position): the key t groups + g.

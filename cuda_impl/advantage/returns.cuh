@@ -58,7 +58,7 @@ template <class Policy>
 void MaskedRewardToGo(Policy&& policy, const float* rewards, const float* mask, int64_t rows, int64_t cols,
                       float* out) {
   RowScan(policy, rows, cols, /*reverse=*/true, 0.0f, AddF(), MaskedRewardAt{rewards, mask, cols},
-          StoreFloat{out, cols});
+          StoreFloat{out, cols}, Footprint().Reads<float>(rows * cols, 2).Writes<float>(rows * cols));
 }
 
 // ---- REINFORCE++: x' = a x + b ------------------------------------------------------
@@ -112,7 +112,8 @@ void reinforce_plus_plus_advantage(Policy&& policy, const float* rewards, const 
   if (n <= 0) return;
   // The running state goes to `advantages` first, which is rewritten below.
   RowScan(policy, rows, cols, /*reverse=*/true, Affine1(1.0f, 0.0f), ComposeAffine1(),
-          RppStepAt{rewards, mask, cols, gamma}, StoreField<1>{advantages, cols});
+          RppStepAt{rewards, mask, cols, gamma}, StoreField<1>{advantages, cols},
+          Footprint().Reads<float>(n, 2).Writes<float>(n));
   thrust::transform(policy, thrust::counting_iterator<int64_t>(0), thrust::counting_iterator<int64_t>(n), returns,
                     RppReturn{rewards, mask, advantages, cols, gamma});
   thrust::copy(policy, returns, returns + n, advantages);
@@ -160,7 +161,8 @@ void gae_advantage_return(Policy&& policy, const float* rewards, const float* va
   const int64_t n = rows * cols;
   if (n <= 0) return;
   RowScan(policy, rows, cols, /*reverse=*/true, Affine2(1.0f, 0.0f, 1.0f, 0.0f, 0.0f), ComposeAffine2(),
-          GaeStepAt{rewards, values, mask, cols, gamma, gamma_lam}, StoreField<4>{advantages, cols});
+          GaeStepAt{rewards, values, mask, cols, gamma, gamma_lam}, StoreField<4>{advantages, cols},
+          Footprint().Reads<float>(n, 3).Writes<float>(n));
   thrust::transform(policy, advantages, advantages + n, values, returns, AddF());
   WhitenInPlace(policy, advantages, mask, n, /*times_mask=*/false);
 }

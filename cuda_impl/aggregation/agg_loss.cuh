@@ -24,6 +24,7 @@
 #include "cuda_impl/core/rows.cuh"
 #include "cuda_impl/core/sum.cuh"
 #include "cuda_impl/core/system.cuh"
+#include "cuda_impl/core/traffic.h"
 
 namespace verlconf::cuda {
 
@@ -113,7 +114,8 @@ template <class Policy>
 std::vector<float> RowMaskSums(Policy&& policy, const float* mask, int64_t rows, int64_t cols, float* row_mask) {
   PolicyScratch<float, std::remove_reference_t<Policy>> own(policy, row_mask ? 0 : rows);
   float* out = row_mask ? row_mask : own.get();
-  RowReduce(policy, rows, cols, 0.0f, TuplePlus(), MaskAt{mask, cols}, StoreRow<float>{out});
+  RowReduce(policy, rows, cols, 0.0f, TuplePlus(), MaskAt{mask, cols}, StoreRow<float>{out},
+            Footprint().Reads<float>(rows * cols).Writes<float>(rows));
   return ToHostVector(policy, static_cast<const float*>(out), rows);
 }
 
@@ -241,13 +243,19 @@ struct FusedAggScalars {
 // rows-long buffer, then the rows summed on the host in row order, in double (the
 // oracle's float32 tolerance for the loss is of a sum whose order it does not fix).
 // Reads the token inputs once and writes grad once; `plan` has read the mask before.
+// `tok_reads` is what `tok` reads (its token inputs); the pass adds the mask, the row
+// mask sums, grad and the partials.
 template <class Policy, class TokenFn>
 FusedAggScalars FusedAggPass(Policy&& policy, const AggPlan& plan, const float* mask, float* grad, int64_t rows,
-                             int64_t cols, AggMode mode, const TokenFn& tok, float factor = 1.0f) {
+                             int64_t cols, AggMode mode, const TokenFn& tok, const Footprint& tok_reads,
+                             float factor = 1.0f) {
   PolicyScratch<RowPartial, std::remove_reference_t<Policy>> partials(policy, rows);
+  Footprint footprint = tok_reads;
+  footprint.Reads<float>(rows * cols).Reads<float>(plan.seq ? rows : 0);
+  footprint.Writes<float>(rows * cols).Writes<RowPartial>(rows);
   RowReduce(policy, rows, cols, RowPartial(0.0f, 0.0f, 0.0f, 0.0f, 0.0f), TuplePlus(),
             FusedAggToken<TokenFn>{tok, mask, grad, AggWeightOf(plan, mask, cols, mode), factor, plan.seq, cols},
-            StoreRow<RowPartial>{partials.get()});
+            StoreRow<RowPartial>{partials.get()}, footprint);
   const std::vector<RowPartial> host = ToHostVector(policy, static_cast<const RowPartial*>(partials.get()), rows);
   double total = 0.0, mask_sum = 0.0, metric[3] = {0.0, 0.0, 0.0};
   const RowTerm row_term{mode == AggMode::kSeqMeanTokenMean};

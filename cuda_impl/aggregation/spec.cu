@@ -53,7 +53,8 @@ Result RunAgg(System system, const Case& c) {
   // rows' loss terms summed.
   RunEntry(system, [&](auto&& policy) {
     const AggPlan plan = MakeAggPlan(policy, d_mask.data(), rows, cols, agg.mode, agg.global);
-    loss = FusedAggPass(policy, plan, d_mask.data(), d_w.data(), rows, cols, agg.mode, LossMatrixToken{d_loss.data()})
+    loss = FusedAggPass(policy, plan, d_mask.data(), d_w.data(), rows, cols, agg.mode, LossMatrixToken{d_loss.data()},
+                        Footprint().Reads<float>(rows * cols))
                .loss;
   });
   Result r;

@@ -1,6 +1,6 @@
 // One source, two systems: every CUDA function is a template over a Thrust execution
 // policy. On the GPU it runs with thrust::cuda::par_nosync on the entry's stream; on the
-// CPU the same instantiation runs with thrust::cpp::par, which is how CI checks this
+// CPU the same instantiation runs on Thrust's CPP system (host_policy.cuh), which is how CI checks this
 // code on machines without a GPU (`--impl cuda-host`). The math (__host__ __device__
 // functors), the iterator plumbing, the passes and the workspace are shared; only the
 // memory the pointers live in differs.
@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "cuda_impl/core/buffer.h"
+#include "cuda_impl/core/host_policy.cuh"
 #include "cuda_impl/core/system.h"
 
 namespace verlconf::cuda {
@@ -103,7 +104,7 @@ class StreamScope {
 #ifdef __CUDACC__
 inline auto DevicePolicy(Workspace& ws, cudaStream_t stream) { return thrust::cuda::par_nosync(ws).on(stream); }
 #endif
-inline auto HostPolicy(Workspace& ws) { return thrust::cpp::par(ws); }
+inline auto HostPolicy(Workspace& ws) { return host_system::Policy<Workspace>(ws); }
 
 // Calls f(policy) with the policy of `system`: the one place a function's template is
 // instantiated for both systems.

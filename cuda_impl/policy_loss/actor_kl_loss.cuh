@@ -49,7 +49,8 @@ ActorKlLoss actor_kl_loss(Policy&& policy, [[maybe_unused]] System system, const
   // aggregated and d term / d log_prob = coef W d kl / d log_prob written.
   const AggPlan plan = MakeAggPlan(policy, mask, rows, cols, mode, global);
   const FusedAggScalars f = FusedAggPass(policy, plan, mask, grad_log_prob, rows, cols, mode,
-                                         KlFusedToken{kind, straight_through, log_prob, ref_log_prob}, coef);
+                                         KlFusedToken{kind, straight_through, log_prob, ref_log_prob},
+                                         Footprint().Reads<float>(rows * cols, 2), coef);
   ActorKlLoss r;
   r.kl_loss = f.loss;
   r.term = r.kl_loss * coef;

@@ -36,9 +36,9 @@ PolicyLossScalars policy_loss_reinforce(Policy&& policy, [[maybe_unused]] System
                                         const float* mask, float* grad, int64_t rows, int64_t cols, AggMode mode,
                                         const AggGlobal& global) {
   const AggPlan plan = MakeAggPlan(policy, mask, rows, cols, mode, global);
-  const FusedAggScalars f =
-      FusedAggPass(policy, plan, mask, grad, rows, cols, mode,
-                   ReinforceFusedToken<WeightIt>{rollout_log_prob, log_prob, advantages, weights});
+  const FusedAggScalars f = FusedAggPass(policy, plan, mask, grad, rows, cols, mode,
+                                         ReinforceFusedToken<WeightIt>{rollout_log_prob, log_prob, advantages, weights},
+                                         TokenReadsWith<WeightIt>(rows * cols, 3));
   PolicyLossScalars o;
   o.loss = f.loss;
   o.ppo_kl = MaskedMeanOf(f.metric_sum[1], f.mask_sum);

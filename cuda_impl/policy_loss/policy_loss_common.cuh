@@ -16,6 +16,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "cuda_impl/core/device.h"
 #include "cuda_impl/core/sum.cuh"
 #include "cuda_impl/core/system.cuh"
+#include "cuda_impl/core/traffic.h"
 #include "oracle/core/case.h"
 #include "oracle/core/errors.h"
 #include "oracle/policy_loss/vanilla.h"
@@ -39,7 +41,16 @@ struct PolicyLossArgs {
   const float* rollout_is_weights;
   int64_t rows, cols;
   int64_t size() const { return rows * cols; }
+  // What a token pass over these inputs reads: every token input the call was given.
+  Footprint TokenReads() const { return Footprint().Reads<float>(size(), rollout_is_weights ? 4 : 3); }
 };
+
+// What a token pass reads: `matrices` token inputs, plus the rollout IS weights where
+// `WeightIt` is an array (not the constant 1 of a call without them).
+template <class WeightIt>
+Footprint TokenReadsWith(int64_t n, int matrices) {
+  return Footprint().Reads<float>(n, matrices + (std::is_pointer_v<WeightIt> ? 1 : 0));
+}
 
 // The loss and the metric values a policy loss's template computes, each under verl's
 // name (less the trainer's "actor/" prefix). Which of them a loss reports is its spec's

@@ -60,7 +60,8 @@ ValueLossOutputs compute_value_loss(Policy&& policy, [[maybe_unused]] System sys
                                     const AggGlobal& global) {
   const AggPlan plan = MakeAggPlan(policy, mask, rows, cols, mode, global);
   const FusedAggScalars f = FusedAggPass(policy, plan, mask, grad, rows, cols, mode,
-                                         ValueFusedToken{cliprange_value, vpreds, returns, values}, 0.5f);
+                                         ValueFusedToken{cliprange_value, vpreds, returns, values},
+                                         Footprint().Reads<float>(rows * cols, 3), 0.5f);
   ValueLossOutputs o;
   o.loss = 0.5f * f.loss;
   o.vf_clipfrac = MaskedMeanOf(f.metric_sum[0], f.mask_sum);

@@ -84,7 +84,8 @@ PolicyLossScalars policy_loss_vanilla(Policy&& policy, [[maybe_unused]] System s
                                       const VanillaParams& p, AggMode mode, const AggGlobal& global) {
   const AggPlan plan = MakeAggPlan(policy, mask, rows, cols, mode, global);
   const FusedAggScalars f = FusedAggPass(policy, plan, mask, grad, rows, cols, mode,
-                                         VanillaFusedToken<WeightIt>{p, old_log_prob, log_prob, advantages, weights});
+                                         VanillaFusedToken<WeightIt>{p, old_log_prob, log_prob, advantages, weights},
+                                         TokenReadsWith<WeightIt>(rows * cols, 3));
   PolicyLossScalars o;
   o.loss = f.loss;
   o.pg_clipfrac = MaskedMeanOf(f.metric_sum[0], f.mask_sum);

@@ -80,7 +80,7 @@ PolicyLossScalars AggregatedLoss(Policy&& policy, [[maybe_unused]] System system
                                  const Token& tok, AggMode mode, const AggGlobal& info, float* grad,
                                  bool metrics = true) {
   const AggPlan plan = MakeAggPlan(policy, in.mask, in.rows, in.cols, mode, info);
-  const FusedAggScalars f = FusedAggPass(policy, plan, in.mask, grad, in.rows, in.cols, mode, tok);
+  const FusedAggScalars f = FusedAggPass(policy, plan, in.mask, grad, in.rows, in.cols, mode, tok, in.TokenReads());
   PolicyLossScalars s;
   s.loss = f.loss;
   if (metrics) {
