@@ -17,9 +17,9 @@ bool Selected(const std::vector<std::string>& only, const std::string& label, co
          std::find(only.begin(), only.end(), s.family) != only.end();
 }
 
-const FunctionSpec* CudaSpec(const std::string& family, const std::string& name) {
+const FunctionSpec* CudaSpec(const std::string& family, const std::string& name, Impl impl) {
   for (const FunctionSpec& s : Registry())
-    if (s.family == family && s.name == name && s.Implementation(Impl::kCuda)) return &s;
+    if (s.family == family && s.name == name && s.Implementation(impl)) return &s;
   return nullptr;
 }
 
@@ -60,7 +60,7 @@ Case GenerateTiled(const FunctionSpec& spec, const GenParams& p) {
 
 }  // namespace
 
-std::vector<BenchItem> BenchItems(const std::vector<std::string>& only) {
+std::vector<BenchItem> BenchItems(const std::vector<std::string>& only, Impl impl) {
   // The rows the perf anchor times run first, each configured one right after its entry's
   // place: a --budget-s that runs out then cuts rows that have no verl figure beside them,
   // not the anchor's (the configured rows, last before, were the ones a budget cut).
@@ -69,14 +69,14 @@ std::vector<BenchItem> BenchItems(const std::vector<std::string>& only) {
   for (const AnchorRow& a : AnchorRows())
     if (a.config.empty()) plain_anchor[a.family + "/" + a.name] = &a;
   for (const FunctionSpec& s : Registry()) {
-    if (!s.Implementation(Impl::kCuda)) continue;
+    if (!s.Implementation(impl)) continue;
     if (Selected(only, Key(s), s)) {
       const auto it = plain_anchor.find(Key(s));
       (it == plain_anchor.end() ? others : anchored)
           .push_back({Key(s), &s, {}, it == plain_anchor.end() ? nullptr : it->second});
     }
     for (const AnchorRow& a : AnchorRows())
-      if (!a.config.empty() && CudaSpec(a.family, a.name) == &s && Selected(only, a.label, s))
+      if (!a.config.empty() && CudaSpec(a.family, a.name, impl) == &s && Selected(only, a.label, s))
         anchored.push_back({a.label, &s, a.config, &a});
   }
   anchored.insert(anchored.end(), others.begin(), others.end());
@@ -89,7 +89,7 @@ int64_t TokensFor(const FunctionSpec& spec, int64_t tokens) {
   return tokens;
 }
 
-Case CaseMaker::Make(const BenchItem& item, int64_t rows, int64_t tokens, int64_t group) {
+Case CaseMaker::Make(const BenchItem& item, int64_t rows, int64_t tokens, int64_t group, bool verl_defaults) {
   const FunctionSpec& spec = *item.spec;
   GenParams p;
   p.seed = 20261201;
@@ -117,6 +117,7 @@ Case CaseMaker::Make(const BenchItem& item, int64_t rows, int64_t tokens, int64_
   if (auto idx = c.inputs.find("index"); idx != c.inputs.end() && idx->second.data.size() == static_cast<size_t>(rows))
     for (int64_t i = 0; i < rows; ++i) idx->second[i] = static_cast<double>(i / group);
   for (const ConfigKey& k : spec.config) {
+    if (!verl_defaults) break;
     if (std::holds_alternative<std::monostate>(k.verl_default)) continue;  // keep the generator's value
     if (k.absent_is_none)
       c.config.Set(k.name, k.verl_default);

@@ -25,8 +25,9 @@ struct BenchItem {
 // The entries with a CUDA implementation and the configured anchor rows: first every row
 // the perf anchor times (registry order, a configured row after its entry's place), then
 // the entries it does not time; `only` (labels or "family/name" keys; empty = all) selects
-// among them.
-std::vector<BenchItem> BenchItems(const std::vector<std::string>& only);
+// among them. `impl`: the slot an entry must fill (the host build of the CUDA sources fills
+// cuda-host alone).
+std::vector<BenchItem> BenchItems(const std::vector<std::string>& only, Impl impl = Impl::kCuda);
 
 // Generates inputs for `spec` at rows x tokens (float32 values), sets the configuration
 // as described above and resolves it. Inputs are generated once per family, input
@@ -35,7 +36,9 @@ std::vector<BenchItem> BenchItems(const std::vector<std::string>& only);
 // the host tens of seconds, and the values do not change the work an entry does.
 class CaseMaker {
  public:
-  Case Make(const BenchItem& item, int64_t rows, int64_t tokens, int64_t group);
+  // `verl_defaults` false keeps the generator's drawn configuration (a function verl
+  // refuses to run with its defaults alone).
+  Case Make(const BenchItem& item, int64_t rows, int64_t tokens, int64_t group, bool verl_defaults = true);
 
  private:
   std::map<std::string, std::map<std::string, Array>> inputs_by_signature_;

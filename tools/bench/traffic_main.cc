@@ -1,0 +1,3 @@
+#include "tools/bench/traffic.h"
+
+int main(int argc, char** argv) { return verlconf::bench::TrafficMain(argc, argv); }
