@@ -142,37 +142,43 @@ void AllowForRewardToGoRounding(FunctionSpec& s, const std::vector<std::string>&
     }
     return e;
   };
-  auto applies = [fields](const Case& c, const std::string& field) {
-    return c.dtype == DType::kFloat32 && std::find(fields.begin(), fields.end(), field) != fields.end() &&
-           c.OptionalInput("token_level_rewards") && c.OptionalInput("response_mask");
+  // What both hooks below need of a field, worked out in one place: the tolerance the
+  // spec had, each element's allowance and the largest (empty where none applies).
+  struct Allowance {
+    std::optional<Tolerance> before;
+    std::vector<double> each;
+    double most = 0.0;
   };
-  auto before = s.case_tolerance;
-  s.case_tolerance = [before, applies, extra](const Case& c, const std::string& field) -> std::optional<Tolerance> {
-    std::optional<Tolerance> t = before ? before(c, field) : std::nullopt;
-    if (!applies(c, field)) return t;
-    const std::vector<double> e = extra(c);
-    const double most = e.empty() ? 0.0 : *std::max_element(e.begin(), e.end());
-    Tolerance out = t ? *t : DefaultTolerance(c.dtype);
-    if (!(most > 0.0)) return t;
-    out.atol += most;
+  auto allowance = [fields, extra, before = s.case_tolerance](const Case& c, const std::string& field) {
+    Allowance a;
+    a.before = before ? before(c, field) : std::nullopt;
+    const bool applies = c.dtype == DType::kFloat32 && std::find(fields.begin(), fields.end(), field) != fields.end() &&
+                         c.OptionalInput("token_level_rewards") && c.OptionalInput("response_mask");
+    if (!applies) return a;
+    a.each = extra(c);
+    a.most = a.each.empty() ? 0.0 : *std::max_element(a.each.begin(), a.each.end());
+    if (!(a.most > 0.0)) a.each.clear();
+    return a;
+  };
+  s.case_tolerance = [allowance](const Case& c, const std::string& field) -> std::optional<Tolerance> {
+    const Allowance a = allowance(c, field);
+    if (a.each.empty()) return a.before;
+    Tolerance out = a.before ? *a.before : DefaultTolerance(c.dtype);
+    out.atol += a.most;
     out.reason = (out.reason.empty() ? "" : out.reason + "; ") +
                  "+ the float32 rounding of each reward-to-go's sum (8 sqrt(n) eps/2 times its summed magnitudes)";
     return out;
   };
   // The largest element's allowance above, narrowed element by element to its own.
-  auto scale_before = s.atol_scale;
-  s.atol_scale = [before, scale_before, applies, extra](
+  s.atol_scale = [allowance, scale_before = s.atol_scale](
                      const Case& c, const std::string& field) -> std::optional<std::vector<double>> {
     std::optional<std::vector<double>> own = scale_before ? scale_before(c, field) : std::nullopt;
-    if (!applies(c, field)) return own;
-    const std::vector<double> e = extra(c);
-    const double most = e.empty() ? 0.0 : *std::max_element(e.begin(), e.end());
-    if (!(most > 0.0)) return own;
-    const std::optional<Tolerance> t = before ? before(c, field) : std::nullopt;
-    const double base = std::max(t ? t->atol : 0.0, DefaultTolerance(c.dtype).atol);
-    std::vector<double> scale(e.size());
-    for (size_t k = 0; k < e.size(); ++k)
-      scale[k] = (base + e[k]) / (base + most) * (own && k < own->size() ? (*own)[k] : 1.0);
+    const Allowance a = allowance(c, field);
+    if (a.each.empty()) return own;
+    const double base = std::max(a.before ? a.before->atol : 0.0, DefaultTolerance(c.dtype).atol);
+    std::vector<double> scale(a.each.size());
+    for (size_t k = 0; k < a.each.size(); ++k)
+      scale[k] = (base + a.each[k]) / (base + a.most) * (own && k < own->size() ? (*own)[k] : 1.0);
     return scale;
   };
 }

@@ -235,28 +235,25 @@ std::optional<Worker::Judged> Worker::ExploreSharded(const FunctionSpec& spec, i
       j.report.function = tools::DpRowName(spec.name, ranks);
       return j;
     }
+    // The reference, as check's dp rows take it: verl's semantics for this sharding, or
+    // verl's error where a micro-batch it runs part of the loss on by itself (bypass
+    // mode's rollout correction) is one it refuses, which stops the training step.
+    const RunFn semantics = sharding::ShardedSemantics(spec, plan);
+    Case golden = full;
+    golden.name = "dp" + std::to_string(ranks) + "_" + std::to_string(index);
     Result want;
     try {
       ValidateStructure(spec, full);
-      want = sharding::ShardedReference(spec, spec.oracle, full, plan);
-    } catch (const std::exception& ex) {  // verl's semantics raise for this sharding (bypass mode)
-      if (refused) *refused = ex.what();
-      continue;
-    }
-    Case golden = full;
-    golden.name = "dp" + std::to_string(ranks) + "_" + std::to_string(index);
-    // Where verl runs part of the loss on each micro-batch by itself (bypass mode's rollout
-    // correction), a micro-batch it refuses stops the training step: the sharding's result
-    // is that error, whatever the unsplit batch gives.
-    if (sharding::MicroBatchMayRaise(spec)) {
-      try {
-        (void)sharding::RunSharded(spec, spec.oracle, full, plan);
-      } catch (const VerlError& ex) {
-        golden.expect_error = ex.what();
-      } catch (const std::exception& ex) {
+      want = semantics(full);
+    } catch (const VerlError& ex) {
+      if (!sharding::MicroBatchMayRaise(spec)) {
         if (refused) *refused = ex.what();
         continue;
       }
+      golden.expect_error = ex.what();
+    } catch (const std::exception& ex) {
+      if (refused) *refused = ex.what();
+      continue;
     }
     const std::string& loss = sharding::LossOutput(spec);
     if (!golden.expect_error) {
@@ -266,7 +263,6 @@ std::optional<Worker::Judged> Worker::ExploreSharded(const FunctionSpec& spec, i
     }
     golden.why = "sharded " + plan.Describe();
     Judged j{golden, {}, e.regime + " sharded " + plan.Describe(), {}, {}, {}};
-    const RunFn semantics = sharding::ShardedSemantics(spec, plan);
     const RunFn run = candidate_ ? AdapterRun(*candidate_) : *spec.Implementation(o_.impl);
     std::string raised_at;
     try {
