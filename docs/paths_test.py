@@ -55,9 +55,11 @@ TOP = ("oracle", "cuda_impl", "fixtures", "properties", "tools", "docs", "third_
 
 # (pattern, reason): paths named on purpose that are not in the tree.
 ALLOWED = [
-    ("fixtures/verl-*-cuda*", "the GPU golden set tools/gpu/gpu_capture.sh makes; none is committed yet"),
-    ("docs/drift-cpu-to-h200.md", "the report tools/gpu/gpu_capture.sh says how to write once a GPU set exists"),
-    ("drift-cpu-to-h200.md", "the same report, named in tools/gpu/gpu_capture.sh's instructions"),
+    (
+        "fixtures/verl-*-cuda*",
+        "a GPU golden set's folder: unpacked from its committed .tar.xz by fixtures/unpack_goldens.py "
+        "(Bazel unpacks it for the tests), or a new capture of tools/gpu/gpu_capture.sh",
+    ),
     ("ratio_table.md", "written by tools/bench/ratio_table.py into the GPU check's output folder"),
     # Bare names of files that a run writes (none is committed).
     ("explore.json", "conform explore's result in its --out folder (and in docs/peers/explore/*.tar.xz)"),
