@@ -12,7 +12,7 @@
 #pragma once
 
 #include <cstdint>
-#include <type_traits>
+#include <vector>
 
 #include "cuda_impl/advantage/groups.cuh"
 #include "cuda_impl/core/system.cuh"
@@ -37,29 +37,26 @@ struct GrpoRow {
   }
 };
 
-// Per-row GRPO advantages a[i] of the scores s under the grouping g.
-template <class Policy>
-void GrpoRowAdvantages(Policy& policy, const GroupIds<Policy>& g, const float* s, float epsilon, bool norm_adv_by_std,
-                       float* a) {
-  if (g.rows <= 0) return;
-  PolicyScratch<float, Policy> mean(policy, g.groups), std_dev(policy, g.groups);
-  GroupMeanStd(policy, g, s, mean.get(), std_dev.get());
-  thrust::transform(policy, thrust::counting_iterator<int64_t>(0), thrust::counting_iterator<int64_t>(g.rows), a,
-                    GrpoRow{s, mean.get(), std_dev.get(), g.count.get(), g.group_of.get(), epsilon, norm_adv_by_std});
+// Per-row GRPO advantages of the scores s under the grouping g, on the host.
+inline std::vector<float> GrpoRowAdvantages(const HostGroups& g, const std::vector<float>& s, float epsilon,
+                                            bool norm_adv_by_std) {
+  const GroupStats stats = GroupMeanStd(g, s);
+  const GrpoRow row{s.data(),          stats.mean.data(), stats.std_dev.data(), g.count.data(),
+                    g.group_of.data(), epsilon,           norm_adv_by_std};
+  std::vector<float> a(s.size());
+  for (size_t i = 0; i < a.size(); ++i) a[i] = row(static_cast<int64_t>(i));
+  return a;
 }
 
-// verl: compute_grpo_outcome_advantage. advantages (== returns) is rows x cols.
+// verl: compute_grpo_outcome_advantage. advantages (== returns) is rows x cols: the
+// scores in one row pass, the group statistics on the host, one row map.
 template <class Policy>
 void grpo_outcome_advantage(Policy&& policy, const float* rewards, const float* mask, const int64_t* index,
                             int64_t rows, int64_t cols, float epsilon, bool norm_adv_by_std, float* advantages) {
-  using P = std::remove_reference_t<Policy>;
   if (rows <= 0 || cols <= 0) return;
-  GroupIds<P> g(policy, rows);
-  GroupBy(policy, index, g);
-  PolicyScratch<float, P> s(policy, rows), a(policy, rows);
-  RowSums(policy, rewards, rows, cols, s.get());
-  GrpoRowAdvantages(policy, g, s.get(), epsilon, norm_adv_by_std, a.get());
-  RowsTimesMask(policy, a.get(), mask, rows, cols, advantages);
+  HostGroups g;
+  const std::vector<float> s = RowSums(policy, rewards, rows, cols, index, &g);
+  RowsTimesMask(policy, GrpoRowAdvantages(g, s, epsilon, norm_adv_by_std), mask, rows, cols, advantages);
 }
 
 // verl: compute_grpo_vectorized_outcome_advantage (group_mean_std's float32 statistics,

@@ -1,18 +1,14 @@
 // GRPO's relatives on CCCL, float32 (oracle/advantage/grpo_variants.h): Pass@k GRPO
 // and GDPO, as templates over the Thrust execution policy (cuda_impl/core/system.cuh).
+// As GRPO: the scores in one row pass, everything per row or group on the host
+// (groups.cuh), one row map writing the advantages.
 #pragma once
 
-#include <thrust/fill.h>
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/transform_iterator.h>
-#include <thrust/iterator/zip_iterator.h>
-#include <thrust/transform.h>
 #include <thrust/tuple.h>
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <type_traits>
 #include <vector>
 
 #include "cuda_impl/advantage/groups.cuh"
@@ -73,24 +69,33 @@ struct PasskAdvantage {
 template <class Policy>
 void grpo_passk_outcome_advantage(Policy&& policy, const float* rewards, const float* mask, const int64_t* index,
                                   int64_t rows, int64_t cols, float epsilon, bool norm_adv_by_std, float* advantages) {
-  using P = std::remove_reference_t<Policy>;
   if (rows <= 0 || cols <= 0) return;
-  GroupIds<P> g(policy, rows);
-  GroupBy(policy, index, g);
-  PolicyScratch<float, P> s(policy, rows), a(policy, rows), mean(policy, rows), std_dev(policy, rows),
-      group_max(policy, rows), top_count(policy, rows), below(policy, rows);
-  PolicyScratch<RowIndex, P> best(policy, rows);
-  RowSums(policy, rewards, rows, cols, s.get());
-  GroupMeanStd(policy, g, s.get(), mean.get(), std_dev.get());
-  GroupReduce(policy, g, s.get(), group_max.get(), MaxF());
-  auto terms = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0),
-                                               PasskRow{s.get(), group_max.get(), g.group_of.get()});
-  GroupReduce(policy, g, terms, thrust::make_zip_iterator(thrust::make_tuple(top_count.get(), below.get(), best.get())),
-              PasskCombine());
-  thrust::transform(policy, thrust::counting_iterator<int64_t>(0), thrust::counting_iterator<int64_t>(rows), a.get(),
-                    PasskAdvantage{group_max.get(), top_count.get(), below.get(), best.get(), std_dev.get(),
-                                   g.group_of.get(), epsilon, norm_adv_by_std});
-  RowsTimesMask(policy, a.get(), mask, rows, cols, advantages);
+  HostGroups g;
+  const std::vector<float> s = RowSums(policy, rewards, rows, cols, index, &g);
+  const GroupStats stats = GroupMeanStd(g, s);
+  const size_t groups = static_cast<size_t>(g.groups());
+  std::vector<float> group_max(groups), top_count(groups), below(groups);
+  std::vector<RowIndex> best(groups);
+  for (size_t k = 0; k < groups; ++k) {
+    const RowIndex lo = g.start[k], hi = g.start[k + 1];
+    float m = s[static_cast<size_t>(g.members[static_cast<size_t>(lo)])];
+    for (RowIndex p = lo + 1; p < hi; ++p) m = MaxF()(m, s[static_cast<size_t>(g.members[static_cast<size_t>(p)])]);
+    group_max[k] = m;
+  }
+  const PasskRow terms{s.data(), group_max.data(), g.group_of.data()};
+  for (size_t k = 0; k < groups; ++k) {
+    const RowIndex lo = g.start[k], hi = g.start[k + 1];
+    PasskTerms acc = terms(g.members[static_cast<size_t>(lo)]);
+    for (RowIndex p = lo + 1; p < hi; ++p) acc = PasskCombine()(acc, terms(g.members[static_cast<size_t>(p)]));
+    top_count[k] = thrust::get<0>(acc);
+    below[k] = thrust::get<1>(acc);
+    best[k] = thrust::get<2>(acc);
+  }
+  const PasskAdvantage row{group_max.data(),     top_count.data(),  below.data(), best.data(),
+                           stats.std_dev.data(), g.group_of.data(), epsilon,      norm_adv_by_std};
+  std::vector<float> a(s.size());
+  for (size_t i = 0; i < a.size(); ++i) a[i] = row(static_cast<int64_t>(i));
+  RowsTimesMask(policy, a, mask, rows, cols, advantages);
 }
 
 // Column k of a rows x k_count matrix.
@@ -109,31 +114,32 @@ struct AddWeighted {
 
 // verl: compute_gdpo_outcome_advantage. With components (rows x k_count, and weights
 // or 1): sum_k w_k GRPO(component k) per row (float32 GRPO, as verl runs it on float32
-// score tensors); without them, GRPO of the reward rows. Then masked_whiten(v m) * m.
+// score tensors); without them, GRPO of the reward rows. Then masked_whiten(v m) * m,
+// whose statistics come from the rows' values and mask counts: one row pass over the
+// mask (and the rewards without components), one row map (after the whitening's two
+// statistics passes where the mask holds values other than 0 and 1).
 template <class Policy>
 void gdpo_outcome_advantage(Policy&& policy, const float* rewards, const float* mask, const int64_t* index,
                             int64_t rows, int64_t cols, const float* components, int64_t k_count,
                             const std::vector<float>& weights, float epsilon, bool norm_adv_by_std, float* advantages) {
-  using P = std::remove_reference_t<Policy>;
   if (rows <= 0 || cols <= 0) return;
-  GroupIds<P> g(policy, rows);
-  GroupBy(policy, index, g);
-  PolicyScratch<float, P> s(policy, rows), a(policy, rows), v(policy, rows);
+  HostGroups g;
+  std::vector<float> s, v(static_cast<size_t>(rows), 0.0f);
+  const std::vector<MaskCounts> counts =
+      RowMaskCounts(policy, components ? nullptr : rewards, mask, rows, cols, &s, index, &g);
   if (!components) {
-    RowSums(policy, rewards, rows, cols, s.get());
-    GrpoRowAdvantages(policy, g, s.get(), epsilon, norm_adv_by_std, v.get());
+    v = GrpoRowAdvantages(g, s, epsilon, norm_adv_by_std);
   } else {
+    const std::vector<float> c = ToHostVector(policy, components, rows * k_count);
+    s.resize(static_cast<size_t>(rows));
     for (int64_t k = 0; k < k_count; ++k) {
-      thrust::transform(policy, thrust::counting_iterator<int64_t>(0), thrust::counting_iterator<int64_t>(rows),
-                        s.get(), Column{components, k_count, k});
-      GrpoRowAdvantages(policy, g, s.get(), epsilon, norm_adv_by_std, a.get());
-      thrust::transform(policy, v.get(), v.get() + rows, a.get(), v.get(),
-                        AddWeighted{weights[static_cast<size_t>(k)], k == 0});
+      for (int64_t i = 0; i < rows; ++i) s[static_cast<size_t>(i)] = Column{c.data(), k_count, k}(i);
+      const std::vector<float> a = GrpoRowAdvantages(g, s, epsilon, norm_adv_by_std);
+      const AddWeighted add{weights[static_cast<size_t>(k)], k == 0};
+      for (size_t i = 0; i < v.size(); ++i) v[i] = add(v[i], a[i]);
     }
-    if (k_count == 0) thrust::fill(policy, v.get(), v.get() + rows, 0.0f);
   }
-  RowsTimesMask(policy, v.get(), mask, rows, cols, advantages);
-  WhitenInPlace(policy, advantages, mask, rows * cols, /*times_mask=*/true);
+  WhitenRowsTimesMask(policy, v, counts, mask, rows, cols, advantages);
 }
 
 }  // namespace verlconf::cuda

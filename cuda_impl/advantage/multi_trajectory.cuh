@@ -3,144 +3,103 @@
 // v1.utils.compute_advantage_for_multi_trajectories), as a template over the Thrust
 // execution policy (cuda_impl/core/system.cuh).
 //
-// Sessions are the (uid, session) pairs, made dense by a stable sort of the pairs with
-// their rows; each session's final output is its first row at the largest turn (a
-// reduce_by_key over the session's rows in element order); GRPO runs over the final
-// outputs grouped by uid; the final output's advantage at its first valid token is
-// broadcast over the session's rows times their masks.
+// Sessions are the (uid, session) pairs in first-appearance order; each session's final
+// output is its first row at the largest turn; GRPO runs over the final outputs grouped
+// by uid; the final output's advantage at its first valid token is broadcast over the
+// session's rows times their masks. One row pass gives every row's score and first
+// valid token; the sessions, the GRPO and the broadcast values are row-sized work on
+// the host; one row map writes the advantages.
 #pragma once
 
-#include <thrust/copy.h>
-#include <thrust/functional.h>
-#include <thrust/gather.h>
-#include <thrust/iterator/constant_iterator.h>
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/discard_iterator.h>
-#include <thrust/iterator/permutation_iterator.h>
-#include <thrust/iterator/transform_iterator.h>
-#include <thrust/iterator/zip_iterator.h>
-#include <thrust/reduce.h>
-#include <thrust/scan.h>
-#include <thrust/scatter.h>
-#include <thrust/sequence.h>
-#include <thrust/sort.h>
-#include <thrust/transform.h>
 #include <thrust/tuple.h>
 
 #include <cstdint>
-#include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "cuda_impl/advantage/groups.cuh"
 #include "cuda_impl/advantage/grpo.cuh"
-#include "cuda_impl/core/sum.cuh"
+#include "cuda_impl/core/rows.cuh"
 #include "cuda_impl/core/system.cuh"
+#include "cuda_impl/core/traffic.h"
 
 namespace verlconf::cuda {
 
-// 1 where a sorted (uid, session) pair starts a new session.
-struct NewSessionFlag {
-  const int64_t* uid;
-  const int64_t* session;
-  __host__ __device__ RowIndex operator()(int64_t p) const {
-    return p > 0 && (uid[p] != uid[p - 1] || session[p] != session[p - 1]) ? 1 : 0;
+// A row's score and its first valid token: (sum of r, key, mask at the key), the key t
+// for a valid token and cols + t for the others, so the least key is the first valid
+// token, or position 0 when the row has none (response_mask.argmax).
+using ScoreAndFirst = thrust::tuple<float, int64_t, float>;
+
+struct ScoreAndFirstAt {
+  const float* rewards;
+  const float* mask;
+  int64_t cols;
+  __host__ __device__ ScoreAndFirst operator()(int64_t i, int64_t t) const {
+    const int64_t k = i * cols + t;
+    const float m = mask[k];
+    return ScoreAndFirst(rewards[k], m != 0.0f ? t : cols + t, m);
   }
 };
 
-using TurnRow = thrust::tuple<float, RowIndex>;
-
-// The final output of a session: the larger turn; on a tie, the earlier row (a later
-// row replaces the current one only with a strictly larger turn).
-struct FinalOutput {
-  __host__ __device__ TurnRow operator()(const TurnRow& a, const TurnRow& b) const {
-    const float ta = thrust::get<0>(a), tb = thrust::get<0>(b);
-    if (tb > ta) return b;
-    if (ta > tb) return a;
-    return thrust::get<1>(a) <= thrust::get<1>(b) ? a : b;
+struct SumAndFirst {
+  __host__ __device__ ScoreAndFirst operator()(const ScoreAndFirst& a, const ScoreAndFirst& b) const {
+    const bool first = thrust::get<1>(a) <= thrust::get<1>(b);
+    return ScoreAndFirst(thrust::get<0>(a) + thrust::get<0>(b), first ? thrust::get<1>(a) : thrust::get<1>(b),
+                         first ? thrust::get<2>(a) : thrust::get<2>(b));
   }
 };
 
-// t where the token is valid, else cols: the row's minimum is its first valid token.
-struct ValidPosition {
-  const float* mask;
-  int64_t cols;
-  __host__ __device__ int64_t operator()(int64_t k) const { return mask[k] != 0.0f ? k % cols : cols; }
-};
+// A session's key: (uid, session).
+using SessionKey = std::pair<int64_t, int64_t>;
 
-struct MinI64 {
-  __host__ __device__ int64_t operator()(int64_t a, int64_t b) const { return a < b ? a : b; }
-};
-
-// A_j m at the final output's first valid token (response_mask.argmax: position 0 when
-// the row has none, where A_j m = A_j * 0).
-struct SessionScore {
-  const float* a;
-  const RowIndex* final_row;
-  const int64_t* first;
-  const float* mask;
-  int64_t cols;
-  __host__ __device__ float operator()(int64_t j) const {
-    const int64_t i = final_row[j];
-    const int64_t t = first[i] < cols ? first[i] : 0;
-    return a[j] * mask[i * cols + t];
-  }
-};
-
-struct SessionTimesMask {
-  const float* score;
-  const RowIndex* session_of;
-  const float* mask;
-  int64_t cols;
-  __host__ __device__ float operator()(int64_t k) const { return score[session_of[k / cols]] * mask[k]; }
-};
+inline uint64_t MixSession(const SessionKey& key) {
+  return MixCode(key.first) ^ (MixCode(key.second ^ 0x5851F42D4C957F2Dll) >> 17);
+}
 
 // verl: compute_advantage_for_multi_trajectories with adv_estimator "grpo".
 template <class Policy>
 void multi_trajectory_grpo_advantage(Policy&& policy, const float* rewards, const float* mask, const int64_t* index,
                                      const int64_t* session, const float* turn, int64_t rows, int64_t cols,
                                      float epsilon, bool norm_adv_by_std, float* advantages) {
-  using P = std::remove_reference_t<Policy>;
-  const int64_t n = rows * cols;
-  if (n <= 0) return;
-  // Dense sessions.
-  PolicyScratch<int64_t, P> su(policy, rows), ss(policy, rows);
-  PolicyScratch<RowIndex, P> order(policy, rows), sorted_sid(policy, rows), session_of(policy, rows),
-      final_row(policy, rows);
-  thrust::copy(policy, index, index + rows, su.get());
-  thrust::copy(policy, session, session + rows, ss.get());
-  thrust::sequence(policy, order.get(), order.get() + rows, RowIndex{0});
-  auto pairs = thrust::make_zip_iterator(thrust::make_tuple(su.get(), ss.get()));
-  thrust::stable_sort_by_key(policy, pairs, pairs + rows, order.get());
-  auto flags =
-      thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), NewSessionFlag{su.get(), ss.get()});
-  thrust::inclusive_scan(policy, flags, flags + rows, sorted_sid.get());
-  thrust::scatter(policy, sorted_sid.get(), sorted_sid.get() + rows, order.get(), session_of.get());
-  auto candidates =
-      thrust::make_zip_iterator(thrust::make_tuple(thrust::make_permutation_iterator(turn, order.get()), order.get()));
-  const auto ends = thrust::reduce_by_key(
-      policy, sorted_sid.get(), sorted_sid.get() + rows, candidates, thrust::make_discard_iterator(),
-      thrust::make_zip_iterator(thrust::make_tuple(thrust::make_discard_iterator(), final_row.get())),
-      thrust::equal_to<RowIndex>(), FinalOutput());
-  const int64_t sessions = thrust::get<1>(ends.second.get_iterator_tuple()) - final_row.get();
+  if (rows <= 0 || cols <= 0) return;
+  const std::vector<int64_t> uid = ToHostVector(policy, index, rows), sid = ToHostVector(policy, session, rows);
+  const std::vector<float> turns = ToHostVector(policy, turn, rows);
 
-  // GRPO over the final outputs, grouped by uid.
-  PolicyScratch<float, P> s(policy, rows), fs(policy, sessions), a(policy, sessions), score(policy, sessions);
-  PolicyScratch<int64_t, P> fu(policy, sessions), first(policy, rows);
-  RowSums(policy, rewards, rows, cols, s.get());
-  thrust::gather(policy, final_row.get(), final_row.get() + sessions, s.get(), fs.get());
-  thrust::gather(policy, final_row.get(), final_row.get() + sessions, index, fu.get());
-  GroupIds<P> g(policy, sessions);
-  GroupBy(policy, fu.get(), g);
-  GrpoRowAdvantages(policy, g, fs.get(), epsilon, norm_adv_by_std, a.get());
+  // Sessions and their final outputs, worked out during the row pass: a later row
+  // replaces the current one only with a strictly larger turn.
+  HostGroups sessions;
+  std::vector<RowIndex> final_row;
+  const std::vector<ScoreAndFirst> row =
+      RowPartialsWhile(policy, rows, cols, ScoreAndFirst(0.0f, 2 * cols, 0.0f), SumAndFirst(),
+                       ScoreAndFirstAt{rewards, mask, cols}, Footprint().Reads<float>(rows * cols, 2), [&] {
+                         std::vector<SessionKey> keys(static_cast<size_t>(rows));
+                         for (size_t i = 0; i < keys.size(); ++i) keys[i] = SessionKey(uid[i], sid[i]);
+                         sessions = GroupKeys(keys, MixSession);
+                         final_row.resize(static_cast<size_t>(sessions.groups()));
+                         for (size_t j = 0; j < final_row.size(); ++j) {
+                           RowIndex f = sessions.members[static_cast<size_t>(sessions.start[j])];
+                           for (RowIndex p = sessions.start[j] + 1; p < sessions.start[j + 1]; ++p) {
+                             const RowIndex i = sessions.members[static_cast<size_t>(p)];
+                             if (turns[static_cast<size_t>(f)] < turns[static_cast<size_t>(i)]) f = i;
+                           }
+                           final_row[j] = f;
+                         }
+                       });
 
-  // Read at the first valid token, broadcast over the session.
-  auto row_keys = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), SegmentOf{cols});
-  auto positions = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), ValidPosition{mask, cols});
-  thrust::reduce_by_key(policy, row_keys, row_keys + n, positions, thrust::make_discard_iterator(), first.get(),
-                        thrust::equal_to<int64_t>(), MinI64());
-  thrust::transform(policy, thrust::counting_iterator<int64_t>(0), thrust::counting_iterator<int64_t>(sessions),
-                    score.get(), SessionScore{a.get(), final_row.get(), first.get(), mask, cols});
-  thrust::transform(policy, thrust::counting_iterator<int64_t>(0), thrust::counting_iterator<int64_t>(n), advantages,
-                    SessionTimesMask{score.get(), session_of.get(), mask, cols});
+  // GRPO over the final outputs, grouped by uid, read at their first valid token.
+  std::vector<int64_t> final_uid(final_row.size());
+  std::vector<float> final_score(final_row.size());
+  for (size_t j = 0; j < final_row.size(); ++j) {
+    final_uid[j] = uid[static_cast<size_t>(final_row[j])];
+    final_score[j] = thrust::get<0>(row[static_cast<size_t>(final_row[j])]);
+  }
+  const std::vector<float> a = GrpoRowAdvantages(GroupCodes(final_uid), final_score, epsilon, norm_adv_by_std);
+  std::vector<float> per_row(static_cast<size_t>(rows));
+  for (size_t i = 0; i < per_row.size(); ++i) {
+    const size_t j = static_cast<size_t>(sessions.group_of[i]);
+    per_row[i] = a[j] * thrust::get<2>(row[static_cast<size_t>(final_row[j])]);
+  }
+  RowsTimesMask(policy, per_row, mask, rows, cols, advantages);
 }
 
 }  // namespace verlconf::cuda

@@ -4,34 +4,31 @@
 //
 //   B_{g,t} = sum_i G_{i,t} W_{i,t} / (sum_i W_{i,t} + eps),  W = cumsum_t(w m)
 //
-// G is the masked reward-to-go (a reverse scan), W a forward scan per row. The group
-// sums per position are one reduce_by_key over (position, sorted row): key t G + g, the
-// terms read through the sort's permutation, so a group's members are contiguous under
-// every position.
+// G is the masked reward-to-go (a reverse row scan, written to returns), W a forward
+// row scan, written to advantages, which the last pass overwrites. The baseline's sums
+// run across rows, so the last pass is a row map whose rows are (group, tile of
+// positions): each thread takes one position of one group, sums its members' terms in
+// element order, then writes their advantages. No (position, group) table and no sort:
+// a group's members come from the host (groups.cuh), and every sum has a fixed order,
+// so the results are bitwise reproducible. Three passes: the two scans cannot share one
+// (they walk a row in opposite directions), and the baseline needs W complete.
 #pragma once
 
-#include <thrust/fill.h>
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/discard_iterator.h>
-#include <thrust/iterator/permutation_iterator.h>
-#include <thrust/iterator/transform_iterator.h>
-#include <thrust/iterator/zip_iterator.h>
-#include <thrust/reduce.h>
-#include <thrust/scan.h>
-#include <thrust/scatter.h>
-#include <thrust/transform.h>
 #include <thrust/tuple.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "cuda_impl/advantage/groups.cuh"
 #include "cuda_impl/advantage/returns.cuh"
 #include "cuda_impl/core/rows.cuh"
 #include "cuda_impl/core/sum.cuh"
 #include "cuda_impl/core/system.cuh"
+#include "cuda_impl/core/traffic.h"
 
 namespace verlconf::cuda {
 
@@ -50,57 +47,36 @@ struct OtbWeight {
   }
 };
 
-// OtbWeight at (i, t).
-struct OtbWeightAt {
+// The forward scan's terms: (w m, m), and with the valid-token count (the multi-turn
+// key's packing) 1 where m != 0. Its running values are W, and at the row's end its mask
+// sum (oracle::RowSums) and count of valid tokens. (No wider than needed: a row scan
+// waits on memory, and a wider element holds fewer rows in flight.)
+using OtbScan = thrust::tuple<float, float>;
+using TirScan = thrust::tuple<float, float, float>;
+
+template <class Element>
+struct OtbScanAt {
   OtbWeight w;
   int64_t cols;
-  __host__ __device__ float operator()(int64_t i, int64_t t) const { return w(i * cols + t); }
-};
-
-// W_{i,t} = sum_{j <= t} w_{i,j} m_{i,j}: a forward row scan (bitwise reproducible).
-template <class Policy>
-void CumulativeW(Policy& policy, const float* old_log_probs, const float* sum_pi_squared, const float* rho,
-                 const float* mask, int64_t rows, int64_t cols, float* w) {
-  RowScan(policy, rows, cols, /*reverse=*/false, 0.0f, AddF(),
-          OtbWeightAt{OtbWeight{old_log_probs, sum_pi_squared, rho, mask}, cols}, StoreFloat{w, cols},
-          Footprint().Reads<float>(rows * cols, rho ? 4 : 3).Writes<float>(rows * cols));
-}
-
-// Flat position j = t rows + p (p a sorted position): the key t groups + g.
-struct PositionGroupKey {
-  const RowIndex* sorted_gid;
-  int64_t rows, groups;
-  __host__ __device__ int64_t operator()(int64_t j) const { return (j / rows) * groups + sorted_gid[j % rows]; }
-};
-
-// The token read at flat position j = t rows + p: row order[p], position t.
-struct SortedTokenOf {
-  const RowIndex* order;
-  int64_t rows, cols;
-  __host__ __device__ int64_t operator()(int64_t j) const {
-    return static_cast<int64_t>(order[j % rows]) * cols + j / rows;
+  __host__ __device__ Element operator()(int64_t i, int64_t t) const {
+    const int64_t k = i * cols + t;
+    const float m = w.mask[k];
+    if constexpr (std::is_same_v<Element, TirScan>) {
+      return TirScan(w(k), m, m != 0.0f ? 1.0f : 0.0f);
+    } else {
+      return OtbScan(w(k), m);
+    }
   }
 };
 
-// A token-indexed sequence of terms read in (position, sorted row) order.
-template <class It>
-auto BySortedToken(It token_terms, const RowIndex* order, int64_t rows, int64_t cols) {
-  return thrust::make_permutation_iterator(
-      token_terms,
-      thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), SortedTokenOf{order, rows, cols}));
-}
-
-// out_num[t G + g], out_den[t G + g] = sums over the group's members of the token
-// arrays' terms at position t.
-template <class Policy, class TermIt>
-void SumPerPositionAndGroup(Policy& policy, const GroupIds<Policy>& g, int64_t cols, TermIt terms, float* out_num,
-                            float* out_den) {
-  const int64_t n = g.rows * cols;
-  auto keys = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0),
-                                              PositionGroupKey{g.sorted_gid.get(), g.rows, g.groups});
-  thrust::reduce_by_key(policy, keys, keys + n, terms, thrust::make_discard_iterator(),
-                        thrust::make_zip_iterator(thrust::make_tuple(out_num, out_den)), thrust::equal_to<int64_t>(),
-                        TuplePlus());
+// The forward scan over the weights of the batch: per token `out(i, t, acc)`.
+template <class Element, class Policy, class Out>
+void CumulativeW(Policy& policy, const float* old_log_probs, const float* sum_pi_squared, const float* rho,
+                 const float* mask, int64_t rows, int64_t cols, Out out, const Footprint& out_writes) {
+  Footprint f = out_writes;
+  f.Reads<float>(rows * cols, rho ? 4 : 3);
+  RowScan(policy, rows, cols, /*reverse=*/false, Element(), TuplePlus(),
+          OtbScanAt<Element>{OtbWeight{old_log_probs, sum_pi_squared, rho, mask}, cols}, out, f);
 }
 
 // G W m and W m: the plain key's terms.
@@ -146,7 +122,8 @@ struct CountAndMax {
   }
 };
 
-constexpr int64_t kNoTail = std::numeric_limits<int64_t>::max();
+// Never zeroed: past every position.
+constexpr RowIndex kNoTail = std::numeric_limits<RowIndex>::max();
 
 // The position from which a row's baseline is zeroed: the second-longest length when
 // the row is alone at its group's longest (of a group of two or more members), else
@@ -167,44 +144,109 @@ struct ZeroFrom {
   }
 };
 
-// zero_from[i] for every row (kNoTail unless handle_zero_tail picks it).
-template <class Policy>
-void ZeroTail(Policy& policy, const GroupIds<Policy>& g, const float* length, const float* eligible,
-              const float* members, int64_t* zero_from) {
-  using P = Policy;
-  PolicyScratch<float, P> longest(policy, g.rows), top_count(policy, g.rows), second(policy, g.rows);
-  auto len = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), MemberLength{length, eligible});
-  GroupReduce(policy, g, len, longest.get(), MaxF());
-  auto terms = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0),
-                                               TailTerms{length, eligible, longest.get(), g.group_of.get()});
-  GroupReduce(policy, g, terms, thrust::make_zip_iterator(thrust::make_tuple(top_count.get(), second.get())),
-              CountAndMax());
-  thrust::transform(
-      policy, thrust::counting_iterator<int64_t>(0), thrust::counting_iterator<int64_t>(g.rows), zero_from,
-      ZeroFrom{length, eligible, members, longest.get(), top_count.get(), second.get(), g.group_of.get()});
+// zero_from[i] for every row (kNoTail unless handle_zero_tail picks it), on the host
+// from the rows' lengths; `eligible` (valid-token counts) may be null, `members` is per
+// group.
+inline std::vector<RowIndex> ZeroTail(const HostGroups& g, const std::vector<float>& length, const float* eligible,
+                                      const std::vector<float>& members, int64_t cols) {
+  const size_t groups = static_cast<size_t>(g.groups());
+  std::vector<float> longest(groups), top_count(groups), second(groups);
+  const MemberLength len{length.data(), eligible};
+  for (size_t k = 0; k < groups; ++k) {
+    float m = len(g.members[static_cast<size_t>(g.start[k])]);
+    for (RowIndex p = g.start[k] + 1; p < g.start[k + 1]; ++p) m = MaxF()(m, len(g.members[static_cast<size_t>(p)]));
+    longest[k] = m;
+  }
+  const TailTerms terms{length.data(), eligible, longest.data(), g.group_of.data()};
+  for (size_t k = 0; k < groups; ++k) {
+    thrust::tuple<float, float> acc = terms(g.members[static_cast<size_t>(g.start[k])]);
+    for (RowIndex p = g.start[k] + 1; p < g.start[k + 1]; ++p)
+      acc = CountAndMax()(acc, terms(g.members[static_cast<size_t>(p)]));
+    top_count[k] = thrust::get<0>(acc);
+    second[k] = thrust::get<1>(acc);
+  }
+  const ZeroFrom from{length.data(),    eligible,      members.data(),   longest.data(),
+                      top_count.data(), second.data(), g.group_of.data()};
+  std::vector<RowIndex> zero_from(length.size());
+  for (size_t i = 0; i < zero_from.size(); ++i) {
+    const int64_t z = from(static_cast<int64_t>(i));
+    zero_from[i] = z >= cols ? kNoTail : static_cast<RowIndex>(z);
+  }
+  return zero_from;
 }
+
+// The group pass's plan, as one host copy: [start (groups + 1) | members | zero_from
+// (per row)].
+struct GroupPlan {
+  const RowIndex* start;
+  const RowIndex* members;
+  const RowIndex* zero_from;
+};
+
+inline std::vector<RowIndex> PackPlan(const std::vector<RowIndex>& start, const std::vector<RowIndex>& members,
+                                      const std::vector<RowIndex>& zero_from) {
+  std::vector<RowIndex> plan(start);
+  plan.insert(plan.end(), members.begin(), members.end());
+  plan.insert(plan.end(), zero_from.begin(), zero_from.end());
+  return plan;
+}
+
+// The row map of a group pass: row r is group r / chunks, tile r % chunks of `chunk`
+// positions.
+struct GroupTiles {
+  int64_t cols, chunk, chunks;
+  static GroupTiles Of(int64_t cols) {
+    const int64_t chunk = std::min<int64_t>(cols, kRowThreads);
+    return GroupTiles{cols, chunk, (cols + chunk - 1) / chunk};
+  }
+  __host__ __device__ int64_t Group(int64_t r) const { return r / chunks; }
+  __host__ __device__ int64_t Position(int64_t r, int64_t j) const { return (r % chunks) * chunk + j; }
+};
 
 // ---- the plain key -----------------------------------------------------------------
 
-struct OtbAdvantage {
+// The forward scan's output: W at every token, and the row's length at its end.
+struct OtbScanOut {
+  float* w;
+  float* length;
+  int64_t cols;
+  __host__ __device__ void operator()(int64_t i, int64_t t, const OtbScan& acc) const {
+    w[i * cols + t] = thrust::get<0>(acc);
+    if (t == cols - 1) length[i] = thrust::get<1>(acc);
+  }
+};
+
+// Position t of group g: B from the members' terms in element order, then every
+// member's advantage (G - B) m over the W the scan left in `advantages` (each token is
+// read and rewritten by this thread alone).
+struct OtbGroupPass {
   const float* returns;
+  float* advantages;
   const float* mask;
-  const float* num;  // [t G + g]
-  const float* den;
-  const float* count;
-  const RowIndex* group_of;
-  const int64_t* zero_from;
-  int64_t cols, groups;
+  GroupPlan plan;
+  GroupTiles tiles;
   float epsilon;
-  __host__ __device__ float operator()(int64_t k) const {
-    const int64_t i = k / cols, t = k % cols;
-    const RowIndex g = group_of[i];
-    float b = 0.0f;
-    if (count[g] > 1.0f && t < zero_from[i]) {
-      const int64_t at = t * groups + g;
-      b = num[at] / (den[at] + epsilon);
+  __host__ __device__ void operator()(int64_t r, int64_t j) const {
+    const int64_t g = tiles.Group(r), t = tiles.Position(r, j), cols = tiles.cols;
+    if (t >= cols) return;
+    const RowIndex lo = plan.start[g], hi = plan.start[g + 1];
+    const bool grouped = hi - lo > 1;
+    float num = 0.0f, den = 0.0f;
+    if (grouped) {
+      const OtbTerms terms{returns, advantages, mask};
+      for (RowIndex p = lo; p < hi; ++p) {
+        const thrust::tuple<float, float> x = terms(plan.members[p] * cols + t);
+        num += thrust::get<0>(x);
+        den += thrust::get<1>(x);
+      }
     }
-    return (returns[k] - b) * mask[k];
+    const float b = num / (den + epsilon);
+    for (RowIndex p = lo; p < hi; ++p) {
+      const RowIndex i = plan.members[p];
+      const int64_t k = i * cols + t;
+      const float bi = grouped && t < plan.zero_from[i] ? b : 0.0f;
+      advantages[k] = (returns[k] - bi) * mask[k];
+    }
   }
 };
 
@@ -217,51 +259,49 @@ void optimal_token_baseline_advantage(Policy&& policy, const float* rewards, con
   using P = std::remove_reference_t<Policy>;
   const int64_t n = rows * cols;
   if (n <= 0) return;
+  const std::vector<int64_t> codes = ToHostVector(policy, index, rows);
   MaskedRewardToGo(policy, rewards, mask, rows, cols, returns);
-  PolicyScratch<float, P> w(policy, n);
-  CumulativeW(policy, old_log_probs, sum_pi_squared, rho, mask, rows, cols, w.get());
-  GroupIds<P> g(policy, rows);
-  GroupBy(policy, index, g);
-  PolicyScratch<float, P> num(policy, cols * g.groups), den(policy, cols * g.groups), length(policy, rows);
-  PolicyScratch<int64_t, P> zero_from(policy, rows);
-  auto token_terms =
-      thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), OtbTerms{returns, w.get(), mask});
-  SumPerPositionAndGroup(policy, g, cols, BySortedToken(token_terms, g.order.get(), rows, cols), num.get(), den.get());
-  if (handle_zero_tail) {
-    RowSums(policy, mask, rows, cols, length.get());
-    ZeroTail(policy, g, length.get(), nullptr, g.count.get(), zero_from.get());
-  } else {
-    thrust::fill(policy, zero_from.get(), zero_from.get() + rows, kNoTail);
-  }
-  thrust::transform(policy, thrust::counting_iterator<int64_t>(0), thrust::counting_iterator<int64_t>(n), advantages,
-                    OtbAdvantage{returns, mask, num.get(), den.get(), g.count.get(), g.group_of.get(), zero_from.get(),
-                                 cols, g.groups, epsilon});
+  PolicyScratch<float, P> length(policy, rows);
+  CumulativeW<OtbScan>(policy, old_log_probs, sum_pi_squared, rho, mask, rows, cols,
+                       OtbScanOut{advantages, length.get(), cols}, Footprint().Writes<float>(n).Writes<float>(rows));
+  const HostGroups g = GroupCodes(codes);  // while the scans run
+  std::vector<RowIndex> zero_from(static_cast<size_t>(rows), kNoTail);
+  if (handle_zero_tail)
+    zero_from =
+        ZeroTail(g, ToHostVector(policy, static_cast<const float*>(length.get()), rows), nullptr, g.count, cols);
+  const std::vector<RowIndex> host_plan = PackPlan(g.start, g.members, zero_from);
+  PolicyScratch<RowIndex, P> plan(policy, static_cast<int64_t>(host_plan.size()));
+  FromHostVector(policy, host_plan, plan.get());
+  const GroupTiles tiles = GroupTiles::Of(cols);
+  const RowIndex* p = plan.get();
+  RowMap(policy, g.groups() * tiles.chunks, tiles.chunk,
+         OtbGroupPass{returns, advantages, mask, GroupPlan{p, p + g.groups() + 1, p + g.groups() + 1 + rows}, tiles,
+                      epsilon},
+         Footprint().Reads<float>(n, 3).Reads<RowIndex>(static_cast<int64_t>(host_plan.size())).Writes<float>(n));
 }
 
 // ---- the multi-turn key: valid tokens packed to the left -----------------------------
 
-struct IsValid {
-  __host__ __device__ bool operator()(float m) const { return m != 0.0f; }
-};
-
-struct ValidOne {
-  __host__ __device__ RowIndex operator()(float m) const { return m != 0.0f ? 1 : 0; }
-};
-
-struct ValidOneF {
-  __host__ __device__ float operator()(float m) const { return m != 0.0f ? 1.0f : 0.0f; }
-};
-
-struct PositiveOne {
-  __host__ __device__ float operator()(float v) const { return v > 0.0f ? 1.0f : 0.0f; }
-};
-
-// Where a valid token lands once its row is packed: row i, its rank among the row's
-// valid tokens.
-struct PackedSlot {
-  const RowIndex* rank;
+// The forward scan's output: W at a valid token (0 elsewhere: the advantage of an
+// invalid token), the valid token's position at its packed slot (its rank among the
+// row's valid tokens), and at the row's end its length and count of valid tokens.
+struct TirScanOut {
+  float* w;
+  RowIndex* position;
+  float* length;
+  float* valid;
+  const float* mask;
   int64_t cols;
-  __host__ __device__ int64_t operator()(int64_t k) const { return (k / cols) * cols + rank[k]; }
+  __host__ __device__ void operator()(int64_t i, int64_t t, const TirScan& acc) const {
+    const int64_t k = i * cols + t;
+    const bool kept = mask[k] != 0.0f;
+    w[k] = kept ? thrust::get<0>(acc) : 0.0f;
+    if (kept) position[i * cols + static_cast<int64_t>(thrust::get<2>(acc)) - 1] = static_cast<RowIndex>(t);
+    if (t == cols - 1) {
+      length[i] = thrust::get<1>(acc);
+      valid[i] = thrust::get<2>(acc);
+    }
+  }
 };
 
 // G W and W of a valid token (the packed rows' values; the mask is already in W).
@@ -273,28 +313,42 @@ struct TirTerms {
   }
 };
 
-struct TirAdvantage {
+// Packed position k of group g: as OtbGroupPass over the members that have a k-th
+// valid token, read through its position.
+struct TirGroupPass {
   const float* returns;
+  float* advantages;
   const float* mask;
-  const RowIndex* rank;
-  const float* num;  // [k G + g], k the packed position
-  const float* den;
-  const float* members;
-  const RowIndex* group_of;
-  const int64_t* zero_from;
-  int64_t cols, groups;
+  const RowIndex* position;
+  const float* valid;
+  GroupPlan plan;  // members: the rows with a valid token
+  GroupTiles tiles;
   float epsilon;
-  __host__ __device__ float operator()(int64_t k) const {
-    const float m = mask[k];
-    if (m == 0.0f) return 0.0f;
-    const int64_t i = k / cols, r = rank[k];
-    const RowIndex g = group_of[i];
-    float b = 0.0f;
-    if (members[g] > 1.0f && r < zero_from[i]) {
-      const int64_t at = r * groups + g;
-      b = num[at] / (den[at] + epsilon);
+  __host__ __device__ void operator()(int64_t r, int64_t j) const {
+    const int64_t g = tiles.Group(r), k = tiles.Position(r, j), cols = tiles.cols;
+    if (k >= cols) return;
+    const RowIndex lo = plan.start[g], hi = plan.start[g + 1];
+    const bool grouped = hi - lo > 1;
+    const float kf = static_cast<float>(k);
+    float num = 0.0f, den = 0.0f;
+    if (grouped) {
+      const TirTerms terms{returns, advantages};
+      for (RowIndex p = lo; p < hi; ++p) {
+        const RowIndex i = plan.members[p];
+        if (!(kf < valid[i])) continue;  // packed rows are 0 past their length
+        const thrust::tuple<float, float> x = terms(i * cols + position[i * cols + k]);
+        num += thrust::get<0>(x);
+        den += thrust::get<1>(x);
+      }
     }
-    return (returns[k] - b) * m;
+    const float b = num / (den + epsilon);
+    for (RowIndex p = lo; p < hi; ++p) {
+      const RowIndex i = plan.members[p];
+      if (!(kf < valid[i])) continue;
+      const int64_t q = i * cols + position[i * cols + k];
+      const float bi = grouped && k < plan.zero_from[i] ? b : 0.0f;
+      advantages[q] = (returns[q] - bi) * mask[q];
+    }
   }
 };
 
@@ -308,35 +362,50 @@ void tir_optimal_token_baseline_advantage(Policy&& policy, const float* rewards,
   using P = std::remove_reference_t<Policy>;
   const int64_t n = rows * cols;
   if (n <= 0) return;
+  const std::vector<int64_t> codes = ToHostVector(policy, index, rows);
   MaskedRewardToGo(policy, rewards, mask, rows, cols, returns);
-  PolicyScratch<float, P> w(policy, n), packed_num(policy, n), packed_den(policy, n);
-  PolicyScratch<RowIndex, P> rank(policy, n);
-  CumulativeW(policy, old_log_probs, sum_pi_squared, rho, mask, rows, cols, w.get());
-  auto keys = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), SegmentOf{cols});
-  thrust::exclusive_scan_by_key(policy, keys, keys + n, thrust::make_transform_iterator(mask, ValidOne()), rank.get());
-  auto packed = thrust::make_zip_iterator(thrust::make_tuple(packed_num.get(), packed_den.get()));
-  thrust::fill(policy, packed, packed + n, thrust::make_tuple(0.0f, 0.0f));
-  auto terms = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), TirTerms{returns, w.get()});
-  auto slots = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), PackedSlot{rank.get(), cols});
-  thrust::scatter_if(policy, terms, terms + n, slots, mask, packed, IsValid());
+  // A group's k-th packed tokens sit at a different position in every member, known only
+  // once the member's row has been scanned: the one token-sized scratch, the positions.
+  PolicyScratch<RowIndex, P> position(policy, n);
+  PolicyScratch<float, P> row_values(policy, 2 * rows);
+  float* length = row_values.get();
+  float* valid = row_values.get() + rows;
+  CumulativeW<TirScan>(policy, old_log_probs, sum_pi_squared, rho, mask, rows, cols,
+                       TirScanOut{advantages, position.get(), length, valid, mask, cols},
+                       Footprint().Writes<float>(n).Writes<RowIndex>(n).Writes<float>(2 * rows));
+  const HostGroups g = GroupCodes(codes);  // while the scans run
+  const std::vector<float> host_rows = ToHostVector(policy, static_cast<const float*>(row_values.get()), 2 * rows);
+  const std::vector<float> host_length(host_rows.begin(), host_rows.begin() + rows);
+  const float* host_valid = host_rows.data() + rows;
 
-  GroupIds<P> g(policy, rows);
-  GroupBy(policy, index, g);
-  PolicyScratch<float, P> num(policy, cols * g.groups), den(policy, cols * g.groups), valid(policy, rows),
-      members(policy, rows), length(policy, rows);
-  PolicyScratch<int64_t, P> zero_from(policy, rows);
-  RowSums(policy, thrust::make_transform_iterator(mask, ValidOneF()), rows, cols, valid.get());
-  GroupReduce(policy, g, thrust::make_transform_iterator(valid.get(), PositiveOne()), members.get());
-  SumPerPositionAndGroup(policy, g, cols, BySortedToken(packed, g.order.get(), rows, cols), num.get(), den.get());
-  if (handle_zero_tail) {
-    RowSums(policy, mask, rows, cols, length.get());
-    ZeroTail(policy, g, length.get(), valid.get(), members.get(), zero_from.get());
-  } else {
-    thrust::fill(policy, zero_from.get(), zero_from.get() + rows, kNoTail);
+  // The groups without their empty rows.
+  std::vector<RowIndex> start(g.start.size(), 0), members;
+  std::vector<float> count(static_cast<size_t>(g.groups()));
+  for (size_t k = 0; k < count.size(); ++k) {
+    for (RowIndex p = g.start[k]; p < g.start[k + 1]; ++p) {
+      const RowIndex i = g.members[static_cast<size_t>(p)];
+      if (host_valid[i] > 0.0f) members.push_back(i);
+    }
+    start[k + 1] = static_cast<RowIndex>(members.size());
+    count[k] = static_cast<float>(start[k + 1] - start[k]);
   }
-  thrust::transform(policy, thrust::counting_iterator<int64_t>(0), thrust::counting_iterator<int64_t>(n), advantages,
-                    TirAdvantage{returns, mask, rank.get(), num.get(), den.get(), members.get(), g.group_of.get(),
-                                 zero_from.get(), cols, g.groups, epsilon});
+  std::vector<RowIndex> zero_from(static_cast<size_t>(rows), kNoTail);
+  if (handle_zero_tail) zero_from = ZeroTail(g, host_length, host_valid, count, cols);
+  const std::vector<RowIndex> host_plan = PackPlan(start, members, zero_from);
+  PolicyScratch<RowIndex, P> plan(policy, static_cast<int64_t>(host_plan.size()));
+  FromHostVector(policy, host_plan, plan.get());
+  const GroupTiles tiles = GroupTiles::Of(cols);
+  const RowIndex* p = plan.get();
+  const int64_t eligible = static_cast<int64_t>(members.size());
+  RowMap(policy, g.groups() * tiles.chunks, tiles.chunk,
+         TirGroupPass{returns, advantages, mask, position.get(), valid,
+                      GroupPlan{p, p + g.groups() + 1, p + g.groups() + 1 + eligible}, tiles, epsilon},
+         Footprint()
+             .Reads<float>(n, 3)
+             .Reads<RowIndex>(n)
+             .Reads<float>(rows)
+             .Reads<RowIndex>(static_cast<int64_t>(host_plan.size()))
+             .Writes<float>(n));
 }
 
 }  // namespace verlconf::cuda

@@ -5,20 +5,19 @@
 // Each backward recurrence over a row is affine in its carried state, so it runs as one
 // reverse row scan (cuda_impl/core/rows.cuh: a CTA per row, tiles in order, bitwise
 // reproducible) whose operator composes affine maps. The state starts at 0, so the
-// composite's offset is the state itself.
+// composite's offset is the state itself. The scan's output writes every token output
+// the recurrence gives; the whitening (whiten.cuh) then takes its sum pass, its
+// residual pass and its write pass: four passes in all.
 #pragma once
 
-#include <thrust/copy.h>
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/transform.h>
 #include <thrust/tuple.h>
 
 #include <cstdint>
 
 #include "cuda_impl/advantage/whiten.cuh"
 #include "cuda_impl/core/rows.cuh"
-#include "cuda_impl/core/sum.cuh"
 #include "cuda_impl/core/system.cuh"
+#include "cuda_impl/core/traffic.h"
 
 namespace verlconf::cuda {
 
@@ -63,61 +62,53 @@ void MaskedRewardToGo(Policy&& policy, const float* rewards, const float* mask, 
 
 // ---- REINFORCE++: x' = a x + b ------------------------------------------------------
 
-using Affine1 = thrust::tuple<float, float>;  // (a, b)
+// The running return's step f and the return's g, both affine in the running return
+// after the position: (a_f, b_f, a_g, b_g).
+using RppStep = thrust::tuple<float, float, float, float>;
 
-// f then g: x -> g(f(x)).
-struct ComposeAffine1 {
-  __host__ __device__ Affine1 operator()(const Affine1& f, const Affine1& g) const {
-    const float a1 = thrust::get<0>(f), b1 = thrust::get<1>(f);
-    const float a2 = thrust::get<0>(g), b2 = thrust::get<1>(g);
-    return Affine1(a2 * a1, a2 * b1 + b2);
+// e1 then e2: the state goes through f1 then f2, and e2's return reads the state f1
+// left, so the composite is (f2 f1, g2 f1). Associative (a left operand's g is never
+// read), with (identity, anything) as its left identity, which is all a scan from
+// `identity` needs; the f part is the plain composition of affine maps. The return
+// comes out of the scan itself, at 4 floats a step: carrying the masked sums of the
+// returns too (3 more) would save the whitening its sum pass, but the heavier scan
+// holds fewer rows in flight per multiprocessor, and a row scan waits on memory.
+struct ComposeRppStep {
+  __host__ __device__ RppStep operator()(const RppStep& e1, const RppStep& e2) const {
+    const float a1 = thrust::get<0>(e1), b1 = thrust::get<1>(e1);
+    const float a2 = thrust::get<0>(e2), b2 = thrust::get<1>(e2);
+    const float ag = thrust::get<2>(e2), bg = thrust::get<3>(e2);
+    return RppStep(a2 * a1, a2 * b1 + b2, ag * a1, ag * b1 + bg);
   }
 };
 
 // REINFORCE++'s running return: running' = fresh m + running (1 - m) with fresh =
-// r + gamma running, i.e. a = m gamma + (1 - m), b = m r. At m = 0 the map is the
-// identity: the return is carried unchanged across an observation token.
+// r + gamma running, i.e. a = m gamma + (1 - m), b = m r; at m = 0 the map is the
+// identity: the return is carried unchanged across an observation token. The return
+// G_t = fresh m = (m gamma) running + m r.
 struct RppStepAt {
   const float* rewards;
   const float* mask;
   int64_t cols;
   float gamma;
-  __host__ __device__ Affine1 operator()(int64_t i, int64_t t) const {
+  __host__ __device__ RppStep operator()(int64_t i, int64_t t) const {
     const int64_t k = i * cols + t;
     const float r = rewards[k], m = mask[k];
-    return Affine1(m * gamma + (1.0f - m), m * r);
-  }
-};
-
-// G_t = (r_t + gamma running_{t+1}) m_t, running_{t+1} the state after position t + 1
-// (0 past the row's end).
-struct RppReturn {
-  const float* rewards;
-  const float* mask;
-  const float* running;
-  int64_t cols;
-  float gamma;
-  __host__ __device__ float operator()(int64_t k) const {
-    const float next = (k + 1) % cols != 0 ? running[k + 1] : 0.0f;
-    return (rewards[k] + gamma * next) * mask[k];
+    return RppStep(m * gamma + (1.0f - m), m * r, m * gamma, m * r);
   }
 };
 
 // verl: compute_reinforce_plus_plus_outcome_advantage. returns = G;
-// advantages = masked_whiten(G) * mask.
+// advantages = masked_whiten(G) * mask: the scan, then the whitening's three passes.
 template <class Policy>
 void reinforce_plus_plus_advantage(Policy&& policy, const float* rewards, const float* mask, int64_t rows, int64_t cols,
                                    float gamma, float* advantages, float* returns) {
   const int64_t n = rows * cols;
   if (n <= 0) return;
-  // The running state goes to `advantages` first, which is rewritten below.
-  RowScan(policy, rows, cols, /*reverse=*/true, Affine1(1.0f, 0.0f), ComposeAffine1(),
-          RppStepAt{rewards, mask, cols, gamma}, StoreField<1>{advantages, cols},
+  RowScan(policy, rows, cols, /*reverse=*/true, RppStep(1.0f, 0.0f, 1.0f, 0.0f), ComposeRppStep(),
+          RppStepAt{rewards, mask, cols, gamma}, StoreField<3>{returns, cols},
           Footprint().Reads<float>(n, 2).Writes<float>(n));
-  thrust::transform(policy, thrust::counting_iterator<int64_t>(0), thrust::counting_iterator<int64_t>(n), returns,
-                    RppReturn{rewards, mask, advantages, cols, gamma});
-  thrust::copy(policy, returns, returns + n, advantages);
-  WhitenInPlace(policy, advantages, mask, n, /*times_mask=*/true);
+  WhitenTokens(policy, returns, mask, rows, cols, /*times_mask=*/true, advantages);
 }
 
 // ---- GAE: (next_value, lastgaelam)' = M (next_value, lastgaelam) + b ------------------
@@ -153,18 +144,32 @@ struct GaeStepAt {
   }
 };
 
+// The advantage A (the state's second field) and returns = A + V (unmasked).
+struct GaeOut {
+  float* advantages;
+  float* returns;
+  const float* values;
+  int64_t cols;
+  __host__ __device__ void operator()(int64_t i, int64_t t, const Affine2& acc) const {
+    const int64_t k = i * cols + t;
+    const float a = thrust::get<4>(acc);
+    advantages[k] = a;
+    returns[k] = a + values[k];
+  }
+};
+
 // verl: compute_gae_advantage_return. returns = A + V (unmasked); advantages =
-// masked_whiten(A, mask), not multiplied by the mask.
+// masked_whiten(A, mask), not multiplied by the mask: the scan writing both, then the
+// whitening's three passes over A.
 template <class Policy>
 void gae_advantage_return(Policy&& policy, const float* rewards, const float* values, const float* mask, int64_t rows,
                           int64_t cols, float gamma, float gamma_lam, float* advantages, float* returns) {
   const int64_t n = rows * cols;
   if (n <= 0) return;
   RowScan(policy, rows, cols, /*reverse=*/true, Affine2(1.0f, 0.0f, 1.0f, 0.0f, 0.0f), ComposeAffine2(),
-          GaeStepAt{rewards, values, mask, cols, gamma, gamma_lam}, StoreField<4>{advantages, cols},
-          Footprint().Reads<float>(n, 3).Writes<float>(n));
-  thrust::transform(policy, advantages, advantages + n, values, returns, AddF());
-  WhitenInPlace(policy, advantages, mask, n, /*times_mask=*/false);
+          GaeStepAt{rewards, values, mask, cols, gamma, gamma_lam}, GaeOut{advantages, returns, values, cols},
+          Footprint().Reads<float>(n, 3).Writes<float>(n, 2));
+  WhitenTokens(policy, advantages, mask, rows, cols, /*times_mask=*/false, advantages);
 }
 
 }  // namespace verlconf::cuda

@@ -1,20 +1,19 @@
 // Reward-side KL on CCCL, float32 (oracle/reward_kl/reward_kl.h): verl's
 // ray_trainer.apply_kl_penalty and core_algos.compute_rewards, as templates over the
 // Thrust execution policy (cuda_impl/core/system.cuh). The KL coefficient controllers
-// are scalar updates and stay on the host (oracle::kl_controller_update).
+// are scalar updates and stay on the host (oracle::kl_controller_update). Each function
+// is one row pass (cuda_impl/core/rows.cuh).
 #pragma once
 
-#include <thrust/fill.h>
-#include <thrust/iterator/transform_iterator.h>
-#include <thrust/iterator/zip_iterator.h>
-#include <thrust/transform.h>
 #include <thrust/tuple.h>
 
 #include <cstdint>
-#include <type_traits>
+#include <vector>
 
+#include "cuda_impl/core/rows.cuh"
 #include "cuda_impl/core/sum.cuh"
 #include "cuda_impl/core/system.cuh"
+#include "cuda_impl/core/traffic.h"
 #include "cuda_impl/kl/kl_penalty.cuh"
 
 namespace verlconf::cuda {
@@ -27,12 +26,31 @@ struct RewardMinusK1 {
   }
 };
 
+// Tokens per row of the row map over a flat array (its last row may be short).
+constexpr int64_t kFlatCols = 8 * kRowThreads;
+
+// out = RewardMinusK1 of every token, flat index k = i kFlatCols + t.
+struct RewardMinusK1At {
+  const float* scores;
+  const float* old_log_prob;
+  const float* ref_log_prob;
+  float* out;
+  int64_t n;
+  float kl_ratio;
+  __host__ __device__ void operator()(int64_t i, int64_t t) const {
+    const int64_t k = i * kFlatCols + t;
+    if (k < n) out[k] = RewardMinusK1{kl_ratio}(thrust::make_tuple(scores[k], old_log_prob[k], ref_log_prob[k]));
+  }
+};
+
 // verl: core_algos.compute_rewards, on every token (no mask, always k1).
 template <class Policy>
 void compute_rewards(Policy&& policy, const float* scores, const float* old_log_prob, const float* ref_log_prob,
                      int64_t n, float kl_ratio, float* out) {
-  auto in = thrust::make_zip_iterator(thrust::make_tuple(scores, old_log_prob, ref_log_prob));
-  thrust::transform(policy, in, in + n, out, RewardMinusK1{kl_ratio});
+  if (n <= 0) return;
+  RowMap(policy, (n + kFlatCols - 1) / kFlatCols, kFlatCols,
+         RewardMinusK1At{scores, old_log_prob, ref_log_prob, out, n, kl_ratio},
+         Footprint().Reads<float>(n, 3).Writes<float>(n));
 }
 
 // kld = kl_penalty(old, ref) * mask, a plain product as verl's.
@@ -66,29 +84,43 @@ struct RowMaskedMean {
   }
 };
 
+// Token (i, t): writes its penalized reward and returns its row terms.
+struct KlPenaltyToken {
+  const float* scores;
+  const float* old_log_probs;
+  const float* ref_log_prob;
+  const float* mask;
+  float* token_level_rewards;
+  int64_t cols;
+  KlKind kind;
+  float beta;
+  __host__ __device__ thrust::tuple<float, float> operator()(int64_t i, int64_t t) const {
+    const int64_t k = i * cols + t;
+    const float old_lp = old_log_probs[k], ref = ref_log_prob[k], m = mask[k];
+    token_level_rewards[k] = KlPenalizedReward{kind, beta}(thrust::make_tuple(scores[k], old_lp, ref, m));
+    return KlRowTerms{kind}(thrust::make_tuple(old_lp, ref, m));
+  }
+};
+
 // verl: ray_trainer.apply_kl_penalty, up to the controller update. Writes
 // token_level_rewards = scores - beta kld and returns current_kl = mean over rows of
-// masked_mean(kld, mask, axis=-1) (a fully masked row contributes 0 and counts).
+// masked_mean(kld, mask, axis=-1) (a fully masked row contributes 0 and counts): one
+// row pass writing the rewards and each row's sums, the row means and their mean on the
+// host (in double, in row order).
 template <class Policy>
 float apply_kl_penalty(Policy&& policy, const float* scores, const float* old_log_probs, const float* ref_log_prob,
                        const float* mask, int64_t rows, int64_t cols, KlKind kind, float beta,
                        float* token_level_rewards) {
-  using P = std::remove_reference_t<Policy>;
+  using Pair = thrust::tuple<float, float>;
   const int64_t n = rows * cols;
   if (rows <= 0) return 0.0f;
-  auto in = thrust::make_zip_iterator(thrust::make_tuple(scores, old_log_probs, ref_log_prob, mask));
-  thrust::transform(policy, in, in + n, token_level_rewards, KlPenalizedReward{kind, beta});
-  PolicyScratch<float, P> row_sum(policy, rows), row_mask(policy, rows);
-  if (cols > 0) {
-    auto terms = thrust::make_transform_iterator(
-        thrust::make_zip_iterator(thrust::make_tuple(old_log_probs, ref_log_prob, mask)), KlRowTerms{kind});
-    SegmentSums(policy, terms, n, cols, thrust::make_zip_iterator(thrust::make_tuple(row_sum.get(), row_mask.get())));
-  } else {
-    thrust::fill(policy, row_sum.get(), row_sum.get() + rows, 0.0f);
-    thrust::fill(policy, row_mask.get(), row_mask.get() + rows, 0.0f);
-  }
-  thrust::transform(policy, row_sum.get(), row_sum.get() + rows, row_mask.get(), row_sum.get(), RowMaskedMean());
-  return ChunkedSum(policy, row_sum.get(), rows, 0.0f) / static_cast<float>(rows);
+  const std::vector<Pair> row =
+      RowPartials(policy, rows, cols, Pair(0.0f, 0.0f), TuplePlus(),
+                  KlPenaltyToken{scores, old_log_probs, ref_log_prob, mask, token_level_rewards, cols, kind, beta},
+                  Footprint().Reads<float>(n, 4).Writes<float>(n));
+  double total = 0.0;
+  for (const Pair& r : row) total += RowMaskedMean()(thrust::get<0>(r), thrust::get<1>(r));
+  return static_cast<float>(total / static_cast<double>(rows));
 }
 
 }  // namespace verlconf::cuda
