@@ -1,18 +1,11 @@
 // agg_loss on CCCL (mirrors verl's core_algos.agg_loss, as oracle/aggregation/agg_loss.h
 // states it): every mode is loss = sum_{i,t} W_{i,t} L_{i,t} with W a function of the
 // mask and the global-batch arguments, and W is the gradient d loss / d L. Float32,
-// templates over the Thrust execution policy (cuda_impl/core/system.cuh). The policy
-// losses end in these two calls.
+// templates over the Thrust execution policy (cuda_impl/core/system.cuh). Every loss
+// that aggregates ends in FusedAggPass: its tokens, agg_loss and W in one row pass.
 #pragma once
 
-#include <thrust/functional.h>
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/discard_iterator.h>
-#include <thrust/iterator/transform_iterator.h>
-#include <thrust/iterator/zip_iterator.h>
-#include <thrust/reduce.h>
-#include <thrust/transform.h>
-#include <thrust/transform_reduce.h>
+#include <thrust/tuple.h>
 
 #include <cmath>
 #include <cstdint>
@@ -40,25 +33,6 @@ struct AggGlobal {
 };
 
 inline bool IsSeqMode(AggMode m) { return m != AggMode::kTokenMean && m != AggMode::kTokenSum; }
-
-struct RowOf {
-  int64_t cols;
-  __host__ __device__ int64_t operator()(int64_t k) const { return k / cols; }
-};
-
-// masked_sum's term: an entry under a zero mask is dropped, NaN or not.
-struct MaskedProduct {
-  __host__ __device__ float operator()(const thrust::tuple<float, float>& lm) const {
-    return MaskedTerm(thrust::get<0>(lm), thrust::get<1>(lm));
-  }
-};
-
-// The seq modes' row term: loss * mask summed directly (a NaN under a zero mask stays).
-struct Product {
-  __host__ __device__ float operator()(const thrust::tuple<float, float>& lm) const {
-    return thrust::get<0>(lm) * thrust::get<1>(lm);
-  }
-};
 
 // A live row's contribution: its sum, or its token-mean for seq-mean-token-mean.
 struct RowTerm {
@@ -94,7 +68,8 @@ struct AggWeight {
 // divisor and the scale of W. Arguments verl refuses are checked by the caller
 // (oracle::CheckAggArguments) before this runs.
 struct AggPlan {
-  // rows floats from the policy's workspace (seq modes), returned to it with the plan.
+  // rows floats (seq modes): from the policy's workspace, returned to it with the plan,
+  // or the loss's own (AggPlanFromRowMasks).
   std::shared_ptr<float> row_mask;
   bool seq = false;
   double divisor = 1.0;
@@ -119,28 +94,31 @@ std::vector<float> RowMaskSums(Policy&& policy, const float* mask, int64_t rows,
   return ToHostVector(policy, static_cast<const float*>(out), rows);
 }
 
+namespace agg_detail {
+
+// rows floats from the policy's workspace, returned to it with the last plan holding them.
 template <class Policy>
-AggPlan MakeAggPlan(Policy&& policy, const float* mask, int64_t rows, int64_t cols, AggMode mode,
-                    const AggGlobal& info) {
-  AggPlan p;
-  p.dp = static_cast<double>(info.dp_size);
+std::shared_ptr<float> RowMaskBuffer(Policy& policy, int64_t rows) {
+  const std::ptrdiff_t size = rows > 0 ? rows : 1;
+  auto buffer = thrust::get_temporary_buffer<float>(policy, size);
+  auto* held = &policy;
+  return std::shared_ptr<float>(thrust::raw_pointer_cast(buffer.first), [held, buffer](float*) {
+    thrust::return_temporary_buffer(*held, buffer.first, buffer.second);
+  });
+}
+
+// The divisor and the norm, given the rows' mask sums where the mode reads them.
+inline void SetDivisor(AggPlan& p, const std::vector<float>& row_mask, int64_t cols, AggMode mode,
+                       const AggGlobal& info) {
   if (mode == AggMode::kTokenMean) {
     if (info.batch_num_tokens) {
       p.divisor = *info.batch_num_tokens;
     } else {
       double total = 0.0;  // whole counts: exact in any order
-      for (float r : RowMaskSums(policy, mask, rows, cols, nullptr)) total += r;
+      for (float r : row_mask) total += r;
       p.divisor = static_cast<double>(static_cast<float>(total));
     }
   } else if (IsSeqMode(mode)) {
-    const std::ptrdiff_t size = rows > 0 ? rows : 1;
-    auto buffer = thrust::get_temporary_buffer<float>(policy, size);
-    auto* held = &policy;
-    p.row_mask = std::shared_ptr<float>(thrust::raw_pointer_cast(buffer.first), [held, buffer](float*) {
-      thrust::return_temporary_buffer(*held, buffer.first, buffer.second);
-    });
-    p.seq = true;
-    const std::vector<float> row_mask = RowMaskSums(policy, mask, rows, cols, p.row_mask.get());
     if (info.global_batch_size) {
       p.divisor = *info.global_batch_size;
     } else {
@@ -151,29 +129,49 @@ AggPlan MakeAggPlan(Policy&& policy, const float* mask, int64_t rows, int64_t co
     if (mode == AggMode::kSeqMeanTokenSumNorm)
       p.norm = info.loss_scale_factor ? *info.loss_scale_factor : static_cast<double>(cols);
   }
+}
+
+}  // namespace agg_detail
+
+// Whether the plan of `mode` reads the mask's row sums.
+inline bool AggReadsRowMasks(AggMode mode, const AggGlobal& info) {
+  return IsSeqMode(mode) || (mode == AggMode::kTokenMean && !info.batch_num_tokens);
+}
+
+template <class Policy>
+AggPlan MakeAggPlan(Policy&& policy, const float* mask, int64_t rows, int64_t cols, AggMode mode,
+                    const AggGlobal& info) {
+  AggPlan p;
+  p.dp = static_cast<double>(info.dp_size);
+  p.seq = IsSeqMode(mode);
+  if (p.seq) p.row_mask = agg_detail::RowMaskBuffer(policy, rows);
+  std::vector<float> row_mask;
+  if (AggReadsRowMasks(mode, info))
+    row_mask = RowMaskSums(policy, mask, rows, cols, p.seq ? p.row_mask.get() : nullptr);
+  agg_detail::SetDivisor(p, row_mask, cols, mode, info);
   return p;
 }
 
-// The aggregated loss of a rows x cols loss matrix. `row_sums` is scratch of `rows`
-// floats in the policy's system (seq modes only).
+// The plan of a loss whose own first pass has summed the mask's rows (each row's sum of
+// mask[i, t] over t, grouped as RowReduce groups it, so the same floats RowMaskSums
+// gives): `row_mask` on the host and, where not null, `device_row_mask` (rows floats of
+// the policy's memory that outlive the plan); the seq modes copy the host's otherwise.
 template <class Policy>
-float agg_loss(Policy&& policy, const AggPlan& plan, const float* loss, const float* mask, float* row_sums,
-               int64_t rows, int64_t cols, AggMode mode) {
-  const int64_t n = rows * cols;
-  auto lm = thrust::make_zip_iterator(thrust::make_tuple(loss, mask));
-  float total;
-  if (!plan.seq) {
-    total = ChunkedTransformSum(policy, lm, n, MaskedProduct{}, 0.0f);
-  } else {
-    auto rows_of = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), RowOf{cols});
-    auto products = thrust::make_transform_iterator(lm, Product{});
-    thrust::reduce_by_key(policy, rows_of, rows_of + n, products, thrust::make_discard_iterator(), row_sums);
-    auto sm = thrust::make_zip_iterator(thrust::make_tuple(static_cast<const float*>(row_sums), plan.row_mask.get()));
-    total = ChunkedTransformSum(policy, sm, rows, RowTerm{mode == AggMode::kSeqMeanTokenMean}, 0.0f);
+AggPlan AggPlanFromRowMasks(Policy&& policy, const std::vector<float>& row_mask, const float* device_row_mask,
+                            int64_t cols, AggMode mode, const AggGlobal& info) {
+  AggPlan p;
+  p.dp = static_cast<double>(info.dp_size);
+  p.seq = IsSeqMode(mode);
+  if (p.seq) {
+    if (device_row_mask) {
+      p.row_mask = std::shared_ptr<float>(const_cast<float*>(device_row_mask), [](float*) {});
+    } else {
+      p.row_mask = agg_detail::RowMaskBuffer(policy, static_cast<int64_t>(row_mask.size()));
+      FromHostVector(policy, row_mask, p.row_mask.get());
+    }
   }
-  // verl: the sum over the divisor, times dp_size, over the norm, in float32.
-  return static_cast<float>(total / static_cast<float>(plan.divisor) * static_cast<float>(plan.dp) /
-                            static_cast<float>(plan.norm));
+  agg_detail::SetDivisor(p, row_mask, cols, mode, info);
+  return p;
 }
 
 // The functor giving W_{i,t} at flat index k: for a loss that fuses W into its own pass
@@ -181,14 +179,6 @@ float agg_loss(Policy&& policy, const AggPlan& plan, const float* loss, const fl
 inline AggWeight AggWeightOf(const AggPlan& plan, const float* mask, int64_t cols, AggMode mode) {
   const float scale = static_cast<float>(plan.dp / plan.divisor / plan.norm);
   return AggWeight{mask, plan.seq ? plan.row_mask.get() : nullptr, cols, mode == AggMode::kSeqMeanTokenMean, scale};
-}
-
-// W = d agg_loss / d loss, every token.
-template <class Policy>
-void agg_loss_weights(Policy&& policy, const AggPlan& plan, const float* mask, float* weights, int64_t rows,
-                      int64_t cols, AggMode mode) {
-  thrust::transform(policy, thrust::counting_iterator<int64_t>(0), thrust::counting_iterator<int64_t>(rows * cols),
-                    weights, AggWeightOf(plan, mask, cols, mode));
 }
 
 // ---- the fused pass: a loss's tokens, agg_loss and its gradient in one row pass ----
@@ -204,7 +194,8 @@ struct AggTokenValues {
 // masked token's metric terms are dropped, NaN or not).
 using RowPartial = thrust::tuple<float, float, float, float, float>;
 
-// The token at (i, t): writes grad = factor W d L / d x and returns the row's terms.
+// The token at (i, t): writes grad = factor W d L / d x (unless grad is null: a token
+// with a gradient of its own writes it) and returns the row's terms.
 template <class TokenFn>
 struct FusedAggToken {
   TokenFn tok;
@@ -218,7 +209,7 @@ struct FusedAggToken {
     const int64_t k = i * cols + t;
     const AggTokenValues v = tok(k);
     const float m = mask[k];
-    grad[k] = factor * w(k) * v.dloss;
+    if (grad) grad[k] = factor * w(k) * v.dloss;
     const float term = seq ? v.loss * m : MaskedTerm(v.loss, m);
     if (m == 0.0f) return thrust::make_tuple(term, 0.0f, 0.0f, 0.0f, 0.0f);
     return thrust::make_tuple(term, m, v.metric[0] * m, v.metric[1] * m, v.metric[2] * m);
@@ -239,12 +230,13 @@ struct FusedAggScalars {
 };
 
 // One row pass over the tokens of `tok` (a functor of the flat index giving
-// AggTokenValues): grad = factor W d L / d x everywhere, each row's partials to a
-// rows-long buffer, then the rows summed on the host in row order, in double (the
-// oracle's float32 tolerance for the loss is of a sum whose order it does not fix).
-// Reads the token inputs once and writes grad once; `plan` has read the mask before.
-// `tok_reads` is what `tok` reads (its token inputs); the pass adds the mask, the row
-// mask sums, grad and the partials.
+// AggTokenValues): grad = factor W d L / d x everywhere (grad null: none written, for a
+// token that writes a gradient of its own), each row's partials to a rows-long buffer,
+// then the rows summed on the host in row order, in double (the oracle's float32
+// tolerance for the loss is of a sum whose order it does not fix). Reads the token
+// inputs once and writes grad once; `plan` has read the mask before. `tok_reads` is what
+// `tok` reads and writes (its token inputs); the pass adds the mask, the row mask sums,
+// grad and the partials.
 template <class Policy, class TokenFn>
 FusedAggScalars FusedAggPass(Policy&& policy, const AggPlan& plan, const float* mask, float* grad, int64_t rows,
                              int64_t cols, AggMode mode, const TokenFn& tok, const Footprint& tok_reads,
@@ -252,7 +244,7 @@ FusedAggScalars FusedAggPass(Policy&& policy, const AggPlan& plan, const float* 
   PolicyScratch<RowPartial, std::remove_reference_t<Policy>> partials(policy, rows);
   Footprint footprint = tok_reads;
   footprint.Reads<float>(rows * cols).Reads<float>(plan.seq ? rows : 0);
-  footprint.Writes<float>(rows * cols).Writes<RowPartial>(rows);
+  footprint.Writes<float>(grad ? rows * cols : 0).Writes<RowPartial>(rows);
   RowReduce(policy, rows, cols, RowPartial(0.0f, 0.0f, 0.0f, 0.0f, 0.0f), TuplePlus(),
             FusedAggToken<TokenFn>{tok, mask, grad, AggWeightOf(plan, mask, cols, mode), factor, plan.seq, cols},
             StoreRow<RowPartial>{partials.get()}, footprint);

@@ -1,14 +1,13 @@
-// kl_penalty on CCCL: the estimators of oracle/kl/kl_penalty.h in float32, one fused
-// transform producing the value and d/d logprob of every token, as a template over the
-// Thrust execution policy (cuda_impl/core/system.cuh).
+// kl_penalty on CCCL: the estimators of oracle/kl/kl_penalty.h in float32, one row map
+// producing the value and d/d logprob of every token, as a template over the Thrust
+// execution policy (cuda_impl/core/system.cuh).
 #pragma once
-
-#include <thrust/iterator/zip_iterator.h>
-#include <thrust/transform.h>
-#include <thrust/tuple.h>
 
 #include <cmath>
 #include <cstdint>
+
+#include "cuda_impl/core/rows.cuh"
+#include "cuda_impl/core/traffic.h"
 
 namespace verlconf::cuda {
 
@@ -18,7 +17,7 @@ enum class KlKind : int { kK1 = 0, kAbs = 1, kK2 = 2, kK3 = 3 };
 constexpr float kKlLogRatioClamp = 20.0f;
 constexpr float kKlK3ValueClamp = 10.0f;
 
-// The per-token formula, shared by every path (this transform and the float4 kernel of
+// The per-token formula, shared by every path (this row map and the float4 kernel of
 // kl_penalty_kernel.cu), so they agree bitwise on one system.
 __host__ __device__ inline void KlToken(KlKind kind, bool straight_through, float lp, float ref, float& value,
                                         float& grad) {
@@ -48,23 +47,29 @@ __host__ __device__ inline void KlToken(KlKind kind, bool straight_through, floa
   grad = straight_through ? d : g;
 }
 
-struct KlTokenFn {
+struct KlAt {
+  const float* logprob;
+  const float* ref_logprob;
+  float* kl;
+  float* grad;
+  int64_t cols;
   KlKind kind;
   bool straight_through;
-  __host__ __device__ thrust::tuple<float, float> operator()(const thrust::tuple<float, float>& in) const {
+  __host__ __device__ void operator()(int64_t i, int64_t t) const {
+    const int64_t k = i * cols + t;
     float v, g;
-    KlToken(kind, straight_through, thrust::get<0>(in), thrust::get<1>(in), v, g);
-    return thrust::make_tuple(v, g);
+    KlToken(kind, straight_through, logprob[k], ref_logprob[k], v, g);
+    kl[k] = v;
+    grad[k] = g;
   }
 };
 
-// kl[k], grad[k] for k < n: 8 bytes read and 8 written per token, one pass.
+// kl[k], grad[k] over rows x cols tokens: 8 bytes read and 8 written per token, one pass.
 template <class Policy>
-void kl_penalty(Policy&& policy, const float* logprob, const float* ref_logprob, float* kl, float* grad, int64_t n,
-                KlKind kind, bool straight_through) {
-  auto in = thrust::make_zip_iterator(thrust::make_tuple(logprob, ref_logprob));
-  auto out = thrust::make_zip_iterator(thrust::make_tuple(kl, grad));
-  thrust::transform(policy, in, in + n, out, KlTokenFn{kind, straight_through});
+void kl_penalty(Policy&& policy, const float* logprob, const float* ref_logprob, float* kl, float* grad, int64_t rows,
+                int64_t cols, KlKind kind, bool straight_through) {
+  RowMap(policy, rows, cols, KlAt{logprob, ref_logprob, kl, grad, cols, kind, straight_through},
+         Footprint().Reads<float>(rows * cols, 2).Writes<float>(rows * cols, 2));
 }
 
 }  // namespace verlconf::cuda

@@ -1,5 +1,5 @@
 // The float4 kl_penalty kernel (kl_penalty_kernel.cu): the same values as the CCCL
-// transform of kl_penalty.cuh, through 16-byte memory accesses.
+// row map of kl_penalty.cuh, through 16-byte memory accesses.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -17,11 +17,14 @@ Result RunKlPenalty(System system, const Case& c) {
   const Array& lp = c.Input("logprob");
   const Array& ref = c.Input("ref_logprob");
   const size_t n = lp.data.size();
+  // Tokens are rows x cols (the first axis by the others; one row for a vector).
+  const int64_t rows = lp.rank() >= 2 ? lp.shape[0] : 1;
+  const int64_t cols = rows > 0 ? static_cast<int64_t>(n) / rows : 0;
   const SystemBuffer<float> d_lp(system, ToFloat(lp)), d_ref(system, ToFloat(ref));
   SystemBuffer<float> d_kl(system, n), d_grad(system, n);
   RunEntry(system, [&](auto&& policy) {
-    kl_penalty(policy, d_lp.data(), d_ref.data(), d_kl.data(), d_grad.data(), static_cast<int64_t>(n),
-               static_cast<KlKind>(e.kind), e.straight_through);
+    kl_penalty(policy, d_lp.data(), d_ref.data(), d_kl.data(), d_grad.data(), rows, cols, static_cast<KlKind>(e.kind),
+               e.straight_through);
   });
   Result r;
   r.outputs["kl"] = FromFloat(d_kl.ToHost(), lp.shape, c.dtype);

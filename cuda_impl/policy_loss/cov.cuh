@@ -1,61 +1,65 @@
 // The covariance-selected policy losses of oracle/policy_loss/cov.h on CCCL, float32:
-// clip_cov and kl_cov, given the pick (`selected`, 0/1 per token: the case's recorded
-// verl pick, or the oracle's deterministic default pick computed here on the device).
-// Templates over the Thrust execution policy (cuda_impl/core/system.cuh); they end in
-// agg_loss as the other policy losses do (variants.cuh).
+// clip_cov and kl_cov, given the pick (the case's recorded verl pick, cov_selected) or
+// making the oracle's deterministic default pick. Templates over the Thrust execution
+// policy (cuda_impl/core/system.cuh); they end in the fused pass as the other policy
+// losses do (variants.cuh).
+//
+// A default pick is a cut (core/select.cuh) made before the loss's pass and applied in
+// it token by token, so no pick mask is written or read: clip_cov's first candidates in
+// row-major order end at the flat index of the last one taken (NthMatchIndex), kl_cov's
+// k largest covariances at the k-th in the order (covariance descending, flat index
+// ascending) (SelectKthLargest): the order of a stable descending sort of the valid
+// tokens taken in row-major order, so a tie at the cut goes to the lower index.
 #pragma once
 
-#include <thrust/copy.h>
-#include <thrust/count.h>
-#include <thrust/fill.h>
-#include <thrust/functional.h>
-#include <thrust/iterator/constant_iterator.h>
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/permutation_iterator.h>
-#include <thrust/iterator/transform_iterator.h>
-#include <thrust/scatter.h>
-#include <thrust/sort.h>
-#include <thrust/transform.h>
-#include <thrust/transform_reduce.h>
 #include <thrust/tuple.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <stdexcept>
-#include <type_traits>
+#include <vector>
 
+#include "cuda_impl/core/rows.cuh"
+#include "cuda_impl/core/select.cuh"
+#include "cuda_impl/core/traffic.h"
 #include "cuda_impl/policy_loss/variants.cuh"
 
 namespace verlconf::cuda {
 namespace plv {
 
-using Index = int32_t;  // token indices of the pick (a batch has fewer than 2^31 tokens)
+// The pick as cov_selected records it: 1 on a picked token, 0 elsewhere.
+struct RecordedPick {
+  const float* selected;
+  __host__ __device__ float operator()(int64_t k) const { return selected[k]; }
+};
 
+template <class Pick>
 struct ClipCovToken {
   PolicyLossArgs in;
-  const float* selected;
+  Pick selected;
   float lo, hi;
   __host__ __device__ TokenValues operator()(int64_t k) const {
     const float A = in.advantages[k];
     const float d = in.log_prob[k] - in.old_log_prob[k];
     const float r = expf(d);  // no +-20 clamp in clip_cov
     const float l1 = -A * r, l2 = -A * StdClamp(r, lo, hi);
-    const float corr = 1.0f - selected[k];
+    const float sel = selected(k);
+    const float corr = 1.0f - sel;
     const float w = Weight(in, k);
     const float dc_dr = MaxShareA(l1, l2) * -A + MaxShareA(l2, l1) * -A * ClampPasses(r, lo, hi);
-    return {StdMax(l1, l2) * corr * w, w * corr * dc_dr * r, {selected[k], -d, 0.0f}};
+    return {StdMax(l1, l2) * corr * w, w * corr * dc_dr * r, {sel, -d, 0.0f}};
   }
 };
 
+template <class Pick>
 struct KlCovToken {
   PolicyLossArgs in;
-  const float* selected;
+  Pick selected;
   float coef;  // ppo_kl_coef
   __host__ __device__ TokenValues operator()(int64_t k) const {
     const float A = in.advantages[k];
     const float d = in.log_prob[k] - in.old_log_prob[k];
     const float r = expf(d);
-    const float s = selected[k];
+    const float s = selected(k);
     const float w = Weight(in, k);
     // d|x|/dx = sign(x), 0 at 0 (torch.abs); the pick carries no gradient.
     return {
@@ -65,7 +69,8 @@ struct KlCovToken {
 
 // ---- the default picks (no recorded verl pick) ----------------------------------------
 
-// masked_sum terms of (A, log_prob, mask): clip_cov's masked means.
+// masked_sum terms of (A, log_prob, mask): clip_cov's masked means, and the mask's
+// row sums for agg_loss's plan.
 struct MaskedMeanTerms {
   PolicyLossArgs in;
   __host__ __device__ thrust::tuple<float, float, float> operator()(int64_t k) const {
@@ -75,12 +80,14 @@ struct MaskedMeanTerms {
   }
 };
 
-// Sums of (A, log_prob, 1) over the valid tokens (mask > 0): kl_cov's plain means.
+// Sums of (A, log_prob, 1) over the valid tokens (mask > 0): kl_cov's plain means; and
+// the mask for agg_loss's plan.
 struct ValidTerms {
   PolicyLossArgs in;
-  __host__ __device__ thrust::tuple<float, float, float> operator()(int64_t k) const {
-    if (!(in.mask[k] > 0.0f)) return thrust::make_tuple(0.0f, 0.0f, 0.0f);
-    return thrust::make_tuple(in.advantages[k], in.log_prob[k], 1.0f);
+  __host__ __device__ thrust::tuple<float, float, float, float> operator()(int64_t k) const {
+    const float m = in.mask[k];
+    if (!(m > 0.0f)) return thrust::make_tuple(0.0f, 0.0f, 0.0f, m);
+    return thrust::make_tuple(in.advantages[k], in.log_prob[k], 1.0f, m);
   }
 };
 
@@ -98,37 +105,41 @@ struct ClipCovCandidate {
   }
 };
 
-struct IsTrue {
-  __host__ __device__ bool operator()(bool b) const { return b; }
-};
-
-struct Valid {
-  __host__ __device__ bool operator()(float m) const { return m > 0.0f; }
+// The default pick of clip_cov: the candidates up to the flat index `last`.
+struct ClipCovDefaultPick {
+  ClipCovCandidate candidate;
+  int64_t last;
+  __host__ __device__ float operator()(int64_t k) const { return k <= last && candidate(k) ? 1.0f : 0.0f; }
 };
 
 // kl_cov's sort key: the covariance with plain means; + 0.0f makes -0 and +0 one key,
-// so that a radix sort ties them as a comparison sort does.
+// so that they tie as a comparison sort ties them.
 struct KlCovKey {
   PolicyLossArgs in;
   float mean_a, mean_lp;
-  __host__ __device__ float operator()(Index k) const {
+  __host__ __device__ float operator()(int64_t k) const {
     return (in.advantages[k] - mean_a) * (in.log_prob[k] - mean_lp) + 0.0f;
   }
 };
 
-// sel = 1 at the first `count` of the `n` indices in `idx`, 0 elsewhere.
-template <class Policy>
-void MarkFirst(Policy&& policy, const Index* idx, int64_t n, int64_t count, float* sel, int64_t size) {
-  thrust::fill(policy, sel, sel + size, 0.0f);
-  const int64_t take = std::min(count, n);
-  if (take > 0)
-    thrust::scatter(policy, thrust::constant_iterator<float>(1.0f), thrust::constant_iterator<float>(1.0f) + take, idx,
-                    sel);
-}
+// The valid tokens' ordered keys; 0 (no part in the pick) elsewhere.
+struct KlCovKeyAt {
+  KlCovKey key;
+  int64_t cols;
+  __host__ __device__ uint32_t operator()(int64_t i, int64_t t) const {
+    const int64_t k = i * cols + t;
+    return key.in.mask[k] > 0.0f ? OrderedKey(key(k)) : 0u;
+  }
+};
 
-inline void CheckIndexRange(int64_t size) {
-  if (size > static_cast<int64_t>(INT32_MAX)) throw std::length_error("cov pick: more than 2^31 tokens");
-}
+// The default pick of kl_cov: the valid tokens at or before the cut.
+struct KlCovDefaultPick {
+  KlCovKey key;
+  KeyCut cut;
+  __host__ __device__ float operator()(int64_t k) const {
+    return key.in.mask[k] > 0.0f && cut.Takes(OrderedKey(key(k)), k) ? 1.0f : 0.0f;
+  }
+};
 
 }  // namespace plv
 
@@ -144,62 +155,50 @@ inline int64_t kl_cov_pick_count(double kl_cov_ratio, int64_t valid) {
   return std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(valid) * kl_cov_ratio));
 }
 
-// oracle::clip_cov_default_selection: the first candidates in row-major order (copy_if
-// keeps their order), as many as clip_cov_pick_count.
-template <class Policy>
-void clip_cov_default_selection(Policy&& policy, [[maybe_unused]] System system, const PolicyLossArgs& in,
-                                float clip_low, float clip_high, float lb, float ub, double clip_cov_ratio,
-                                float* sel) {
-  const int64_t n = in.size();
-  plv::CheckIndexRange(n);
-  const thrust::tuple<float, float, float> s = ChunkedTransformSum(
-      policy, thrust::counting_iterator<int64_t>(0), n, plv::MaskedMeanTerms{in}, thrust::make_tuple(0.0f, 0.0f, 0.0f));
-  const float mask_total = thrust::get<2>(s);
-  const float mean_a = thrust::get<0>(s) / (mask_total + kMaskedMeanEps);
-  const float mean_lp = thrust::get<1>(s) / (mask_total + kMaskedMeanEps);
-  const plv::ClipCovCandidate cand{in, 1.0f - clip_low, 1.0f + clip_high, mean_a, mean_lp, lb, ub};
-  PolicyScratch<plv::Index, std::remove_reference_t<Policy>> idx(policy, n);
-  auto stencil = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), cand);
-  const plv::Index* end = thrust::copy_if(policy, thrust::counting_iterator<plv::Index>(0),
-                                          thrust::counting_iterator<plv::Index>(static_cast<plv::Index>(n)), stencil,
-                                          idx.get(), plv::IsTrue{});
-  plv::MarkFirst(policy, idx.get(), end - idx.get(), clip_cov_pick_count(clip_cov_ratio, mask_total), sel, n);
-}
-
-// oracle::kl_cov_default_selection: the valid tokens (copy_if, row-major) sorted by
-// covariance, largest first, with a stable sort (ties keep the lower index first), and
-// the first kl_cov_pick_count of them.
-template <class Policy>
-void kl_cov_default_selection(Policy&& policy, [[maybe_unused]] System system, const PolicyLossArgs& in,
-                              double kl_cov_ratio, float* sel) {
-  const int64_t n = in.size();
-  plv::CheckIndexRange(n);
-  const thrust::tuple<float, float, float> s = ChunkedTransformSum(
-      policy, thrust::counting_iterator<int64_t>(0), n, plv::ValidTerms{in}, thrust::make_tuple(0.0f, 0.0f, 0.0f));
-  PolicyScratch<plv::Index, std::remove_reference_t<Policy>> idx(policy, n);
-  const plv::Index* end = thrust::copy_if(policy, thrust::counting_iterator<plv::Index>(0),
-                                          thrust::counting_iterator<plv::Index>(static_cast<plv::Index>(n)), in.mask,
-                                          idx.get(), plv::Valid{});
-  const int64_t valid = end - idx.get();
-  const int64_t k = kl_cov_pick_count(kl_cov_ratio, valid);
-  if (valid > 0 && k > 0) {
-    const float nv = static_cast<float>(valid);
-    PolicyScratch<float, std::remove_reference_t<Policy>> keys(policy, valid);
-    thrust::transform(policy, idx.get(), idx.get() + valid, keys.get(),
-                      plv::KlCovKey{in, thrust::get<0>(s) / nv, thrust::get<1>(s) / nv});
-    thrust::stable_sort_by_key(policy, keys.get(), keys.get() + valid, idx.get(), thrust::greater<float>{});
-  }
-  plv::MarkFirst(policy, idx.get(), valid, k, sel, n);
-}
-
 // verl: compute_policy_loss_clip_cov, given the pick; clip_cov_ratio > 0 is the
 // caller's check (verl's AssertionError).
 template <class Policy>
 PolicyLossScalars policy_loss_clip_cov(Policy&& policy, System system, const PolicyLossArgs& in, const float* selected,
                                        float clip_low, float clip_high, AggMode mode, const AggGlobal& info,
                                        float* grad) {
-  const plv::ClipCovToken tok{in, selected, 1.0f - clip_low, 1.0f + clip_high};
-  PolicyLossScalars s = plv::AggregatedLoss(policy, system, in, tok, mode, info, grad);
+  const plv::ClipCovToken<plv::RecordedPick> tok{in, {selected}, 1.0f - clip_low, 1.0f + clip_high};
+  PolicyLossScalars s =
+      plv::AggregatedLoss(policy, system, in, tok, mode, info, grad, in.TokenReads().Reads<float>(in.size()));
+  s.pg_clipfrac_lower = 0.0f;
+  return s;
+}
+
+// compute_policy_loss_clip_cov with oracle::clip_cov_default_selection's pick: the first
+// candidates in row-major order, as many as clip_cov_pick_count. Three passes: the masked
+// means (and the mask's row sums), the candidates' count up to the last one taken, the
+// loss.
+template <class Policy>
+PolicyLossScalars policy_loss_clip_cov_default(Policy&& policy, [[maybe_unused]] System system,
+                                               const PolicyLossArgs& in, float clip_low, float clip_high, float lb,
+                                               float ub, double clip_cov_ratio, AggMode mode, const AggGlobal& info,
+                                               float* grad) {
+  using Sums = thrust::tuple<float, float, float>;
+  const std::vector<Sums> row_sums =
+      RowPartials(policy, in.rows, in.cols, Sums(0.0f, 0.0f, 0.0f), TuplePlus(),
+                  AtToken<plv::MaskedMeanTerms>{{in}, in.cols}, Footprint().Reads<float>(in.size(), 3));
+  double sum_a = 0.0, sum_lp = 0.0, sum_mask = 0.0;
+  std::vector<float> row_mask(row_sums.size());
+  for (size_t i = 0; i < row_sums.size(); ++i) {
+    sum_a += thrust::get<0>(row_sums[i]);
+    sum_lp += thrust::get<1>(row_sums[i]);
+    sum_mask += thrust::get<2>(row_sums[i]);
+    row_mask[i] = thrust::get<2>(row_sums[i]);
+  }
+  const float mask_total = static_cast<float>(sum_mask);
+  const float mean_a = static_cast<float>(sum_a) / (mask_total + kMaskedMeanEps);
+  const float mean_lp = static_cast<float>(sum_lp) / (mask_total + kMaskedMeanEps);
+  const float lo = 1.0f - clip_low, hi = 1.0f + clip_high;
+  const plv::ClipCovCandidate candidate{in, lo, hi, mean_a, mean_lp, lb, ub};
+  const int64_t last = NthMatchIndex(policy, in.rows, in.cols, AtToken<plv::ClipCovCandidate>{candidate, in.cols},
+                                     clip_cov_pick_count(clip_cov_ratio, mask_total), Footprint().Reads<float>(1, 4));
+  const AggPlan plan = AggPlanFromRowMasks(policy, row_mask, nullptr, in.cols, mode, info);
+  const plv::ClipCovToken<plv::ClipCovDefaultPick> tok{in, {candidate, last}, lo, hi};
+  PolicyLossScalars s = plv::AggregatedLossWith(policy, plan, in, tok, mode, grad, in.TokenReads());
   s.pg_clipfrac_lower = 0.0f;
   return s;
 }
@@ -209,8 +208,45 @@ PolicyLossScalars policy_loss_clip_cov(Policy&& policy, System system, const Pol
 template <class Policy>
 PolicyLossScalars policy_loss_kl_cov(Policy&& policy, System system, const PolicyLossArgs& in, const float* selected,
                                      float ppo_kl_coef, AggMode mode, const AggGlobal& info, float* grad) {
+  const plv::KlCovToken<plv::RecordedPick> tok{in, {selected}, ppo_kl_coef};
   PolicyLossScalars s =
-      plv::AggregatedLoss(policy, system, in, plv::KlCovToken{in, selected, ppo_kl_coef}, mode, info, grad);
+      plv::AggregatedLoss(policy, system, in, tok, mode, info, grad, in.TokenReads().Reads<float>(in.size()));
+  s.pg_clipfrac = s.pg_clipfrac_lower = 0.0f;
+  return s;
+}
+
+// compute_policy_loss_kl_cov with oracle::kl_cov_default_selection's pick: the
+// kl_cov_pick_count largest covariances of the valid tokens, ties towards the lower
+// row-major index. The plain means (and the mask's row sums), the radix select of the
+// cut, the loss.
+template <class Policy>
+PolicyLossScalars policy_loss_kl_cov_default(Policy&& policy, [[maybe_unused]] System system, const PolicyLossArgs& in,
+                                             double kl_cov_ratio, float ppo_kl_coef, AggMode mode,
+                                             const AggGlobal& info, float* grad) {
+  using Sums = thrust::tuple<float, float, float, float>;
+  const std::vector<Sums> row_sums =
+      RowPartials(policy, in.rows, in.cols, Sums(0.0f, 0.0f, 0.0f, 0.0f), TuplePlus(),
+                  AtToken<plv::ValidTerms>{{in}, in.cols}, Footprint().Reads<float>(in.size(), 3));
+  double sum_a = 0.0, sum_lp = 0.0, valid_sum = 0.0;
+  std::vector<float> row_mask(row_sums.size());
+  for (size_t i = 0; i < row_sums.size(); ++i) {
+    sum_a += thrust::get<0>(row_sums[i]);
+    sum_lp += thrust::get<1>(row_sums[i]);
+    valid_sum += thrust::get<2>(row_sums[i]);  // whole counts: exact
+    row_mask[i] = thrust::get<3>(row_sums[i]);
+  }
+  const int64_t valid = static_cast<int64_t>(valid_sum);
+  const int64_t k = kl_cov_pick_count(kl_cov_ratio, valid);
+  const float nv = static_cast<float>(valid);
+  const plv::KlCovKey key{in, static_cast<float>(sum_a) / nv, static_cast<float>(sum_lp) / nv};
+  KeyCut cut = KeyCut::None();
+  if (k >= valid)
+    cut = valid > 0 ? KeyCut::All() : KeyCut::None();
+  else
+    cut = SelectKthLargest(policy, in.rows, in.cols, plv::KlCovKeyAt{key, in.cols}, k, Footprint().Reads<float>(1, 3));
+  const AggPlan plan = AggPlanFromRowMasks(policy, row_mask, nullptr, in.cols, mode, info);
+  const plv::KlCovToken<plv::KlCovDefaultPick> tok{in, {key, cut}, ppo_kl_coef};
+  PolicyLossScalars s = plv::AggregatedLossWith(policy, plan, in, tok, mode, grad, in.TokenReads());
   s.pg_clipfrac = s.pg_clipfrac_lower = 0.0f;
   return s;
 }

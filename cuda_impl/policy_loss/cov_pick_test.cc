@@ -1,7 +1,7 @@
 // The default picks of clip_cov and kl_cov (no recorded verl pick) made by the CUDA
 // code, through Thrust's host system, against the oracle's: on batches whose
-// covariances tie in blocks with the top-k cut inside a block, kl_cov's stable
-// descending sort must keep the lower index first, as oracle::kl_cov_default_selection
+// covariances tie in blocks with the top-k cut inside a block, kl_cov's pick must keep
+// the lower index first, as oracle::kl_cov_default_selection's stable descending sort
 // does; a token picked differently shows in the gradient (ppo_kl_coef * sign(d)) and
 // in the loss.
 #include <gtest/gtest.h>

@@ -4,27 +4,23 @@
 // and its gradient w.r.t. the logits. Float32, a template over the Thrust execution
 // policy (cuda_impl/core/system.cuh).
 //
-// The vocabulary is the memory-heavy axis, so it is read twice only: one reduce_by_key
-// over the V logits of each token with an online (streaming) logsumexp, whose partial
-// states merge associatively and stay finite for any logit scale, and one transform
-// writing the gradient.
+// The vocabulary is the memory-heavy axis. After the mask's row sums (agg_loss's plan),
+// one row pass (FusedAggPass over the rows x T tokens) takes each token's V logits in one
+// thread: an online (streaming) logsumexp over them, whose state stays finite for any
+// logit scale, then the gradient of the same V logits written, and the token's entropy
+// summed into its row. The second walk over a token's logits re-reads what the first
+// has just brought in: from the cache while V is small (kEntropyCachedVocab), from
+// memory again beyond.
 #pragma once
 
-#include <thrust/functional.h>
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/discard_iterator.h>
-#include <thrust/iterator/transform_iterator.h>
-#include <thrust/iterator/zip_iterator.h>
-#include <thrust/reduce.h>
-#include <thrust/transform.h>
 #include <thrust/tuple.h>
 
 #include <cmath>
 #include <cstdint>
-#include <type_traits>
 
 #include "cuda_impl/aggregation/agg_loss.cuh"
 #include "cuda_impl/core/system.cuh"
+#include "cuda_impl/core/traffic.h"
 
 namespace verlconf::cuda {
 
@@ -56,30 +52,39 @@ struct SoftmaxMerge {
   }
 };
 
-struct TokenOf {
-  int64_t vocab;
-  __host__ __device__ int64_t operator()(int64_t k) const { return k / vocab; }
-};
-
 // H = logsumexp(z) - sum_v p_v z_v = log s - u / s.
 struct EntropyOf {
   __host__ __device__ float operator()(float s, float u) const { return logf(s) - u / s; }
 };
 
 // dH/dz_v = -p_v (z_v - sum_u p_u z_u), p_v = exp(z_v - m) / s, times the token's
-// aggregation weight.
-struct EntropyGrad {
-  const float* max;
-  const float* sum;
-  const float* centered;  // u
-  const float* weight;
+// aggregation weight w.
+__host__ __device__ inline float EntropyGrad(float z, float max, float sum, float centered, float w) {
+  const float d = z - max;
+  const float p = expf(d) / sum;
+  return -p * (d - centered / sum) * w;
+}
+
+// The vocabulary up to which a token's V logits are still cached when its gradient walk
+// re-reads them (a few hundred bytes per thread of a resident CTA).
+constexpr int64_t kEntropyCachedVocab = 32;
+
+// The token at flat index k: its softmax state in one walk over its logits, then
+// grad_logits = W dH/dz written in a second; its entropy is the fused pass's loss.
+struct EntropyToken {
+  const float* logits;
+  float* grad_logits;
   int64_t vocab;
-  __host__ __device__ float operator()(const thrust::tuple<float, int64_t>& zk) const {
-    const int64_t token = thrust::get<1>(zk) / vocab;
-    const float s = sum[token];
-    const float d = thrust::get<0>(zk) - max[token];
-    const float p = expf(d) / s;
-    return -p * (d - centered[token] / s) * weight[token];
+  AggWeight w;
+  __host__ __device__ AggTokenValues operator()(int64_t k) const {
+    const float* z = logits + k * vocab;
+    SoftmaxState st = vocab > 0 ? SoftmaxLeaf()(z[0]) : thrust::make_tuple(-INFINITY, 0.0f, 0.0f);
+    for (int64_t v = 1; v < vocab; ++v) st = SoftmaxMerge()(st, SoftmaxLeaf()(z[v]));
+    const float max = thrust::get<0>(st), sum = thrust::get<1>(st), centered = thrust::get<2>(st);
+    const float weight = w(k);
+    float* g = grad_logits + k * vocab;
+    for (int64_t v = 0; v < vocab; ++v) g[v] = EntropyGrad(z[v], max, sum, centered, weight);
+    return {EntropyOf()(sum, centered), 0.0f, {0.0f, 0.0f, 0.0f}};
   }
 };
 
@@ -89,25 +94,11 @@ struct EntropyGrad {
 template <class Policy>
 float compute_entropy_loss(Policy&& policy, [[maybe_unused]] System system, const float* logits, const float* mask,
                            int64_t rows, int64_t cols, int64_t vocab, AggMode mode, float* grad_logits) {
-  const int64_t tokens = rows * cols, n = tokens * vocab;
-  using Scratch = PolicyScratch<float, std::remove_reference_t<Policy>>;
-  Scratch max(policy, tokens), sum(policy, tokens), centered(policy, tokens), entropy(policy, tokens),
-      weight(policy, tokens), row_sums(policy, rows);
-  auto token_of = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), TokenOf{vocab});
-  thrust::reduce_by_key(policy, token_of, token_of + n, thrust::make_transform_iterator(logits, SoftmaxLeaf{}),
-                        thrust::make_discard_iterator(),
-                        thrust::make_zip_iterator(thrust::make_tuple(max.get(), sum.get(), centered.get())),
-                        thrust::equal_to<int64_t>(), SoftmaxMerge{});
-  thrust::transform(policy, sum.get(), sum.get() + tokens, centered.get(), entropy.get(), EntropyOf{});
-
+  const int64_t n = rows * cols * vocab;
   const AggPlan plan = MakeAggPlan(policy, mask, rows, cols, mode, AggGlobal{});
-  const float loss = agg_loss(policy, plan, entropy.get(), mask, row_sums.get(), rows, cols, mode);
-  agg_loss_weights(policy, plan, mask, weight.get(), rows, cols, mode);
-
-  auto zk = thrust::make_zip_iterator(thrust::make_tuple(logits, thrust::counting_iterator<int64_t>(0)));
-  thrust::transform(policy, zk, zk + n, grad_logits,
-                    EntropyGrad{max.get(), sum.get(), centered.get(), weight.get(), vocab});
-  return loss;
+  const EntropyToken tok{logits, grad_logits, vocab, AggWeightOf(plan, mask, cols, mode)};
+  const Footprint logits_io = Footprint().Reads<float>(n, vocab <= kEntropyCachedVocab ? 1 : 2).Writes<float>(n);
+  return FusedAggPass(policy, plan, mask, static_cast<float*>(nullptr), rows, cols, mode, tok, logits_io).loss;
 }
 
 }  // namespace verlconf::cuda

@@ -4,9 +4,6 @@
 // share, and (host side) the scalars' metrics by name.
 #pragma once
 
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/zip_iterator.h>
-#include <thrust/transform.h>
 #include <thrust/tuple.h>
 
 #include <algorithm>
@@ -60,6 +57,14 @@ struct PolicyLossScalars {
   float pg_clipfrac = 0.0f;
   float ppo_kl = 0.0f;
   float pg_clipfrac_lower = 0.0f;
+};
+
+// A functor of the flat token index k as a row template's term or map of (i, t).
+template <class F>
+struct AtToken {
+  F f;
+  int64_t cols;
+  __host__ __device__ auto operator()(int64_t i, int64_t t) const { return f(i * cols + t); }
 };
 
 // std::max / std::min exactly (the oracle's choice for torch.max / torch.min of two

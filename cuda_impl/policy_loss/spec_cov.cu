@@ -1,7 +1,8 @@
 // The CUDA entries of clip_cov and kl_cov (family "policy_loss"), in the cuda and
 // cuda-host slots under the keys of oracle/policy_loss/spec_cov.cc. The pick is the
 // case's cov_selected when it has one (verl's own, in the goldens), else the oracle's
-// deterministic default pick, made on the device (cov.cuh).
+// deterministic default pick, made in the policy's system as a cut the loss's pass
+// applies (cov.cuh).
 #include <optional>
 #include <string>
 #include <tuple>
@@ -37,10 +38,12 @@ Result RunClipCov(System system, const Case& c) {
   const bool has_pick = c.OptionalInput("cov_selected") != nullptr;
   const AggArgs agg = ReadAggArgs(c.config);
   const PolicyLossTensors t(system, c);
-  SystemBuffer<float> sel(system, has_pick ? recorded : std::vector<float>(t.size(), 0.0f));
+  std::optional<SystemBuffer<float>> sel;
+  if (has_pick) sel.emplace(system, recorded);
   return RunPolicyLoss(system, c, t, [&](auto&& policy, const PolicyLossArgs& in, float* g) {
-    if (!has_pick) clip_cov_default_selection(policy, system, in, lo, hi, lb, ub, ratio, sel.data());
-    return policy_loss_clip_cov(policy, system, in, sel.data(), lo, hi, agg.mode, agg.global, g);
+    if (!has_pick)
+      return policy_loss_clip_cov_default(policy, system, in, lo, hi, lb, ub, ratio, agg.mode, agg.global, g);
+    return policy_loss_clip_cov(policy, system, in, sel->data(), lo, hi, agg.mode, agg.global, g);
   });
 }
 
@@ -52,10 +55,11 @@ Result RunKlCov(System system, const Case& c) {
   const bool has_pick = c.OptionalInput("cov_selected") != nullptr;
   const AggArgs agg = ReadAggArgs(c.config);
   const PolicyLossTensors t(system, c);
-  SystemBuffer<float> sel(system, has_pick ? recorded : std::vector<float>(t.size(), 0.0f));
+  std::optional<SystemBuffer<float>> sel;
+  if (has_pick) sel.emplace(system, recorded);
   return RunPolicyLoss(system, c, t, [&](auto&& policy, const PolicyLossArgs& in, float* g) {
-    if (!has_pick) kl_cov_default_selection(policy, system, in, ratio, sel.data());
-    return policy_loss_kl_cov(policy, system, in, sel.data(), coef, agg.mode, agg.global, g);
+    if (!has_pick) return policy_loss_kl_cov_default(policy, system, in, ratio, coef, agg.mode, agg.global, g);
+    return policy_loss_kl_cov(policy, system, in, sel->data(), coef, agg.mode, agg.global, g);
   });
 }
 

@@ -7,27 +7,23 @@
 // The losses that end in agg_loss share one shape (AggregatedLoss): the mask's row sums
 // where the mode needs them, then one row pass (agg_loss.cuh FusedAggPass) that reads
 // each token's inputs once, writes d loss / d log_prob = W times the token's derivative,
-// and sums each row's loss and metric terms; the rows are combined in a fixed order.
+// and sums each row's loss and metric terms; the rows are combined in a fixed order. A
+// loss that needs a statistic of each row first (gspo, geo_mean) makes it in one row pass
+// before, which also gives the mask's row sums where the plan needs them.
 #pragma once
 
-#include <thrust/copy.h>
-#include <thrust/functional.h>
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/discard_iterator.h>
-#include <thrust/iterator/transform_iterator.h>
-#include <thrust/iterator/zip_iterator.h>
-#include <thrust/reduce.h>
-#include <thrust/transform.h>
-#include <thrust/transform_reduce.h>
 #include <thrust/tuple.h>
 
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "cuda_impl/aggregation/agg_loss.cuh"
+#include "cuda_impl/core/rows.cuh"
 #include "cuda_impl/core/sum.cuh"
 #include "cuda_impl/core/system.cuh"
+#include "cuda_impl/core/traffic.h"
 #include "cuda_impl/policy_loss/policy_loss_common.cuh"
 
 namespace verlconf::cuda {
@@ -52,35 +48,14 @@ using TokenValues = AggTokenValues;
 // mask is dropped, NaN or not).
 using MetricSums = thrust::tuple<float, float, float, float>;
 
-template <class Token>
-struct MetricTerms {
-  Token tok;
-  const float* mask;
-  __host__ __device__ MetricSums operator()(int64_t k) const {
-    const float m = mask[k];
-    if (m == 0.0f) return thrust::make_tuple(m, 0.0f, 0.0f, 0.0f);
-    const TokenValues v = tok(k);
-    return thrust::make_tuple(m, v.metric[0] * m, v.metric[1] * m, v.metric[2] * m);
-  }
-};
-
-// The metric sums, two-level (cuda_impl/core/sum.cuh) so the host system's sum is as
-// accurate as the device's.
-template <class Policy, class Token>
-MetricSums TokenMetrics(Policy&& policy, const PolicyLossArgs& in, const Token& tok) {
-  return ChunkedTransformSum(policy, thrust::counting_iterator<int64_t>(0), in.size(), MetricTerms<Token>{tok, in.mask},
-                             thrust::make_tuple(0.0f, 0.0f, 0.0f, 0.0f));
-}
-
 // verl's ending of a loss that aggregates (the oracle's Aggregate): loss = agg_loss(L),
-// grad = W * dL/dlog_prob, and the metrics' masked means, in one row pass over the tokens.
-// No temporary of the token matrix's size.
+// grad = W * dL/dlog_prob, and the metrics' masked means, in one row pass over the tokens
+// given the plan. No temporary of the token matrix's size. `tok_reads` is what the token
+// functor reads (PolicyLossArgs::TokenReads, and any token input of its own).
 template <class Policy, class Token>
-PolicyLossScalars AggregatedLoss(Policy&& policy, [[maybe_unused]] System system, const PolicyLossArgs& in,
-                                 const Token& tok, AggMode mode, const AggGlobal& info, float* grad,
-                                 bool metrics = true) {
-  const AggPlan plan = MakeAggPlan(policy, in.mask, in.rows, in.cols, mode, info);
-  const FusedAggScalars f = FusedAggPass(policy, plan, in.mask, grad, in.rows, in.cols, mode, tok, in.TokenReads());
+PolicyLossScalars AggregatedLossWith(Policy&& policy, const AggPlan& plan, const PolicyLossArgs& in, const Token& tok,
+                                     AggMode mode, float* grad, const Footprint& tok_reads, bool metrics = true) {
+  const FusedAggScalars f = FusedAggPass(policy, plan, in.mask, grad, in.rows, in.cols, mode, tok, tok_reads);
   PolicyLossScalars s;
   s.loss = f.loss;
   if (metrics) {
@@ -91,19 +66,18 @@ PolicyLossScalars AggregatedLoss(Policy&& policy, [[maybe_unused]] System system
   return s;
 }
 
-struct RowOfToken {
-  int64_t cols;
-  __host__ __device__ int64_t operator()(int64_t k) const { return k / cols; }
-};
-
-// Per-row sums of `terms` (a transform of the token index) into `out` (a zip of row
-// buffers): reduce_by_key over the row keys k / cols.
-template <class Policy, class TermFn, class Out>
-void RowSums(Policy&& policy, const PolicyLossArgs& in, const TermFn& terms, Out out) {
-  auto keys = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), RowOfToken{in.cols});
-  auto values = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), terms);
-  thrust::reduce_by_key(policy, keys, keys + in.size(), values, thrust::make_discard_iterator(), out,
-                        thrust::equal_to<int64_t>{}, TuplePlus{});
+// The same after the plan's own pass over the mask (MakeAggPlan).
+template <class Policy, class Token>
+PolicyLossScalars AggregatedLoss(Policy&& policy, [[maybe_unused]] System system, const PolicyLossArgs& in,
+                                 const Token& tok, AggMode mode, const AggGlobal& info, float* grad,
+                                 const Footprint& tok_reads, bool metrics = true) {
+  const AggPlan plan = MakeAggPlan(policy, in.mask, in.rows, in.cols, mode, info);
+  return AggregatedLossWith(policy, plan, in, tok, mode, grad, tok_reads, metrics);
+}
+template <class Policy, class Token>
+PolicyLossScalars AggregatedLoss(Policy&& policy, System system, const PolicyLossArgs& in, const Token& tok,
+                                 AggMode mode, const AggGlobal& info, float* grad, bool metrics = true) {
+  return AggregatedLoss(policy, system, in, tok, mode, info, grad, in.TokenReads(), metrics);
 }
 
 // ---- gspo -----------------------------------------------------------------------------
@@ -114,6 +88,15 @@ struct GspoRowTerms {
   __host__ __device__ thrust::tuple<float, float> operator()(int64_t k) const {
     const float m = in.mask[k];
     return thrust::make_tuple((in.log_prob[k] - in.old_log_prob[k]) * m, m);
+  }
+};
+
+struct StoreGspoRow {
+  float* row_log_ratio;
+  float* row_mask;
+  __host__ __device__ void operator()(int64_t i, const thrust::tuple<float, float>& s) const {
+    row_log_ratio[i] = thrust::get<0>(s);
+    row_mask[i] = thrust::get<1>(s);
   }
 };
 
@@ -140,14 +123,22 @@ struct GspoToken {
 };
 
 // verl: compute_policy_loss_gspo. `lo`, `hi`: 1 - clip_ratio_low, 1 + clip_ratio_high.
+// Two row passes: each row's log-ratio and mask sums (the plan's row sums too), then the
+// fused pass.
 template <class Policy>
-PolicyLossScalars policy_loss_gspo(Policy&& policy, System system, const PolicyLossArgs& in, float clip_low,
-                                   float clip_high, AggMode mode, const AggGlobal& info, float* grad) {
+PolicyLossScalars policy_loss_gspo(Policy&& policy, [[maybe_unused]] System system, const PolicyLossArgs& in,
+                                   float clip_low, float clip_high, AggMode mode, const AggGlobal& info, float* grad) {
   using Scratch = PolicyScratch<float, std::remove_reference_t<Policy>>;
   Scratch row_lr(policy, in.rows), row_mask(policy, in.rows);
-  RowSums(policy, in, GspoRowTerms{in}, thrust::make_zip_iterator(thrust::make_tuple(row_lr.get(), row_mask.get())));
+  RowReduce(policy, in.rows, in.cols, thrust::make_tuple(0.0f, 0.0f), TuplePlus(), AtToken<GspoRowTerms>{{in}, in.cols},
+            StoreGspoRow{row_lr.get(), row_mask.get()},
+            Footprint().Reads<float>(in.size(), 3).Writes<float>(in.rows, 2));
+  std::vector<float> host_row_mask;
+  if (AggReadsRowMasks(mode, info))
+    host_row_mask = ToHostVector(policy, static_cast<const float*>(row_mask.get()), in.rows);
+  const AggPlan plan = AggPlanFromRowMasks(policy, host_row_mask, row_mask.get(), in.cols, mode, info);
   const GspoToken tok{in, row_lr.get(), row_mask.get(), 1.0f - clip_low, 1.0f + clip_high};
-  PolicyLossScalars s = AggregatedLoss(policy, system, in, tok, mode, info, grad);
+  PolicyLossScalars s = AggregatedLossWith(policy, plan, in, tok, mode, grad, in.TokenReads().Reads<float>(in.rows, 2));
   s.pg_clipfrac_lower = 0.0f;
   return s;
 }
@@ -296,49 +287,79 @@ struct GeoMeanRow {
 struct GeoMeanToken {
   PolicyLossArgs in;
   GeoMeanClip clip;
-  const float* row_factor;  // null for the metric pass
+  const float* row_factor;
   __host__ __device__ TokenValues operator()(int64_t k) const {
     const float A = in.advantages[k];
     const float nak = in.log_prob[k] - in.old_log_prob[k];  // no +-20 clamp here
     float clr, dm;
     bool clipped;
     clip(nak, A, clr, dm, clipped);
-    const float g = row_factor ? row_factor[k / in.cols] * in.mask[k] * dm : 0.0f;
+    const float g = row_factor[k / in.cols] * in.mask[k] * dm;
     return {0.0f, g, {clipped && A > 0.0f ? 1.0f : 0.0f, -nak, clipped && A < 0.0f ? 1.0f : 0.0f}};
   }
 };
 
-struct GradOnly {
+// Writes a row's loss term and gradient factor (GeoMeanRow of its sums).
+struct StoreGeoMeanRow {
+  GeoMeanRow row;
+  float* term;
+  float* factor;
+  __host__ __device__ void operator()(int64_t i, const thrust::tuple<float, float, float, float>& sums) const {
+    const thrust::tuple<float, float> r = row(sums);
+    term[i] = thrust::get<0>(r);
+    factor[i] = thrust::get<1>(r);
+  }
+};
+
+// The token's gradient written, its mask and metric terms returned.
+struct GeoMeanGradMetrics {
   GeoMeanToken tok;
-  __host__ __device__ float operator()(int64_t k) const { return tok(k).dloss; }
+  float* grad;
+  __host__ __device__ MetricSums operator()(int64_t i, int64_t t) const {
+    const int64_t k = i * tok.in.cols + t;
+    const TokenValues v = tok(k);
+    grad[k] = v.dloss;
+    const float m = tok.in.mask[k];
+    if (m == 0.0f) return thrust::make_tuple(m, 0.0f, 0.0f, 0.0f);
+    return thrust::make_tuple(m, v.metric[0] * m, v.metric[1] * m, v.metric[2] * m);
+  }
 };
 
 // verl: compute_policy_loss_geo_mean (GMPO): the plain mean over all rows of the
-// per-row terms; agg_loss plays no part.
+// per-row terms; agg_loss plays no part. Two row passes: each row's sums, turned into its
+// loss term and gradient factor as the row ends; then the gradient written and the
+// metrics' sums.
 template <class Policy>
 PolicyLossScalars policy_loss_geo_mean(Policy&& policy, [[maybe_unused]] System system, const PolicyLossArgs& in,
                                        float clip_low, float clip_high, float* grad) {
   const GeoMeanClip clip{-clip_low, clip_high};
   using Scratch = PolicyScratch<float, std::remove_reference_t<Policy>>;
-  Scratch s_clr(policy, in.rows), s_adv(policy, in.rows), s_lw(policy, in.rows), s_mask(policy, in.rows),
-      row_factor(policy, in.rows), row_term(policy, in.rows);
-  RowSums(policy, in, GeoMeanRowTerms{in, clip},
-          thrust::make_zip_iterator(thrust::make_tuple(s_clr.get(), s_adv.get(), s_lw.get(), s_mask.get())));
-  auto sums = thrust::make_zip_iterator(
-      thrust::make_tuple(static_cast<const float*>(s_clr.get()), static_cast<const float*>(s_adv.get()),
-                         static_cast<const float*>(s_lw.get()), static_cast<const float*>(s_mask.get())));
+  Scratch row_factor(policy, in.rows), row_term(policy, in.rows);
+  const int64_t n = in.size();
   const float inv_rows = 1.0f / static_cast<float>(in.rows);
-  thrust::transform(policy, sums, sums + in.rows,
-                    thrust::make_zip_iterator(thrust::make_tuple(row_term.get(), row_factor.get())),
-                    GeoMeanRow{in.rollout_is_weights != nullptr, inv_rows});
+  RowReduce(policy, in.rows, in.cols, thrust::make_tuple(0.0f, 0.0f, 0.0f, 0.0f), TuplePlus(),
+            AtToken<GeoMeanRowTerms>{{in, clip}, in.cols},
+            StoreGeoMeanRow{{in.rollout_is_weights != nullptr, inv_rows}, row_term.get(), row_factor.get()},
+            in.TokenReads().Reads<float>(n).Writes<float>(in.rows, 2));
+  double total = 0.0;
+  for (float t : ToHostVector(policy, static_cast<const float*>(row_term.get()), in.rows)) total += t;
   PolicyLossScalars s;
-  s.loss = thrust::reduce(policy, row_term.get(), row_term.get() + in.rows, 0.0f) / static_cast<float>(in.rows);
-  thrust::transform(policy, thrust::counting_iterator<int64_t>(0), thrust::counting_iterator<int64_t>(in.size()), grad,
-                    GradOnly{GeoMeanToken{in, clip, row_factor.get()}});
-  const MetricSums m = TokenMetrics(policy, in, GeoMeanToken{in, clip, nullptr});
-  s.pg_clipfrac = MaskedMeanOf(thrust::get<1>(m), thrust::get<0>(m));
-  s.ppo_kl = MaskedMeanOf(thrust::get<2>(m), thrust::get<0>(m));
-  s.pg_clipfrac_lower = MaskedMeanOf(thrust::get<3>(m), thrust::get<0>(m));
+  s.loss = static_cast<float>(total) / static_cast<float>(in.rows);
+  const std::vector<MetricSums> rows =
+      RowPartials(policy, in.rows, in.cols, MetricSums(0.0f, 0.0f, 0.0f, 0.0f), TuplePlus(),
+                  GeoMeanGradMetrics{GeoMeanToken{in, clip, row_factor.get()}, grad},
+                  Footprint().Reads<float>(n, 4).Reads<float>(in.rows).Writes<float>(n));
+  double m[4] = {0.0, 0.0, 0.0, 0.0};
+  for (const MetricSums& r : rows) {
+    m[0] += thrust::get<0>(r);
+    m[1] += thrust::get<1>(r);
+    m[2] += thrust::get<2>(r);
+    m[3] += thrust::get<3>(r);
+  }
+  const float mask_sum = static_cast<float>(m[0]);
+  s.pg_clipfrac = MaskedMeanOf(static_cast<float>(m[1]), mask_sum);
+  s.ppo_kl = MaskedMeanOf(static_cast<float>(m[2]), mask_sum);
+  s.pg_clipfrac_lower = MaskedMeanOf(static_cast<float>(m[3]), mask_sum);
   return s;
 }
 

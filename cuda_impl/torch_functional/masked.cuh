@@ -1,21 +1,19 @@
 // verl.utils.torch_functional's masked statistics (masked_mean, masked_var,
 // masked_whiten) on CCCL, float32, with their gradients w.r.t. values, as templates over
-// the Thrust execution policy (cuda_impl/core/system.cuh). The conventions are the
-// oracle's (oracle/torch_functional/masked.h): a term counts only where mask != 0, means
-// divide by sum(mask) + 1e-8, masked_var(unbiased) raises for mask sums 0 and 1.
+// the Thrust execution policy (cuda_impl/core/system.cuh), over rows x cols arrays (the
+// whole-array forms take any split of their elements into rows). The conventions are
+// the oracle's (oracle/torch_functional/masked.h): a term counts only where mask != 0,
+// means divide by sum(mask) + 1e-8, masked_var(unbiased) raises for mask sums 0 and 1.
 //
-// Every sum is two-level (cuda_impl/core/sum.cuh): by row, or by fixed chunks for the
-// scalar forms, then over the partials.
+// A statistic is one row pass whose rows' partials are combined on the host, in double
+// and in row order; then one pass writes the outputs and gradients. The variance about
+// the mean is not a second statistics pass: the sums of m (v - K) and m (v - K)^2 about a
+// kept value K of the data, accumulated in double and moved to a common K as partials
+// merge, give it as accurately as a two-pass variance while reading the values once.
 #pragma once
 
-#include <thrust/fill.h>
-#include <thrust/functional.h>
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/discard_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 #include <thrust/iterator/zip_iterator.h>
-#include <thrust/reduce.h>
-#include <thrust/transform.h>
 #include <thrust/tuple.h>
 
 #include <cmath>
@@ -23,9 +21,12 @@
 #include <cstdint>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
+#include "cuda_impl/core/rows.cuh"
 #include "cuda_impl/core/sum.cuh"
 #include "cuda_impl/core/system.cuh"
+#include "cuda_impl/core/traffic.h"
 #include "oracle/torch_functional/masked.h"
 
 namespace verlconf::cuda {
@@ -41,14 +42,37 @@ struct MeanTerms {
   }
 };
 
+// MeanTerms over (values, mask) as an iterator (the advantage family's whitening).
 inline auto MeanTermIterator(const float* values, const float* mask) {
   return thrust::make_transform_iterator(thrust::make_zip_iterator(thrust::make_tuple(values, mask)), MeanTerms());
 }
+
+// The same at (i, t) of a rows x cols array.
+struct MeanTermsAt {
+  const float* values;
+  const float* mask;
+  int64_t cols;
+  __host__ __device__ thrust::tuple<float, float> operator()(int64_t i, int64_t t) const {
+    const int64_t k = i * cols + t;
+    return MeanTerms()(thrust::make_tuple(values[k], mask[k]));
+  }
+};
 
 // d mean / d v_k = m_k / denom where the mask keeps the element.
 struct MeanGrad {
   float denom;
   __host__ __device__ float operator()(float m) const { return m != 0.0f ? m / denom : 0.0f; }
+};
+
+struct MeanGradAt {
+  MeanGrad g;
+  const float* mask;
+  float* grad;
+  int64_t cols;
+  __host__ __device__ void operator()(int64_t i, int64_t t) const {
+    const int64_t k = i * cols + t;
+    grad[k] = g(mask[k]);
+  }
 };
 
 // The same with the denominator of the element's row.
@@ -61,49 +85,97 @@ struct RowMeanGrad {
   }
 };
 
+struct RowMeanGradAt {
+  RowMeanGrad g;
+  const float* mask;
+  float* grad;
+  __host__ __device__ void operator()(int64_t i, int64_t t) const {
+    const int64_t k = i * g.cols + t;
+    grad[k] = g(thrust::make_tuple(mask[k], k));
+  }
+};
+
 struct RowMean {
   __host__ __device__ float operator()(float sum, float mask_total) const {
     return sum / (mask_total + kMaskedMeanEps);
   }
 };
 
-// masked_mean over all n elements; grad[k] = d mean / d values[k].
+// Writes a row's mean and keeps its mask total for the gradient.
+struct StoreRowMean {
+  float* out;
+  float* mask_total;
+  __host__ __device__ void operator()(int64_t i, const thrust::tuple<float, float>& s) const {
+    out[i] = RowMean()(thrust::get<0>(s), thrust::get<1>(s));
+    mask_total[i] = thrust::get<1>(s);
+  }
+};
+
+// masked_mean over all rows x cols elements; grad[k] = d mean / d values[k]. The sums,
+// then the gradient from the mask alone.
 template <class Policy>
-float masked_mean(Policy&& policy, const float* values, const float* mask, int64_t n, float* grad) {
-  const auto s = ChunkedSum(policy, MeanTermIterator(values, mask), n, thrust::make_tuple(0.0f, 0.0f));
-  const float denom = thrust::get<1>(s) + kMaskedMeanEps;
-  thrust::transform(policy, mask, mask + n, grad, MeanGrad{denom});
-  return thrust::get<0>(s) / denom;
+float masked_mean(Policy&& policy, const float* values, const float* mask, int64_t rows, int64_t cols, float* grad) {
+  const int64_t n = rows * cols;
+  double sum = 0.0, mask_total = 0.0;
+  for (const auto& r : RowPartials(policy, rows, cols, thrust::make_tuple(0.0f, 0.0f), TuplePlus(),
+                                   MeanTermsAt{values, mask, cols}, Footprint().Reads<float>(n, 2))) {
+    sum += thrust::get<0>(r);
+    mask_total += thrust::get<1>(r);
+  }
+  const float denom = static_cast<float>(mask_total) + kMaskedMeanEps;
+  RowMap(policy, rows, cols, MeanGradAt{MeanGrad{denom}, mask, grad, cols},
+         Footprint().Reads<float>(n).Writes<float>(n));
+  return static_cast<float>(sum) / denom;
 }
 
 // masked_mean along the last axis of a rows x cols array (verl's masked_mean(axis=-1)):
-// out[i] for each row, grad[k] = d out[k / cols] / d values[k].
+// out[i] for each row, grad[k] = d out[k / cols] / d values[k]. The rows' means as
+// their pass ends, then the gradient.
 template <class Policy>
 void masked_mean_rows(Policy&& policy, const float* values, const float* mask, int64_t rows, int64_t cols, float* out,
                       float* grad) {
-  if (rows <= 0) return;
-  PolicyScratch<float, std::remove_reference_t<Policy>> mask_total(policy, rows);
-  if (cols <= 0) {
-    thrust::fill(policy, out, out + rows, 0.0f);  // 0 / (0 + 1e-8)
-    return;
-  }
   const int64_t n = rows * cols;
-  SegmentSums(policy, MeanTermIterator(values, mask), n, cols,
-              thrust::make_zip_iterator(thrust::make_tuple(out, mask_total.get())));
-  thrust::transform(policy, out, out + rows, mask_total.get(), out, RowMean());
-  auto mk = thrust::make_zip_iterator(thrust::make_tuple(mask, thrust::counting_iterator<int64_t>(0)));
-  thrust::transform(policy, mk, mk + n, grad, RowMeanGrad{mask_total.get(), cols});
+  PolicyScratch<float, std::remove_reference_t<Policy>> mask_total(policy, rows);
+  // cols = 0 leaves each row's sums at 0: out = 0 / (0 + 1e-8).
+  RowReduce(policy, rows, cols, thrust::make_tuple(0.0f, 0.0f), TuplePlus(), MeanTermsAt{values, mask, cols},
+            StoreRowMean{out, mask_total.get()}, Footprint().Reads<float>(n, 2).Writes<float>(rows, 2));
+  RowMap(policy, rows, cols, RowMeanGradAt{RowMeanGrad{mask_total.get(), cols}, mask, grad},
+         Footprint().Reads<float>(n).Reads<float>(rows).Writes<float>(n));
 }
 
-// About a mean: (masked c^2, masked c, c) with c = v - mean. The first is the variance's
-// sum, the second the mean's share of its gradient (zero up to rounding and the 1e-8
-// bias, as verl's autograd sums it), the third over every element (whiten's gradient).
-struct CenteredTerms {
-  float mean;
-  __host__ __device__ thrust::tuple<float, float, float> operator()(const thrust::tuple<float, float>& vm) const {
-    const float m = thrust::get<1>(vm);
-    const float c = thrust::get<0>(vm) - mean;
-    return thrust::make_tuple(MaskedTerm(c * c, m), MaskedTerm(c, m), c);
+// Moments of some elements about a shift K of their own (one of their kept values):
+// (w, K, s1, s2, all) with w = sum m over the kept elements, s1 = sum m (v - K), s2 =
+// sum m (v - K)^2, and all = the plain sum of every element, masked or not (whiten's
+// gradient sums over every element). In double: the sums about a value of the data
+// lose nothing to the mean's size, and two partials merge exactly as the sums they are.
+using Moments = thrust::tuple<double, double, double, double, double>;
+
+// The sums of two partials, b moved to a's shift; an empty side (w = 0) takes the
+// other's.
+struct MergeMoments {
+  __host__ __device__ Moments operator()(const Moments& a, const Moments& b) const {
+    const double wa = thrust::get<0>(a), wb = thrust::get<0>(b);
+    const double all = thrust::get<4>(a) + thrust::get<4>(b);
+    if (wb == 0.0) return Moments(wa, thrust::get<1>(a), thrust::get<2>(a), thrust::get<3>(a), all);
+    if (wa == 0.0) return Moments(wb, thrust::get<1>(b), thrust::get<2>(b), thrust::get<3>(b), all);
+    const double d = thrust::get<1>(b) - thrust::get<1>(a);
+    const double s1b = thrust::get<2>(b);
+    return Moments(wa + wb, thrust::get<1>(a), thrust::get<2>(a) + s1b + wb * d,
+                   thrust::get<3>(a) + thrust::get<3>(b) + d * (2.0 * s1b + wb * d), all);
+  }
+};
+
+// One element's moments, about itself: dropped from the masked ones under a zero mask,
+// NaN or not.
+struct MomentsAt {
+  const float* values;
+  const float* mask;
+  int64_t cols;
+  __host__ __device__ Moments operator()(int64_t i, int64_t t) const {
+    const int64_t k = i * cols + t;
+    const double v = values[k], m = mask[k];
+    if (m == 0.0) return Moments(0.0, 0.0, 0.0, 0.0, v);
+    return Moments(m, v, 0.0, 0.0, v);
   }
 };
 
@@ -118,21 +190,32 @@ struct MaskedVarParts {
   float centered_all = 0.0f;     // sum_k (v_k - mean)
 };
 
-// Two passes (the mean's sums, then the sums about it); raises like verl's masked_var.
+// One pass (the rows' moments, merged on the host in row order); raises like verl's
+// masked_var. From the plain weighted mean mu = K + s1 / w and q = sum m (v - mu)^2 =
+// s2 - s1^2 / w: verl's mean S / (M + 1e-8), rounded to the float the tokens use; about
+// that float mean (what a second pass would sum), sum m (v - mean)^2 = q + M (mu -
+// mean)^2 and sum m (v - mean) = M (mu - mean), exactly, without its rounding.
 template <class Policy>
-MaskedVarParts MaskedVarStats(Policy&& policy, const float* values, const float* mask, int64_t n, bool unbiased) {
+MaskedVarParts MaskedVarStats(Policy&& policy, const float* values, const float* mask, int64_t rows, int64_t cols,
+                              bool unbiased) {
+  const int64_t n = rows * cols;
+  Moments total(0.0, 0.0, 0.0, 0.0, 0.0);
+  for (const Moments& r : RowPartials(policy, rows, cols, Moments(0.0, 0.0, 0.0, 0.0, 0.0), MergeMoments(),
+                                      MomentsAt{values, mask, cols}, Footprint().Reads<float>(n, 2)))
+    total = MergeMoments()(total, r);
+  const double w = thrust::get<0>(total), s1 = thrust::get<2>(total);
+  const double mu = w != 0.0 ? thrust::get<1>(total) + s1 / w : 0.0;
+  const double q = w != 0.0 ? std::fmax(thrust::get<3>(total) - s1 * (s1 / w), 0.0) : 0.0;
   MaskedVarParts p;
-  const auto s = ChunkedSum(policy, MeanTermIterator(values, mask), n, thrust::make_tuple(0.0f, 0.0f));
-  p.mask_total = thrust::get<1>(s);
+  p.mask_total = static_cast<float>(w);
   p.denom = p.mask_total + kMaskedMeanEps;
-  p.mean = thrust::get<0>(s) / p.denom;
   if (unbiased) oracle::CheckBesselMaskSum(static_cast<double>(p.mask_total));
-  auto centered = thrust::make_transform_iterator(thrust::make_zip_iterator(thrust::make_tuple(values, mask)),
-                                                  CenteredTerms{p.mean});
-  const auto c = ChunkedSum(policy, centered, n, thrust::make_tuple(0.0f, 0.0f, 0.0f));
-  p.variance = thrust::get<0>(c) / p.denom;
-  p.centered_masked = thrust::get<1>(c);
-  p.centered_all = thrust::get<2>(c);
+  const double denom = w + static_cast<double>(kMaskedMeanEps);
+  p.mean = static_cast<float>(w * mu / denom);
+  const double off = mu - static_cast<double>(p.mean);
+  p.variance = static_cast<float>((q + w * off * off) / denom);
+  p.centered_masked = static_cast<float>(w * off);
+  p.centered_all = static_cast<float>(thrust::get<4>(total) - static_cast<double>(n) * static_cast<double>(p.mean));
   if (unbiased) {
     p.bessel = p.mask_total / (p.mask_total - 1.0f);
     p.variance *= p.bessel;
@@ -157,13 +240,27 @@ struct VarGrad {
   }
 };
 
-// masked_var over all n elements (raises VerlError(ValueError) where verl does when
-// unbiased); grad[k] = d var / d values[k].
+struct VarGradAt {
+  VarGrad g;
+  const float* values;
+  const float* mask;
+  float* grad;
+  int64_t cols;
+  __host__ __device__ void operator()(int64_t i, int64_t t) const {
+    const int64_t k = i * cols + t;
+    grad[k] = g(thrust::make_tuple(values[k], mask[k]));
+  }
+};
+
+// masked_var over all rows x cols elements (raises VerlError(ValueError) where verl does
+// when unbiased); grad[k] = d var / d values[k].
 template <class Policy>
-float masked_var(Policy&& policy, const float* values, const float* mask, int64_t n, bool unbiased, float* grad) {
-  const MaskedVarParts p = MaskedVarStats(policy, values, mask, n, unbiased);
-  auto vm = thrust::make_zip_iterator(thrust::make_tuple(values, mask));
-  thrust::transform(policy, vm, vm + n, grad, VarGrad{p.mean, p.denom, p.bessel, p.centered_masked});
+float masked_var(Policy&& policy, const float* values, const float* mask, int64_t rows, int64_t cols, bool unbiased,
+                 float* grad) {
+  const MaskedVarParts p = MaskedVarStats(policy, values, mask, rows, cols, unbiased);
+  const int64_t n = rows * cols;
+  RowMap(policy, rows, cols, VarGradAt{VarGrad{p.mean, p.denom, p.bessel, p.centered_masked}, values, mask, grad, cols},
+         Footprint().Reads<float>(n, 2).Writes<float>(n));
   return p.variance;
 }
 
@@ -185,19 +282,35 @@ struct WhitenToken {
   }
 };
 
-// masked_whiten of n elements (statistics from masked_mean and masked_var(unbiased),
-// raising as it does): out and grad (of sum(out)) for every element, one fused pass
-// after the two statistics passes.
+struct WhitenAt {
+  WhitenToken tok;
+  const float* values;
+  const float* mask;
+  float* out;
+  float* grad;
+  int64_t cols;
+  __host__ __device__ void operator()(int64_t i, int64_t t) const {
+    const int64_t k = i * cols + t;
+    const thrust::tuple<float, float> r = tok(thrust::make_tuple(values[k], mask[k]));
+    out[k] = thrust::get<0>(r);
+    grad[k] = thrust::get<1>(r);
+  }
+};
+
+// masked_whiten of rows x cols elements (statistics from masked_mean and
+// masked_var(unbiased), raising as it does): out and grad (of sum(out)) for every
+// element, one pass after the statistics' pass.
 template <class Policy>
-void masked_whiten(Policy&& policy, const float* values, const float* mask, int64_t n, bool shift_mean, float* out,
-                   float* grad) {
-  const MaskedVarParts p = MaskedVarStats(policy, values, mask, n, /*unbiased=*/true);
+void masked_whiten(Policy&& policy, const float* values, const float* mask, int64_t rows, int64_t cols, bool shift_mean,
+                   float* out, float* grad) {
+  const MaskedVarParts p = MaskedVarStats(policy, values, mask, rows, cols, /*unbiased=*/true);
   const float r = 1.0f / std::sqrt(p.variance + kWhitenVarEpsF);
   const float dr_dvar = -0.5f * r * r * r;
-  auto vm = thrust::make_zip_iterator(thrust::make_tuple(values, mask));
-  thrust::transform(policy, vm, vm + n, thrust::make_zip_iterator(thrust::make_tuple(out, grad)),
-                    WhitenToken{p.mean, r, p.denom, p.bessel, p.centered_masked, static_cast<float>(n),
-                                p.centered_all * dr_dvar, shift_mean});
+  const int64_t n = rows * cols;
+  const WhitenToken tok{
+      p.mean, r, p.denom, p.bessel, p.centered_masked, static_cast<float>(n), p.centered_all * dr_dvar, shift_mean};
+  RowMap(policy, rows, cols, WhitenAt{tok, values, mask, out, grad, cols},
+         Footprint().Reads<float>(n, 2).Writes<float>(n, 2));
 }
 
 }  // namespace verlconf::cuda
