@@ -32,16 +32,18 @@ struct BypassOutputs {
 
 // The bypass_mode loss of `rollout_lp` (the batch's old log-probs, which bypass mode sets
 // to the rollout's) and `log_prob` (current): d loss / d log_prob into grad; `weights` and
-// `modified_mask` (B x T) receive the pipeline's outputs. Raises as verl does, in verl's
-// order: the pipeline's errors, then an unknown loss_type, then the loss's own checks.
+// `modified_mask` (B x T) receive the pipeline's outputs (the weights only for the loss
+// that reads them, "reinforce"). Raises as verl does, in verl's order: the pipeline's
+// errors, then an unknown loss_type, then the loss's own checks.
 template <class Policy>
 BypassOutputs policy_loss_bypass_mode(Policy&& policy, System system, const float* rollout_lp, const float* log_prob,
                                       const float* advantages, const float* mask, int64_t rows, int64_t cols,
                                       const oracle::VanillaConfig& cfg, const std::string& loss_type,
                                       const CorrectionPlan& plan, float* weights, float* modified_mask, float* grad) {
   BypassOutputs out;
-  out.correction = compute_rollout_correction_and_rejection_mask(policy, log_prob, rollout_lp, mask, rows, cols, plan,
-                                                                 weights, modified_mask);
+  out.correction =
+      compute_rollout_correction_and_rejection_mask(policy, log_prob, rollout_lp, mask, rows, cols, plan,
+                                                    loss_type == "reinforce" ? weights : nullptr, modified_mask);
   oracle::CheckBypassLossType(loss_type);
   if (loss_type == "reinforce") {
     const AggArgs agg = CheckedAggArgs(cfg.loss_agg_mode, cfg.global);
