@@ -39,3 +39,10 @@ def cuda_family(name, oracle_deps, cuda_deps = [], exclude = []):
         deps = _ENTRY_DEPS + oracle_deps,
         visibility = ["//visibility:public"],
     )
+
+    # The folder's sources as files, for the tests that read them (core:no_raw_thrust_test).
+    native.filegroup(
+        name = "sources",
+        srcs = native.glob(["*.cu", "*.cuh", "*.h", "*.cc"]),
+        visibility = ["//visibility:public"],
+    )

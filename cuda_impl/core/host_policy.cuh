@@ -58,8 +58,8 @@ void return_temporary_buffer(Policy<Alloc>& p, Ptr ptr, std::ptrdiff_t n) {
   p.alloc->deallocate(reinterpret_cast<char*>(thrust::raw_pointer_cast(ptr)), static_cast<size_t>(n) * sizeof(T));
 }
 
-// Every algorithm the CUDA families may call (cuda_impl/core:host_policy_test holds the
-// sources to this list).
+// Thrust's algorithms: a family calling one outside the templates is marked at run time
+// (and cuda_impl/core:no_raw_thrust_test finds any algorithm call in the sources).
 #define VERLCONF_HOST_ALGORITHM(name)                           \
   template <class Alloc, class... Args>                         \
   decltype(auto) name(Policy<Alloc>& p, Args&&... args) {       \

@@ -42,11 +42,6 @@ struct MeanTerms {
   }
 };
 
-// MeanTerms over (values, mask) as an iterator (the advantage family's whitening).
-inline auto MeanTermIterator(const float* values, const float* mask) {
-  return thrust::make_transform_iterator(thrust::make_zip_iterator(thrust::make_tuple(values, mask)), MeanTerms());
-}
-
 // The same at (i, t) of a rows x cols array.
 struct MeanTermsAt {
   const float* values;
