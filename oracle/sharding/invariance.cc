@@ -202,9 +202,19 @@ Result ShardedReference(const FunctionSpec& spec, const RunFn& impl, const Case&
 
 RunFn ShardedSemantics(const FunctionSpec& spec, const ShardPlan& plan) {
   return [&spec, plan](const Case& full) {
-    Result want = ShardedReference(spec, spec.oracle, full, plan);
-    if (MicroBatchMayRaise(spec)) (void)RunSharded(spec, spec.oracle, full, plan);
-    return want;
+    // The micro-batches first: their error is the step's, and it comes before anything
+    // the unsplit batch would raise (a dual-clip assertion that a micro-batch without a
+    // valid token never reaches).
+    if (MicroBatchMayRaise(spec)) {
+      try {
+        (void)RunSharded(spec, spec.oracle, full, plan);
+      } catch (const MicroBatchError&) {
+        throw;
+      } catch (const VerlError& e) {
+        throw MicroBatchError(e);
+      }
+    }
+    return ShardedReference(spec, spec.oracle, full, plan);
   };
 }
 

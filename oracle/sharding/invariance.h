@@ -14,6 +14,7 @@
 #include <string>
 
 #include "oracle/core/case.h"
+#include "oracle/core/errors.h"
 #include "oracle/core/function_spec.h"
 #include "oracle/sharding/plan.h"
 
@@ -78,11 +79,20 @@ Result FullBatchReference(const FunctionSpec& spec, const RunFn& impl, const Cas
 // Equal to FullBatchReference where Classify is kInvariant. std::logic_error for kLocal.
 Result ShardedReference(const FunctionSpec& spec, const RunFn& impl, const Case& full, const ShardPlan& plan);
 
+// The error a micro-batch raises where verl runs part of the loss on each by itself
+// (MicroBatchMayRaise): the training step stops at the first micro-batch that raises,
+// with that micro-batch's first error, whatever the unsplit batch would give.
+class MicroBatchError : public VerlError {
+ public:
+  explicit MicroBatchError(const VerlError& e) : VerlError(e) {}
+};
+
 // verl's semantics for `plan` as one function of the unsplit batch, the oracle's: the
-// error a micro-batch raises where verl runs part of the loss on each by itself
-// (MicroBatchMayRaise), else ShardedReference with its threshold boundary. It is what a
+// micro-batches' first error (a MicroBatchError, in the order verl runs them) where
+// MicroBatchMayRaise, else ShardedReference with its threshold boundary. It is what a
 // sharded case's golden holds, so the judge pushes decisions across a boundary through it
-// (the batch's own counts would scale the other decision's values differently).
+// (the batch's own counts would scale the other decision's values differently). Any
+// other VerlError is the unsplit batch's alone, which no training step raises.
 RunFn ShardedSemantics(const FunctionSpec& spec, const ShardPlan& plan);
 
 }  // namespace verlconf::sharding

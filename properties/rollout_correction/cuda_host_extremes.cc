@@ -63,9 +63,11 @@ TEST(CudaHostRolloutCorrection, OverflowingRowsAndExactRatios) {
 
 // Found by the test above: with only the ratio-1 row kept (geo RS rejects the others),
 // bypass_ppo_clip_geo_rs's seq-mean-token-sum loss is -sum(A) over 8192 advantages
-// whose magnitudes add to ~6500 and whose sum is ~0.29. cuda-host's float32 sum is off
-// by 5e-5, 1e-8 of that magnitude: correct float32 rounding, which a bound relative to
-// |loss| (256 eps32) fails; the judge allows for the terms' magnitude (oracle/judge/tolerance.cc).
+// whose magnitudes add to ~6500 and whose sum is ~0.29. A float32 sum in one sequential
+// order (cuda-host's, before its rows were summed as trees) is off by 5e-5, 1e-8 of that
+// magnitude: correct float32 rounding, which a bound relative to |loss| (256 eps32) fails;
+// the judge allows for the terms' magnitude (oracle/judge/tolerance.cc). The candidate is
+// cuda-host's result with its loss moved by that much, and by 100 times that, which fails.
 TEST(CudaHostRolloutCorrection, ACancellingLossIsJudgedAgainstItsTermsMagnitude) {
   const FunctionSpec* spec = FindSpec("bypass_ppo_clip_geo_rs", "rollout_correction");
   ASSERT_NE(spec, nullptr);
@@ -74,8 +76,16 @@ TEST(CudaHostRolloutCorrection, ACancellingLossIsJudgedAgainstItsTermsMagnitude)
   golden.outputs = want.outputs;
   golden.grads = want.grads;
   golden.metrics = want.metrics;
-  const CaseReport r = CheckImplementation(*spec, golden, spec->cuda_host);
+  auto moved_by = [spec](double delta) -> RunFn {
+    return [spec, delta](const Case& c) {
+      Result got = spec->cuda_host(c);
+      got.outputs.at("pg_loss").data[0] += delta;
+      return got;
+    };
+  };
+  const CaseReport r = CheckImplementation(*spec, golden, moved_by(5e-5));
   EXPECT_EQ(r.outcome, Outcome::kPassed) << r.Describe();
+  EXPECT_EQ(CheckImplementation(*spec, golden, moved_by(5e-3)).outcome, Outcome::kFailed);
   const FieldReport* loss = nullptr;
   for (const auto& f : r.fields)
     if (f.field == "outputs/pg_loss") loss = &f;

@@ -237,7 +237,8 @@ std::optional<Worker::Judged> Worker::ExploreSharded(const FunctionSpec& spec, i
     }
     // The reference, as check's dp rows take it: verl's semantics for this sharding, or
     // verl's error where a micro-batch it runs part of the loss on by itself (bypass
-    // mode's rollout correction) is one it refuses, which stops the training step.
+    // mode's rollout correction) is one it refuses, which stops the training step. An
+    // error of the unsplit batch alone is no training step's: the case is refused.
     const RunFn semantics = sharding::ShardedSemantics(spec, plan);
     Case golden = full;
     golden.name = "dp" + std::to_string(ranks) + "_" + std::to_string(index);
@@ -245,11 +246,7 @@ std::optional<Worker::Judged> Worker::ExploreSharded(const FunctionSpec& spec, i
     try {
       ValidateStructure(spec, full);
       want = semantics(full);
-    } catch (const VerlError& ex) {
-      if (!sharding::MicroBatchMayRaise(spec)) {
-        if (refused) *refused = ex.what();
-        continue;
-      }
+    } catch (const sharding::MicroBatchError& ex) {
       golden.expect_error = ex.what();
     } catch (const std::exception& ex) {
       if (refused) *refused = ex.what();
