@@ -54,15 +54,21 @@ struct AggWeight {
   int64_t cols;
   bool token_mean;
   float scale;
-  __host__ __device__ float operator()(int64_t k) const {
-    const float m = mask[k];
+  __host__ __device__ float operator()(int64_t k) const { return Of(mask[k], k / cols); }
+  // W of a token of row i whose mask value `m` the caller holds (a loss that derives
+  // its mask on the fly).
+  __host__ __device__ float Of(float m, int64_t i) const {
     if (m == 0.0f) return 0.0f;
     if (!row_mask) return m * scale;
-    const float r = row_mask[k / cols];
+    const float r = row_mask[i];
     if (!(r > 0.0f)) return 0.0f;
     return (token_mean ? m / (r + kMaskedMeanEps) : m) * scale;
   }
 };
+
+// W with every row factor 1: W_{i,t} = mask, for a pass that writes mask * d L / d x
+// before the divisor is known (AggRowScales and ScaleRows finish it).
+inline AggWeight UnitAggWeight(int64_t cols) { return AggWeight{nullptr, nullptr, cols, false, 1.0f}; }
 
 // What one agg_loss call derives from the mask: the per-row mask sums (seq modes), the
 // divisor and the scale of W. Arguments verl refuses are checked by the caller
@@ -181,6 +187,45 @@ inline AggWeight AggWeightOf(const AggPlan& plan, const float* mask, int64_t col
   return AggWeight{mask, plan.seq ? plan.row_mask.get() : nullptr, cols, mode == AggMode::kSeqMeanTokenMean, scale};
 }
 
+// What W_{i,t} / mask_{i,t} is on row i, given the rows' mask sums `row_mask` (host):
+// the scale, over the row's mask sum for seq-mean-token-mean, 0 on a dead row of a seq
+// mode. A pass that wrote mask * d L / d x (UnitAggWeight) is finished by ScaleRows
+// with these; a non-finite scale (a zero divisor) is not, since 0 * inf is no zero W:
+// such a caller writes its gradient again with AggWeightOf.
+inline std::vector<float> AggRowScales(const AggPlan& plan, const std::vector<float>& row_mask, AggMode mode) {
+  const float scale = static_cast<float>(plan.dp / plan.divisor / plan.norm);
+  std::vector<float> out(row_mask.size(), scale);
+  if (!plan.seq) return out;
+  for (size_t i = 0; i < row_mask.size(); ++i) {
+    const float r = row_mask[i];
+    if (!(r > 0.0f))
+      out[i] = 0.0f;
+    else if (mode == AggMode::kSeqMeanTokenMean)
+      out[i] = 1.0f / (r + kMaskedMeanEps) * scale;
+  }
+  return out;
+}
+
+struct ScaleRowAt {
+  float* grad;
+  const float* row_scale;
+  int64_t cols;
+  __host__ __device__ void operator()(int64_t i, int64_t t) const {
+    const int64_t k = i * cols + t;
+    grad[k] = row_scale[i] * grad[k];
+  }
+};
+
+// grad[i, t] *= row_scale[i] in place (row_scale on the host): one read and one write
+// of the gradient.
+template <class Policy>
+void ScaleRows(Policy&& policy, float* grad, const std::vector<float>& row_scale, int64_t rows, int64_t cols) {
+  PolicyScratch<float, std::remove_reference_t<Policy>> scale(policy, rows);
+  FromHostVector(policy, row_scale, scale.get());
+  RowMap(policy, rows, cols, ScaleRowAt{grad, scale.get(), cols},
+         Footprint().Reads<float>(rows * cols).Reads<float>(rows).Writes<float>(rows * cols));
+}
+
 // ---- the fused pass: a loss's tokens, agg_loss and its gradient in one row pass ----
 
 // One token's loss, its derivative and up to three metric terms (0 where unused).
@@ -193,6 +238,13 @@ struct AggTokenValues {
 // mask summed for the seq modes), its mask total, and three masked metric sums (a
 // masked token's metric terms are dropped, NaN or not).
 using RowPartial = thrust::tuple<float, float, float, float, float>;
+
+// A token's terms of its row, `m` its mask value.
+__host__ __device__ inline RowPartial AggTokenPartial(const AggTokenValues& v, float m, bool seq) {
+  const float term = seq ? v.loss * m : MaskedTerm(v.loss, m);
+  if (m == 0.0f) return thrust::make_tuple(term, 0.0f, 0.0f, 0.0f, 0.0f);
+  return thrust::make_tuple(term, m, v.metric[0] * m, v.metric[1] * m, v.metric[2] * m);
+}
 
 // The token at (i, t): writes grad = factor W d L / d x (unless grad is null: a token
 // with a gradient of its own writes it) and returns the row's terms.
@@ -210,9 +262,7 @@ struct FusedAggToken {
     const AggTokenValues v = tok(k);
     const float m = mask[k];
     if (grad) grad[k] = factor * w(k) * v.dloss;
-    const float term = seq ? v.loss * m : MaskedTerm(v.loss, m);
-    if (m == 0.0f) return thrust::make_tuple(term, 0.0f, 0.0f, 0.0f, 0.0f);
-    return thrust::make_tuple(term, m, v.metric[0] * m, v.metric[1] * m, v.metric[2] * m);
+    return AggTokenPartial(v, m, seq);
   }
 };
 
@@ -229,11 +279,36 @@ struct FusedAggScalars {
   float metric_sum[3] = {0.0f, 0.0f, 0.0f};
 };
 
+// The scalars from the rows' partials (FusedAggToken's), summed on the host in row order
+// in double (the oracle's float32 tolerance for the loss is of a sum whose order it does
+// not fix); `loss_factor` multiplies the loss's sum (a weight normalisation applied
+// after the pass).
+inline FusedAggScalars AggScalarsOf(const AggPlan& plan, AggMode mode, const std::vector<RowPartial>& host,
+                                    double loss_factor = 1.0) {
+  double total = 0.0, mask_sum = 0.0, metric[3] = {0.0, 0.0, 0.0};
+  const RowTerm row_term{mode == AggMode::kSeqMeanTokenMean};
+  for (const RowPartial& r : host) {
+    const float row_loss = thrust::get<0>(r), row_mask = thrust::get<1>(r);
+    total += plan.seq ? row_term(thrust::make_tuple(row_loss, row_mask)) : row_loss;
+    mask_sum += row_mask;
+    metric[0] += thrust::get<2>(r);
+    metric[1] += thrust::get<3>(r);
+    metric[2] += thrust::get<4>(r);
+  }
+  FusedAggScalars out;
+  // verl: the sum over the divisor, times dp_size, over the norm, in float32.
+  if (loss_factor != 1.0) total *= loss_factor;
+  out.loss = static_cast<float>(static_cast<float>(total) / static_cast<float>(plan.divisor) *
+                                static_cast<float>(plan.dp) / static_cast<float>(plan.norm));
+  out.mask_sum = static_cast<float>(mask_sum);
+  for (int j = 0; j < 3; ++j) out.metric_sum[j] = static_cast<float>(metric[j]);
+  return out;
+}
+
 // One row pass over the tokens of `tok` (a functor of the flat index giving
 // AggTokenValues): grad = factor W d L / d x everywhere (grad null: none written, for a
 // token that writes a gradient of its own), each row's partials to a rows-long buffer,
-// then the rows summed on the host in row order, in double (the oracle's float32
-// tolerance for the loss is of a sum whose order it does not fix). Reads the token
+// then AggScalarsOf. Reads the token
 // inputs once and writes grad once; `plan` has read the mask before. `tok_reads` is what
 // `tok` reads and writes (its token inputs); the pass adds the mask, the row mask sums,
 // grad and the partials.
@@ -248,24 +323,7 @@ FusedAggScalars FusedAggPass(Policy&& policy, const AggPlan& plan, const float* 
   RowReduce(policy, rows, cols, RowPartial(0.0f, 0.0f, 0.0f, 0.0f, 0.0f), TuplePlus(),
             FusedAggToken<TokenFn>{tok, mask, grad, AggWeightOf(plan, mask, cols, mode), factor, plan.seq, cols},
             StoreRow<RowPartial>{partials.get()}, footprint);
-  const std::vector<RowPartial> host = ToHostVector(policy, static_cast<const RowPartial*>(partials.get()), rows);
-  double total = 0.0, mask_sum = 0.0, metric[3] = {0.0, 0.0, 0.0};
-  const RowTerm row_term{mode == AggMode::kSeqMeanTokenMean};
-  for (const RowPartial& r : host) {
-    const float row_loss = thrust::get<0>(r), row_mask = thrust::get<1>(r);
-    total += plan.seq ? row_term(thrust::make_tuple(row_loss, row_mask)) : row_loss;
-    mask_sum += row_mask;
-    metric[0] += thrust::get<2>(r);
-    metric[1] += thrust::get<3>(r);
-    metric[2] += thrust::get<4>(r);
-  }
-  FusedAggScalars out;
-  // verl: the sum over the divisor, times dp_size, over the norm, in float32.
-  out.loss = static_cast<float>(static_cast<float>(total) / static_cast<float>(plan.divisor) *
-                                static_cast<float>(plan.dp) / static_cast<float>(plan.norm));
-  out.mask_sum = static_cast<float>(mask_sum);
-  for (int j = 0; j < 3; ++j) out.metric_sum[j] = static_cast<float>(metric[j]);
-  return out;
+  return AggScalarsOf(plan, mode, ToHostVector(policy, static_cast<const RowPartial*>(partials.get()), rows));
 }
 
 }  // namespace verlconf::cuda

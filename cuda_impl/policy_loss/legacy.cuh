@@ -13,8 +13,13 @@
 
 namespace verlconf::cuda {
 
-// The token at flat index k as the fused pass takes it: L = -A * log_prob * w, d L / d
-// log_prob = -A * w, and ppo_kl's term -(log_prob - rollout_log_prob) (no clamp).
+// A token as the fused pass takes it: L = -A * log_prob * w, d L / d log_prob = -A * w,
+// and ppo_kl's term -(log_prob - rollout_log_prob) (no clamp).
+__host__ __device__ inline AggTokenValues ReinforceTokenValues(float rollout_lp, float lp, float A, float w) {
+  return {-A * lp * w, -A * w, {0.0f, -(lp - rollout_lp), 0.0f}};
+}
+
+// The token at flat index k as the fused pass takes it.
 template <class WeightIt>
 struct ReinforceFusedToken {
   const float* rollout_log_prob;
@@ -22,8 +27,7 @@ struct ReinforceFusedToken {
   const float* advantages;
   WeightIt weights;
   __host__ __device__ AggTokenValues operator()(int64_t k) const {
-    const float lp = log_prob[k], A = advantages[k], w = weights[k];
-    return {-A * lp * w, -A * w, {0.0f, -(lp - rollout_log_prob[k]), 0.0f}};
+    return ReinforceTokenValues(rollout_log_prob[k], log_prob[k], advantages[k], weights[k]);
   }
 };
 

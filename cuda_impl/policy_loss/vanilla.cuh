@@ -60,8 +60,15 @@ __host__ __device__ inline VanillaTokenValue VanillaToken(const VanillaParams& p
   return v;
 }
 
-// The token at flat index k as the fused pass takes it: L (times the IS weight), d L / d
-// log_prob, and the metric terms (pg_clipfrac's, ppo_kl's, pg_clipfrac_lower's).
+// A token as the fused pass takes it: L (times the IS weight), d L / d log_prob, and the
+// metric terms (pg_clipfrac's, ppo_kl's, pg_clipfrac_lower's).
+__host__ __device__ inline AggTokenValues VanillaTokenValues(const VanillaParams& p, float old_lp, float lp, float A,
+                                                             float w) {
+  const VanillaTokenValue v = VanillaToken(p, old_lp, lp, A, w);
+  return {v.loss, v.dloss, {v.clipped ? 1.0f : 0.0f, v.neg_kl, v.clipped_lower ? 1.0f : 0.0f}};
+}
+
+// The token at flat index k as the fused pass takes it.
 template <class WeightIt>
 struct VanillaFusedToken {
   VanillaParams p;
@@ -70,8 +77,7 @@ struct VanillaFusedToken {
   const float* advantages;
   WeightIt weights;
   __host__ __device__ AggTokenValues operator()(int64_t k) const {
-    const VanillaTokenValue v = VanillaToken(p, old_log_prob[k], log_prob[k], advantages[k], weights[k]);
-    return {v.loss, v.dloss, {v.clipped ? 1.0f : 0.0f, v.neg_kl, v.clipped_lower ? 1.0f : 0.0f}};
+    return VanillaTokenValues(p, old_log_prob[k], log_prob[k], advantages[k], weights[k]);
   }
 };
 

@@ -92,6 +92,9 @@ struct IsTokenStage {
   IsBounds b;
   float* weights;
   using Terms = IsTerms;
+  __host__ __device__ float Weight(int64_t, const TokenIn& x, float m) const {
+    return TruncateWeight(b, SafeExp(x.lr) * m);
+  }
   __host__ __device__ IsTerms operator()(int64_t, int64_t k, const TokenIn& x, float m) const {
     const float raw = SafeExp(x.lr) * m;
     const float w = TruncateWeight(b, raw);
@@ -109,6 +112,9 @@ struct IsSequenceStage {
   const float* row_weight;
   float* weights;  // may be null
   using Terms = IsTerms;
+  __host__ __device__ float Weight(int64_t i, const TokenIn&, float m) const {
+    return TruncateWeight(b, row_weight[i] * m);
+  }
   __host__ __device__ IsTerms operator()(int64_t i, int64_t k, const TokenIn&, float m) const {
     const float raw = row_weight[i] * m;
     const float w = TruncateWeight(b, raw);
@@ -275,13 +281,15 @@ struct DivideWeights {
 // Token level, after the row pass whose IS stage wrote the truncated weights and
 // gathered their terms (parts[i].is): the metrics, then the batch normalisation in place
 // (one read and one write of the weights, cheaper than recomputing them from the inputs).
-// Null `weights`: the metrics alone (a caller that does not read the weights).
+// Null `weights`: the metrics alone (a caller that does not read the weights), and the
+// normalisation in `scale` where given (a caller that applies it itself).
 template <class Policy, class Row>
 std::map<std::string, double> TokenIsWeightsAfterPass(Policy&& policy, const std::vector<Row>& parts, int64_t rows,
                                                       int64_t cols, const IsConfig& cfg, bool batch_normalize,
-                                                      float* weights) {
+                                                      float* weights, IsScale* scale = nullptr) {
   IsMetricsOut r = IsMetricsOf(parts, cfg.bounds, false, {}, cfg.upper_py, cfg.metric_lower_py);
   const IsScale s = FinishIsMetrics(r, cfg, batch_normalize);
+  if (scale) *scale = s;
   if (s.divide && weights)
     RowMap(policy, rows, cols, DivideWeights{weights, cols, s.mean},
            Footprint().Reads<float>(rows * cols).Writes<float>(rows * cols));

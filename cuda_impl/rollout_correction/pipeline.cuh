@@ -144,12 +144,12 @@ template <class Policy, class Row>
 std::map<std::string, double> FinishCorrection(Policy&& policy, const std::vector<Row>& parts, const float* mask,
                                                int64_t rows, int64_t cols, const CorrectionPlan& plan,
                                                const float* row_weight, const uint8_t* rejected, float* weights,
-                                               float* modified_mask) {
+                                               float* modified_mask, IsScale* is_scale = nullptr) {
   std::map<std::string, double> metrics;
   if (plan.is) {
     // The pass has a token-level IS stage exactly when IS is on at token level.
     if constexpr (std::is_same_v<decltype(Row::is), IsTerms>) {
-      metrics = TokenIsWeightsAfterPass(policy, parts, rows, cols, *plan.is, plan.batch_normalize, weights);
+      metrics = TokenIsWeightsAfterPass(policy, parts, rows, cols, *plan.is, plan.batch_normalize, weights, is_scale);
     } else {
       std::vector<float> sums(parts.size());
       for (size_t i = 0; i < parts.size(); ++i) sums[i] = parts[i].off.lr;
@@ -167,8 +167,8 @@ std::map<std::string, double> FinishCorrection(Policy&& policy, const std::vecto
 }
 
 // verl: compute_rollout_correction_and_rejection_mask. Writes the IS weights (when IS is
-// on and `weights` is set) and the modified response mask (the mask itself without RS);
-// returns the metrics, prefixed "rollout_corr/".
+// on and `weights` is set) and the modified response mask (the mask itself without RS;
+// when `modified_mask` is set); returns the metrics, prefixed "rollout_corr/".
 template <class Policy>
 std::map<std::string, double> compute_rollout_correction_and_rejection_mask(Policy&& policy, const float* old_lp,
                                                                             const float* rollout_lp, const float* mask,

@@ -170,13 +170,21 @@ struct RsTokenOption {
 };
 
 // The chain's options on the token: out = mask where every token option keeps the
-// token, else 0 (the sequence options' rows are zeroed after the pass).
+// token, else 0 (the sequence options' rows are zeroed after the pass); null `out`: the
+// terms alone (a caller that derives the mask where it reads it, with Keeps).
 template <int kTok, bool kSeq>
 struct RejectionStage {
   RsTokenOption opt[kTok > 0 ? kTok : 1];
   bool seq_kind[3];  // the divergences the sequence options read
   float* out;
   using Terms = RsTerms<kTok, kSeq>;
+  // Whether every token option keeps the token.
+  __host__ __device__ bool Keeps(const TokenIn& x) const {
+    bool keep = true;
+    if constexpr (kTok > 0)
+      for (int j = 0; j < kTok; ++j) keep = keep && opt[j].th.keep.Keeps(RsDivergence(opt[j].kind, x.lr));
+    return keep;
+  }
   __host__ __device__ Terms operator()(int64_t, int64_t k, const TokenIn& x, float m) const {
     Terms r;
     const bool valid = m != 0.0f;
@@ -197,10 +205,12 @@ struct RejectionStage {
     }
     r.rejected = valid && !keep ? 1.0f : 0.0f;
     r.rejected_mask = valid && !keep ? m : 0.0f;
-    out[k] = keep ? m : 0.0f;
+    if (out) out[k] = keep ? m : 0.0f;
     return r;
   }
-  void Declare(Footprint& f, int64_t, int64_t n) const { f.Writes<float>(n); }
+  void Declare(Footprint& f, int64_t, int64_t n) const {
+    if (out) f.Writes<float>(n);
+  }
 };
 
 // A sequence option as the device decides it.
@@ -410,7 +420,8 @@ struct ZeroRejectedRows {
 
 // After the row pass whose rejection stage (parts[i].rs) wrote the token options' keep
 // mask into `out` and flagged the rows the sequence options reject (`rejected`, policy
-// memory): every option's metrics and the chain's, then those rows zeroed in `out`.
+// memory): every option's metrics and the chain's, then those rows zeroed in `out`
+// (null: no mask was written).
 template <class Policy, class Is, int kTok, bool kSeq, class Off>
 std::map<std::string, double> RejectionAfterPass(Policy&& policy,
                                                  const std::vector<FusedRow<Is, RsTerms<kTok, kSeq>, Off>>& parts,
@@ -472,7 +483,7 @@ std::map<std::string, double> RejectionAfterPass(Policy&& policy,
   metrics["rollout_rs_masked_fraction"] = MeanOfSums(mass, mask);
   // Rows with a rejected valid token over every row, padding-only ones included.
   metrics["rollout_rs_seq_masked_fraction"] = Float32Fraction(hit, static_cast<double>(b));
-  if (zeroed > 0)
+  if (zeroed > 0 && out)
     RowMap(policy, rows, cols, ZeroRejectedRows{rejected, out, cols},
            Footprint().Reads<uint8_t>(rows).Writes<float>(zeroed * cols));
   return metrics;

@@ -27,12 +27,11 @@ Result RunBypassLoss(System system, const Array& old_log_prob, const Array& log_
   const size_t n = response_mask.data.size();
   const SystemBuffer<float> rollout_b(system, ToFloat(old_log_prob)), lp_b(system, ToFloat(log_prob)),
       adv_b(system, ToFloat(advantages)), mask_b(system, ToFloat(response_mask));
-  SystemBuffer<float> weights(system, plan.is && loss_type == "reinforce" ? n : 0), modified(system, n),
-      grad(system, n);
+  SystemBuffer<float> grad(system, n);
   BypassOutputs o;
   RunEntry(system, [&](auto&& policy) {
     o = policy_loss_bypass_mode(policy, system, rollout_b.data(), lp_b.data(), adv_b.data(), mask_b.data(), rows, cols,
-                                cfg, loss_type, plan, weights.data(), modified.data(), grad.data());
+                                cfg, loss_type, plan, grad.data());
   });
   // The selected loss's metrics (its own spec's list), then the pipeline's.
   Result r = PackPolicyLoss(
