@@ -67,7 +67,7 @@ TEST(CudaHostRolloutCorrection, OverflowingRowsAndExactRatios) {
 // order (cuda-host's, before its rows were summed as trees) is off by 5e-5, 1e-8 of that
 // magnitude: correct float32 rounding, which a bound relative to |loss| (256 eps32) fails;
 // the judge allows for the terms' magnitude (oracle/judge/tolerance.cc). The candidate is
-// cuda-host's result with its loss moved by that much, and by 100 times that, which fails.
+// cuda-host's result with its loss moved by that much, and by twice the allowance, which fails.
 TEST(CudaHostRolloutCorrection, ACancellingLossIsJudgedAgainstItsTermsMagnitude) {
   const FunctionSpec* spec = FindSpec("bypass_ppo_clip_geo_rs", "rollout_correction");
   ASSERT_NE(spec, nullptr);
@@ -85,7 +85,6 @@ TEST(CudaHostRolloutCorrection, ACancellingLossIsJudgedAgainstItsTermsMagnitude)
   };
   const CaseReport r = CheckImplementation(*spec, golden, moved_by(5e-5));
   EXPECT_EQ(r.outcome, Outcome::kPassed) << r.Describe();
-  EXPECT_EQ(CheckImplementation(*spec, golden, moved_by(5e-3)).outcome, Outcome::kFailed);
   const FieldReport* loss = nullptr;
   for (const auto& f : r.fields)
     if (f.field == "outputs/pg_loss") loss = &f;
@@ -94,6 +93,8 @@ TEST(CudaHostRolloutCorrection, ACancellingLossIsJudgedAgainstItsTermsMagnitude)
   const Tolerance plain = DefaultTolerance(DType::kFloat32);
   const double w = want.outputs.at("pg_loss").data[0];
   EXPECT_GT(loss->worst_abs, plain.atol + plain.rtol * std::fabs(w)) << "the loss no longer cancels: update this test";
+  const double allowed = loss->tol.atol + loss->tol.rtol * std::fabs(w);
+  EXPECT_EQ(CheckImplementation(*spec, golden, moved_by(2 * allowed)).outcome, Outcome::kFailed) << allowed;
 }
 
 }  // namespace
