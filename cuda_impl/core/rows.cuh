@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "cuda_impl/core/buffer.h"
@@ -96,6 +97,15 @@ __global__ void __launch_bounds__(kRowThreads) RowMapKernel(int64_t cols, Fn fn)
   for (int64_t t = threadIdx.x; t < cols; t += kRowThreads) fn(row, t);
 }
 
+// `kernel` with a CTA of kRowThreads per row, on the policy's stream; `what` names a
+// failed launch.
+template <class Policy, class... Params, class... Args>
+void LaunchPerRow(Policy& policy, int64_t rows, void (*kernel)(Params...), const char* what, Args&&... args) {
+  kernel<<<static_cast<unsigned>(rows), kRowThreads, 0, thrust::cuda_cub::stream(policy)>>>(
+      std::forward<Args>(args)...);
+  Check(cudaGetLastError(), what);
+}
+
 }  // namespace rows_detail
 #endif
 
@@ -115,10 +125,8 @@ void RowScan(Policy&& policy, int64_t rows, int64_t cols, bool reverse, T identi
   if (rows <= 0 || cols <= 0) return;
   if constexpr (OnDevice<Policy>()) {
 #ifdef __CUDACC__
-    const cudaStream_t stream = thrust::cuda_cub::stream(policy);
-    rows_detail::RowScanKernel<T, Op, TermFn, OutFn>
-        <<<static_cast<unsigned>(rows), kRowThreads, 0, stream>>>(cols, reverse, identity, op, term, out);
-    Check(cudaGetLastError(), "row scan launch");
+    rows_detail::LaunchPerRow(policy, rows, rows_detail::RowScanKernel<T, Op, TermFn, OutFn>, "row scan launch", cols,
+                              reverse, identity, op, term, out);
 #endif
   } else {
     (void)policy;
@@ -146,10 +154,8 @@ void RowReduce(Policy&& policy, int64_t rows, int64_t cols, T identity, Op op, T
   if (rows <= 0) return;
   if constexpr (OnDevice<Policy>()) {
 #ifdef __CUDACC__
-    const cudaStream_t stream = thrust::cuda_cub::stream(policy);
-    rows_detail::RowReduceKernel<T, Op, TermFn, OutFn>
-        <<<static_cast<unsigned>(rows), kRowThreads, 0, stream>>>(cols, identity, op, term, out);
-    Check(cudaGetLastError(), "row reduce launch");
+    rows_detail::LaunchPerRow(policy, rows, rows_detail::RowReduceKernel<T, Op, TermFn, OutFn>, "row reduce launch",
+                              cols, identity, op, term, out);
 #endif
   } else {
     (void)policy;
@@ -176,9 +182,7 @@ void RowMap(Policy&& policy, int64_t rows, int64_t cols, Fn fn, const Footprint&
   if (rows <= 0 || cols <= 0) return;
   if constexpr (OnDevice<Policy>()) {
 #ifdef __CUDACC__
-    const cudaStream_t stream = thrust::cuda_cub::stream(policy);
-    rows_detail::RowMapKernel<Fn><<<static_cast<unsigned>(rows), kRowThreads, 0, stream>>>(cols, fn);
-    Check(cudaGetLastError(), "row map launch");
+    rows_detail::LaunchPerRow(policy, rows, rows_detail::RowMapKernel<Fn>, "row map launch", cols, fn);
 #endif
   } else {
     (void)policy;

@@ -149,10 +149,8 @@ void DigitHistogram(Policy&& policy, int64_t rows, int64_t cols, KeyAt key_at, u
   const uint32_t digit_mask = kDigitMask[digit];
   if constexpr (OnDevice<Policy>()) {
 #ifdef __CUDACC__
-    const cudaStream_t stream = thrust::cuda_cub::stream(policy);
-    DigitHistogramKernel<KeyAt><<<static_cast<unsigned>(rows), kRowThreads, 0, stream>>>(
-        cols, key_at, store, match_shift, prefix, shift, digit_mask, hist);
-    Check(cudaGetLastError(), "digit histogram launch");
+    rows_detail::LaunchPerRow(policy, rows, DigitHistogramKernel<KeyAt>, "digit histogram launch", cols, key_at, store,
+                              match_shift, prefix, shift, digit_mask, hist);
 #endif
   } else {
     (void)policy;
