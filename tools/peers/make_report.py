@@ -559,6 +559,12 @@ def cmd_control(a) -> int:
                             "case": c["case"],
                             "fields": [x["field"] for x in flds],
                             "worst_abs": max((x["worst_abs"] or 0.0) for x in flds) if flds else None,
+                            # The case's size (check's grade: rounding is the case dtype's).
+                            "grade": max(
+                                (x.get("grade", "material") for x in flds),
+                                key=("rounding", "small", "material").index,
+                                default="material",
+                            ),
                             "detail": c["detail"],
                         }
                     )
@@ -609,7 +615,7 @@ def control_section() -> List[str]:
         for x in c["failed"]:
             lines.append(
                 f"- `{x['function']}` `{x['case']}`: {', '.join('`' + f + '`' for f in x['fields'])} "
-                f"(worst abs {x['worst_abs']:.3g})"
+                f"(worst abs {x['worst_abs']:.3g}, {x.get('grade', 'ungraded')})"
                 if x["worst_abs"] is not None
                 else f"- `{x['function']}` `{x['case']}`: {x['detail'][:160]}"
             )
