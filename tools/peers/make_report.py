@@ -95,6 +95,34 @@ def qualified(cell: str, qualifier: str) -> str:
     return f"differs ({qualifier}; " + cell[len("differs (") :]
 
 
+def newest_release(package: str) -> str:
+    """The newest release of `package` on PyPI (its JSON API, whatever Python it requires)."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"https://pypi.org/pypi/{package}/json", timeout=30) as r:
+        return str(json.load(r)["info"]["version"])
+
+
+def release_row(pins: List[str], requirements: str) -> str:
+    """The provenance row that says which release the report covers against the newest one; a
+    report of an older release must say why, in a '# newest: ...' line of its requirements."""
+    package, _, pinned = pins[0].partition("==")
+    try:
+        newest = newest_release(package)
+    except OSError as ex:
+        raise SystemExit(f"could not ask PyPI for {package}'s newest release ({ex})") from None
+    if newest == pinned:
+        return f"| newest release | `{package}` {newest} on PyPI at this run: the one covered |"
+    with open(os.path.join(REPO, requirements), encoding="utf-8") as f:
+        why = [ln[len("# newest:") :].strip() for ln in f if ln.startswith("# newest:")]
+    if not why:
+        raise SystemExit(
+            f"{requirements}: {package} {pinned} is pinned, PyPI's newest is {newest}: cover it or say why "
+            "not in a '# newest: ...' line"
+        )
+    return f"| newest release | `{package}` {newest} on PyPI at this run, not covered: {' '.join(why)} |"
+
+
 def ratio(x) -> str:
     if x is None:
         return "-"
@@ -294,6 +322,7 @@ def cmd_report(a) -> int:
         "| what | value |",
         "|---|---|",
         f"| framework | `{pins[0]}` |",
+        release_row(pins, a.requirements),
         f"| adapter | `{a.adapter}` |",
         f"| adapter sha256 | `{sha256(os.path.join(REPO, a.adapter))}` |",
         f"| requirements | `{a.requirements}` |",
@@ -559,6 +588,12 @@ def cmd_control(a) -> int:
                             "case": c["case"],
                             "fields": [x["field"] for x in flds],
                             "worst_abs": max((x["worst_abs"] or 0.0) for x in flds) if flds else None,
+                            # The case's size (check's grade: rounding is the case dtype's).
+                            "grade": max(
+                                (x.get("grade", "material") for x in flds),
+                                key=("rounding", "small", "material").index,
+                                default="material",
+                            ),
                             "detail": c["detail"],
                         }
                     )
@@ -609,7 +644,7 @@ def control_section() -> List[str]:
         for x in c["failed"]:
             lines.append(
                 f"- `{x['function']}` `{x['case']}`: {', '.join('`' + f + '`' for f in x['fields'])} "
-                f"(worst abs {x['worst_abs']:.3g})"
+                f"(worst abs {x['worst_abs']:.3g}, {x.get('grade', 'ungraded')})"
                 if x["worst_abs"] is not None
                 else f"- `{x['function']}` `{x['case']}`: {x['detail'][:160]}"
             )
