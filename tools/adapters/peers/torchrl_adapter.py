@@ -16,8 +16,10 @@ What is called, all from the installed package:
   compute_entropy_loss), CISPOLoss.forward (policy_loss/cispo), GRPOLoss._aggregate_loss_value
   (the aggregation modes on their own) and MCAdvantage (advantage/grpo, trajectory_return "sum");
 - torchrl/objectives/value/advantages.py: GAE (value_network None, the values given in the
-  tensordict; vectorized, the default, so torchrl/objectives/value/functional.py
-  vec_generalized_advantage_estimate and _fast_vec_gae run the recursion) and
+  tensordict; vectorized=True, which its docstring gives as the default, so
+  torchrl/objectives/value/functional.py vec_generalized_advantage_estimate and _fast_vec_gae
+  run the recursion: the constructor's default vectorized=None is falsy in GAE.forward and
+  selects the loop, generalized_advantage_estimate, instead) and
   GAE._normalize_advantage, the masked standardisation that average_gae applies
   (advantage/gae's whitening and torch_functional/masked_whiten);
 - torchrl/objectives/value/functional.py: reward2go (advantage/reinforce_plus_plus's returns);
@@ -85,6 +87,9 @@ token or prompt mean), every loss_* key summed and divided by gradient_accumulat
 rank's micro-batches, shard.micro_batches), then backward; DDP (torchrl/trainers/_distributed.py)
 averages the ranks' gradients. tools/peers/sharding/torchrl.md has the details.
 
+Every module is called through its forward (not nn.Module.__call__, which has no hooks to run
+here), so that an exception TorchRL raises is reported as TorchRL's.
+
 Placeholders: none (nothing of TorchRL is stubbed; the actor network is the stand-in above).
 """
 
@@ -102,6 +107,8 @@ import torch
 from verlconf_harness import Decline, fixed_setting
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)
+# KLComputation builds torch.nested tensors, whose prototype warning says nothing about the math.
+warnings.filterwarnings("ignore", message="The PyTorch API of nested tensors")
 from tensordict import TensorDict  # noqa: E402
 from torchrl._utils import _standardize  # noqa: E402
 from torchrl.data.llm.utils import AdaptiveKLController, ConstantKLController  # noqa: E402
@@ -241,7 +248,7 @@ def _policy_loss(cls):
                 aggregation=aggregation,
                 entropy_bonus=False,
             )
-        out = loss_mod(_grpo_td(_t(inputs["old_log_prob"], dtype), _t(inputs["advantages"], dtype)))
+        out = loss_mod.forward(_grpo_td(_t(inputs["old_log_prob"], dtype), _t(inputs["advantages"], dtype)))
         loss = _accumulate(_scalar(out.loss_objective), shard)
         (g,) = torch.autograd.grad(loss, log_prob, allow_unused=True)
         return {
@@ -273,7 +280,7 @@ def actor_kl_loss(inputs, cfg, dtype, shard=None):
     zeros = torch.zeros(log_prob.shape, dtype=log_prob.dtype)
     with _built_in(dtype):
         loss_mod = GRPOLoss(_GivenLogProbs(log_prob, mask), entropy_bonus=False, kl_to_ref_coeff=coef)
-    out = loss_mod(_grpo_td(log_prob.detach().clone(), zeros, _t(inputs["ref_log_prob"], dtype)))
+    out = loss_mod.forward(_grpo_td(log_prob.detach().clone(), zeros, _t(inputs["ref_log_prob"], dtype)))
     loss = _accumulate(out.loss_kl_to_ref, shard)
     (g,) = torch.autograd.grad(loss, log_prob, allow_unused=True)
     return {
@@ -303,7 +310,7 @@ def entropy_loss(inputs, cfg, dtype):
         td[("log_probs", "full")] = LLMMaskedCategorical(logits=logits.detach(), mask=mask).log_prob(
             td[("tokens", "full")]
         )
-    out = loss_mod(td)
+    out = loss_mod.forward(td)
     (g,) = torch.autograd.grad(out.loss_entropy, logits, allow_unused=True)
     return {
         "outputs": {"entropy_loss": _n(_scalar(out.loss_entropy))},
@@ -380,8 +387,14 @@ def gae(inputs, cfg, dtype):
         batch_size=[1, n],
     )
     with _built_in(dtype):
-        est = GAE(gamma=float(cfg["gamma"]), lmbda=float(cfg["lam"]), value_network=None, differentiable=False)
-    est(td)
+        est = GAE(
+            gamma=float(cfg["gamma"]),
+            lmbda=float(cfg["lam"]),
+            value_network=None,
+            differentiable=False,
+            vectorized=True,
+        )
+    est.forward(td)
     adv = _carry_back(_n(td["advantage"]).reshape(-1), rows, cols, mask.shape)
     returns = adv + values.astype(adv.dtype)
     returns[rows, cols] = _n(td["value_target"]).reshape(-1)
@@ -455,7 +468,7 @@ def _kl_k1(inputs, cfg, dtype, projections=None):
     ref = _t(inputs["ref_logprob"], dtype)
     B = logprob.shape[0]
     td = TensorDict({("next", "log_probs", "full"): logprob, ("next", "ref_log_probs", "full"): ref}, batch_size=[B])
-    KLComputation(add_to_reward=False)(td)
+    KLComputation(add_to_reward=False).forward(td)
     # One row per sequence (a nested tensor of equal-length rows): stacked back into [B, T].
     kl = torch.stack(list(td.get(("next", "kl_penalty")).unbind()))
     out = {"outputs": {"kl": _n(kl)}}
