@@ -41,7 +41,9 @@ torchrl/modules/distributions/discrete.py LLMMaskedCategorical built from the ca
 ("next", "ref_log_probs", "full") = ref_log_prob. Every TorchRL module is built with the case
 dtype as torch's default dtype, as a float64 user would build it: its float settings become
 buffers of the default dtype (clip_epsilon_low/high, GAE's gamma and lmbda), which would
-otherwise hold float32 roundings of a float64 case's settings. GRPOLoss's prompt_mean keeps a
+otherwise hold float32 roundings of a float64 case's settings; AdaptiveKLController.update is
+run the same way (it averages its list with torch.as_tensor and keeps the coefficient as the
+resulting tensor). GRPOLoss's prompt_mean keeps a
 trailing dimension of one; that [1] tensor is returned as the scalar it holds.
 
 Config mapping: clip_ratio_low/high (clip_ratio where None) -> clip_epsilon=(low, high);
@@ -525,7 +527,8 @@ def kl_adaptive(inputs, cfg, dtype):
     coef = float(cfg["kl_coef"])
     ctl = AdaptiveKLController(init_kl_coef=coef, target=cfg["target_kl"], horizon=cfg["horizon"])
     kl = float(np.asarray(inputs["current_kl"]))
-    ctl.update([-coef * kl] * int(cfg["n_steps"]))
+    with _built_in(dtype):  # update() averages the list with torch.as_tensor, in the default dtype
+        ctl.update([-coef * kl] * int(cfg["n_steps"]))
     return {"outputs": {"value": float(ctl.coef)}}
 
 
