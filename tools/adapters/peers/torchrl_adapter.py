@@ -24,7 +24,8 @@ What is called, all from the installed package:
   (advantage/gae's whitening and torch_functional/masked_whiten);
 - torchrl/objectives/value/functional.py: reward2go (advantage/reinforce_plus_plus's returns);
 - torchrl/_utils.py: _standardize (reinforce_plus_plus's whitening of the returns over the valid
-  tokens, the standardisation helper of torchrl.objectives);
+  tokens; the helper torchrl/objectives/ppo.py PPOLoss._standardize_advantage normalises
+  advantages with);
 - torchrl/objectives/common.py: LossModule._reduce_loss with a mask, reduction "mean"
   (torch_functional/masked_mean, the token_mean reduction every TorchRL loss uses);
 - torchrl/envs/llm/transforms/kl.py: KLComputation (kl/kl, kl/k1: log p - log q per token,
