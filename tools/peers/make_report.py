@@ -631,7 +631,14 @@ def control_section() -> List[str]:
         f"(captured with torch `{c['goldens_torch']}`), conform revision `{c['conform_revision']}`: "
         f"{t['cases']} cases, {t['passed']} passed, {t['failed']} failed, {t['mistrusted']} mistrusted, "
         f"{t['unsupported']} unsupported; {c['flips']} elements judged as boundary flips. "
-        "So the torch change alone moves verl by this much; a difference a report shows beyond it is the "
+        + (
+            "Failures by grade (rounding is the case dtype's): "
+            + ", ".join(f"{t['failed_by_grade'].get(g, 0)} {g}" for g in ("material", "small", "rounding"))
+            + ". "
+            if isinstance(t.get("failed_by_grade"), dict)
+            else ""
+        )
+        + "So the torch change alone moves verl by this much; a difference a report shows beyond it is the "
         "framework's.",
         "",
     ]
