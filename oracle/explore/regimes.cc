@@ -224,13 +224,16 @@ void Quantise(const FunctionSpec& spec, oracle::InputGen& g, Case& c, std::vecto
 // A value across the key's range as verl's users set it: the same sign and order of
 // magnitude as the generator's (a clip ratio stays a clip ratio, a count stays a positive
 // count), 1 (where verl refuses some keys: clip_ratio_c must exceed 1), None where verl's
-// default is None, and the values the key says verl refuses. Other zero and negative
+// default is None, the ends of a key's range (a discount or a GAE lambda of exactly 0 or 1,
+// where a framework's series or recursion may break), and the values the key says verl
+// refuses. Other zero and negative
 // counts are no setting verl is given, and verl neither refuses nor means anything by
 // them; they are not drawn.
 ConfigValue DrawNumber(oracle::InputGen& g, const ConfigKey& k, const ConfigValue& now) {
   if (std::holds_alternative<std::monostate>(k.verl_default) && g.Coin(0.3)) return std::monostate{};
   if (!k.refused.empty() && g.Coin(0.15))
     return k.refused[static_cast<size_t>(g.Int(0, static_cast<int64_t>(k.refused.size()) - 1))];
+  if (k.range && g.Coin(0.2)) return g.Coin(0.5) ? k.range->first : k.range->second;
   double base = 0.0;
   bool have = true;
   if (const auto* d = std::get_if<double>(&now))

@@ -152,16 +152,25 @@ TEST(Regimes, DeterministicValidAndCoveringEveryRegime) {
   EXPECT_LT(refused * 20, total) << refused << " of " << total;
 }
 
-TEST(Regimes, ConfigDrawsStayInTheKeysRange) {
+// Within the range, and at both of its ends: a discount or a lambda of exactly 0 is where a
+// framework's geometric series or recursion breaks (its weights all zero past the first).
+TEST(Regimes, ConfigDrawsStayInTheKeysRangeAndReachItsEnds) {
   const FunctionSpec* gae = FindSpec("gae");
   ASSERT_NE(gae, nullptr);
+  std::map<std::string, int> zeros, ones;
   for (int64_t i = 0; i < 400; ++i) {
     const Explored e = GenerateExplored(*gae, 5, i, std::nullopt);
     for (const char* k : {"gamma", "lam"}) {
       const double v = e.c.config.Double(k);
       EXPECT_GE(v, 0.0) << e.regime;
       EXPECT_LE(v, 1.0) << e.regime;
+      zeros[k] += v == 0.0;
+      ones[k] += v == 1.0;
     }
+  }
+  for (const char* k : {"gamma", "lam"}) {
+    EXPECT_GT(zeros[k], 0) << k << " = 0 never drawn";
+    EXPECT_GT(ones[k], 0) << k << " = 1 never drawn";
   }
 }
 
