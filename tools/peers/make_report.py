@@ -729,12 +729,15 @@ def cmd_readme(a) -> int:
         "",
         "`tools/peers/run.sh NAME` installs one torch for all frameworks (`.venv-peers/torch`, "
         "`tools/peers/torch-requirements.txt`: torch 2.10.0, the newest inside AReaL 1.0.4's declared "
-        "range; OpenRLHF, SkyRL and TRL accept any torch) and gives each framework a venv of its own that sees "
+        "range; the other frameworks accept it) and gives each framework a venv of its own that sees "
         "that torch through a `.pth` file and gets the framework wheel plus the few light packages its "
         "algorithm modules import, pinned in `tools/peers/NAME-requirements.txt`, installed with "
         "`--no-deps`. Trainer-stack modules the math does not use are placeholders, named in each "
-        "adapter's docstring and report. SkyRL: PyPI's `skyrl` 0.3.0 declares Requires-Python >=3.11 and "
-        "installs and imports on Debian 12's python 3.11 as it is; no older release or bypass was needed.",
+        "adapter's docstring and report. Each report's provenance names PyPI's newest release of the framework "
+        "at its run, and why not where the report covers an older one: SkyRL 0.4.0 declares Requires-Python "
+        ">=3.12, which Debian 12's python 3.11 is not, so the SkyRL report covers 0.3.0 (its requirements file "
+        "says what 0.4.0 changes in the modules called). TorchRL's wheel runs on torch 2.10 except its compiled "
+        "extension (used by prioritised replay buffers only; the TorchRL adapter's docstring says so).",
         "",
         "The goldens were captured with torch 2.15 and these runs use torch 2.10. Decisions exactly at a "
         "clip bound, where the two torches' clamp gradients differ, are judged as boundary flips, not "
@@ -752,7 +755,9 @@ def cmd_readme(a) -> int:
         "one process, generation and the reward function return the case's tokens and scores "
         "(`tools/adapters/peers/trl_adapter.py` names every stub). OpenRLHF's advantage estimators "
         "(RemoteExperienceMaker.compute_advantages_and_returns) and its actor KL and entropy losses "
-        "(ActorPPOTrainer.training_step) are run the same way. Each report's source inventory lists, for "
+        "(ActorPPOTrainer.training_step) are run the same way, and so are SkyRL's KL and entropy terms "
+        "(PolicyWorkerBase._forward_backward_micro, its one device call pointed at the CPU). Each report's "
+        "source inventory lists, for "
         "every verl registry function, where the framework has it or why not (or that it is not yet checked).",
         "",
         "Versions:",
