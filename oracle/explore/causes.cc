@@ -16,6 +16,20 @@ namespace {
 
 bool NonFinitePair(double got, double want) { return std::isfinite(got) != std::isfinite(want); }
 
+// An error difference's cause: what each side did, by exception type (the text before
+// ':'), so that two mechanisms (an input one side refuses, a crash inside a recursion) are
+// two differences, each shrunk to its own minimal case, and not the smaller one twice.
+std::string ErrorCause(const Case* golden, const Case* got) {
+  const auto type = [](const Case* c) -> std::string {
+    if (!c || !c->expect_error) return "";
+    return c->expect_error->substr(0, c->expect_error->find(':'));
+  };
+  const std::string g = type(got), w = type(golden);
+  if (g.empty() && w.empty()) return "";
+  if (w.empty()) return g + " where verl returns";
+  return (g.empty() ? std::string("a result") : g) + " where verl raises " + w;
+}
+
 // verl clamps every log-ratio to +-20 before exp.
 constexpr double kLogRatioClamp = 20.0;
 
@@ -64,12 +78,12 @@ std::string FieldKind(const FieldReport& f) {
 
 }  // namespace
 
-std::vector<Failure> ReportFailures(const CaseReport& r) {
+std::vector<Failure> ReportFailures(const CaseReport& r, const Case* golden, const Case* got) {
   std::vector<Failure> out;
   if (r.outcome != Outcome::kFailed) return out;
   for (const auto& f : r.fields)
     if (f.outcome == Outcome::kFailed) out.push_back({f.field, FieldKind(f), GradeName(FieldGrade(f)), ""});
-  if (out.empty()) out.push_back({"error", "exception vs result", "material", ""});
+  if (out.empty()) out.push_back({"error", "exception vs result", "material", ErrorCause(golden, got)});
   return out;
 }
 
@@ -120,7 +134,7 @@ std::vector<Failure> CaseFailures(const FunctionSpec& spec, const Case& golden, 
       out.push_back({f.field, key.second, GradeName(std::min(groups.at(key), field_grade)), key.first});
     }
   }
-  if (out.empty()) out.push_back({"error", "exception vs result", "material", ""});
+  if (out.empty()) out.push_back({"error", "exception vs result", "material", ErrorCause(&golden, &got)});
   return out;
 }
 

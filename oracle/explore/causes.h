@@ -18,11 +18,15 @@ namespace verlconf::explore {
 
 // The failures of `report` (the judge on `golden` and `got`), in field order; a field
 // without elements to group (a scalar, a wrong shape) is one failure with no cause. A
-// case failed on its error semantics is the one failure {"error", "exception vs result"}.
+// case failed on its error semantics is the one failure {"error", "exception vs result"},
+// its cause what each side did ("IndexError where verl returns", "a result where verl
+// raises ValueError").
 std::vector<Failure> CaseFailures(const FunctionSpec& spec, const Case& golden, const Case& got,
                                   const CaseReport& report);
 
-// The same from the report alone (no element is grouped): what a sharded row shows.
-std::vector<Failure> ReportFailures(const CaseReport& report);
+// The same from the report alone (no element is grouped): what a sharded row shows; the
+// cases, where given, name an error difference's cause.
+std::vector<Failure> ReportFailures(const CaseReport& report, const Case* golden = nullptr,
+                                    const Case* got = nullptr);
 
 }  // namespace verlconf::explore

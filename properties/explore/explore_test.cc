@@ -13,6 +13,7 @@
 #include <string>
 
 #include "oracle/core/errors.h"
+#include "oracle/explore/causes.h"
 #include "oracle/explore/elements.h"
 #include "oracle/explore/golden.h"
 #include "oracle/explore/regimes.h"
@@ -46,6 +47,33 @@ TEST(MinimalCaseNames, AreCaseNamesCheckReads) {
   }
   EXPECT_EQ(explore::MinimalCaseName(failures[0]), "min_grads_log_prob__valid_token__ratio_gt_1__a_gt_0");
   EXPECT_EQ(explore::MinimalCaseName(failures[1]), "min_outputs_pg_loss_dtype_rounding__row_with_valid_tokens");
+}
+
+// Two error mechanisms are two differences: a framework that raises IndexError inside a
+// recursion where verl returns is not the framework that skips an input check verl makes.
+TEST(ErrorDifferences, AreToldApartByWhatEachSideDid) {
+  const FunctionSpec* gae = FindSpec("gae");
+  ASSERT_NE(gae, nullptr);
+  Case golden, got;
+  CaseReport failed;
+  failed.outcome = Outcome::kFailed;
+  const auto cause = [&] {
+    const std::vector<explore::Failure> f = explore::CaseFailures(*gae, golden, got, failed);
+    EXPECT_EQ(f.size(), 1u);
+    EXPECT_EQ(f.at(0).field, "error");
+    EXPECT_EQ(f, explore::ReportFailures(failed, &golden, &got));
+    return f.at(0).cause;
+  };
+  got.expect_error = "IndexError: index 0 is out of bounds";
+  EXPECT_EQ(cause(), "IndexError where verl returns");
+  EXPECT_EQ(explore::MinimalCaseName(explore::CaseFailures(*gae, golden, got, failed).at(0)),
+            "min_error__indexerror_where_verl_returns");
+  got.expect_error.reset();
+  golden.expect_error = "ValueError: The sum of the mask is one";
+  EXPECT_EQ(cause(), "a result where verl raises ValueError");
+  got.expect_error = "AssertionError: no";
+  EXPECT_EQ(cause(), "AssertionError where verl raises ValueError");
+  EXPECT_EQ(explore::ReportFailures(failed).at(0).cause, "");  // no cases: no cause to name
 }
 
 TEST(Wire, Base64RoundTripsEveryLength) {

@@ -290,7 +290,7 @@ std::optional<Worker::Judged> Worker::ExploreSharded(const FunctionSpec& spec, i
                      std::to_string(index) + ": " + ex.what());
     }
     j.report.function = tools::DpRowName(spec.name, ranks);
-    j.failures = ReportFailures(j.report);
+    j.failures = ReportFailures(j.report, &j.golden, &j.got);
     return j;
   }
   return std::nullopt;
