@@ -12,10 +12,12 @@ gets beta, epsilon_low, epsilon_high, temperature, use_ref_model = beta != 0, lo
 max_completion_length, importance_sampling_level, delta, use_bias_correction_kl and the SAPO
 temperatures, and the default chunk_size 1 (one row per chunk); forward gets the last hidden states,
 the lm_head weight, the completion ids, the loss mask, one advantage per row, old and reference
-log-probs, vllm_is_ratio and num_items_in_batch. compiled=False: torch.compile of the loss math
-(TRL's default, compiled=True) needs inductor's CPU C++ toolchain and minutes per new shape on this
-2-core machine; without it ppo_loss_fn runs eagerly, the same torch operations in the same order
-(inductor may fuse float32 elementwise operations, which can move a last bit).
+log-probs, vllm_is_ratio and num_items_in_batch. compiled=False, where TRL kept the default True:
+with True, LigerFusedLinearPPOBase.forward wraps the loss math (_compute_loss_from_logps) in
+torch.compile, which runs here (inductor's CPU backend) and gave the same loss and gradient bit for
+bit as compiled=False on a 2 x 3 probe, but its first call took 64 s on this machine and a shape or
+dtype outside the compiled graph's guards compiles again, too slow for the thousands of cases
+explore generates; compiled=False runs the same torch operations eagerly, in the same order.
 
 The input construction. The loss takes hidden states, an lm_head weight and token ids, not
 log-probs. The adapter uses a vocabulary of 2, hidden size 1, lm_head weight [[0], [1]] and the
