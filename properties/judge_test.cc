@@ -540,9 +540,9 @@ TEST(JudgeFractions, ARowFractionMovesByTheBoundaryRowsShare) {
 
 // verl's fraction is k / (n + 1e-8) (masked_mean's guard), and the division is held to
 // the dtype's tolerance: a fraction counted exactly (k / n) is the same count, so it
-// fails in float64 graded "rounding", never "material"; in float32 the guard is below
-// the tolerance and it passes.
-TEST(JudgeFractions, AnExactCountWithoutVerlsGuardIsARoundingDifferenceInFloat64) {
+// fails in float64 graded "small" (systematic, so not float64 rounding, and never
+// "material"); in float32 the guard is below the tolerance and it passes.
+TEST(JudgeFractions, AnExactCountWithoutVerlsGuardIsASmallDifferenceInFloat64) {
   const FunctionSpec& spec = *FindSpec("vanilla");
   int tested = 0;
   for (const DType dtype : {DType::kFloat64, DType::kFloat32})
@@ -566,7 +566,7 @@ TEST(JudgeFractions, AnExactCountWithoutVerlsGuardIsARoundingDifferenceInFloat64
       const FieldReport& f = Field(r, "metrics/" + m);
       if (dtype == DType::kFloat64) {
         EXPECT_EQ(f.outcome, Outcome::kFailed) << r.Describe();
-        EXPECT_EQ(FieldGrade(f), Grade::kRounding) << r.Describe();
+        EXPECT_EQ(FieldGrade(f), Grade::kSmall) << r.Describe();
         EXPECT_NE(f.note.find("the count agrees"), std::string::npos) << f.note;
       } else {
         EXPECT_EQ(f.outcome, Outcome::kPassed) << r.Describe();
@@ -1006,9 +1006,10 @@ TEST(JudgeVersions, AConfigOnlyTheMirroredReleaseRefusesIsAResultElsewhere) {
 namespace verlconf {
 namespace {
 
-FieldReport FailedWith(double got, double want) {
+FieldReport FailedWith(double got, double want, DType dtype = DType::kFloat32) {
   FieldReport f;
   f.field = "outputs/x";
+  f.dtype = dtype;
   f.outcome = Outcome::kFailed;
   f.mismatched = 1;
   f.total = 1;
@@ -1034,6 +1035,10 @@ TEST(Grades, FromTheJudgedNumbers) {
   FieldReport shape;
   shape.outcome = Outcome::kFailed;
   EXPECT_EQ(FieldGrade(shape), Grade::kMaterial);
+  // The other float dtype with every value within tolerance: the values agree.
+  FieldReport dtype_only = shape;
+  dtype_only.dtype_differs = true;
+  EXPECT_EQ(FieldGrade(dtype_only), Grade::kRounding);
   FieldReport passed = FailedWith(1.01, 1.0);
   passed.outcome = Outcome::kPassed;
   EXPECT_EQ(FieldGrade(passed), Grade::kNone);
@@ -1046,6 +1051,22 @@ TEST(Grades, FromTheJudgedNumbers) {
   EXPECT_EQ(CaseGrade(two), Grade::kSmall);
 }
 
+// Rounding is the case dtype's: a float64 case off by float32 rounding, or by an epsilon of
+// 1e-9 where verl adds 1e-6 (1.4e-6 relative, thousands of times the tolerance), is
+// systematic: "small", not "rounding".
+TEST(Grades, RoundingIsTheCaseDtypes) {
+  EXPECT_EQ(FieldGrade(FailedWith(-0.7071067802, -0.7071057812, DType::kFloat64)), Grade::kSmall);
+  EXPECT_EQ(FieldGrade(FailedWith(-0.7071067802, -0.7071057812, DType::kFloat32)), Grade::kRounding);
+  EXPECT_EQ(FieldGrade(FailedWith(5.900000095, 5.9, DType::kFloat64)), Grade::kSmall);
+  EXPECT_EQ(FieldGrade(FailedWith(1.0 + 1e-13, 1.0, DType::kFloat64)), Grade::kRounding);
+  EXPECT_EQ(FieldGrade(FailedWith(1e-14, 0.0, DType::kFloat64)), Grade::kRounding);
+  EXPECT_EQ(FieldGrade(FailedWith(1e-8, 0.0, DType::kFloat64)), Grade::kSmall);
+  EXPECT_EQ(FieldGrade(FailedWith(1.01, 1.0, DType::kFloat64)), Grade::kMaterial);
+  EXPECT_EQ(ValueGrade(1.0 + 1e-7, 1.0, DType::kFloat32), Grade::kRounding);
+  EXPECT_EQ(ValueGrade(1.0 + 1e-7, 1.0, DType::kFloat64), Grade::kSmall);
+  EXPECT_EQ(ValueGrade(0.0, kNaN, DType::kFloat64), Grade::kMaterial);
+}
+
 // At a boundary the reference allows either decision's value. An element that took the
 // other decision and carries rounding besides misses by that rounding, and one that took it
 // exactly is no miss at all: neither may make a rounding-sized failure elsewhere material.
@@ -1056,6 +1077,7 @@ TEST(Grades, AMissIsMeasuredFromTheNearestDecision) {
   want.data = {-0.0135, 0.5, 0.25};
   other.data = {-0.0271, 0.5, 0.25};  // at element 0 the other decision doubles the gradient
   boundary.data = {1.0, 0.0, 0.0};
+  want.dtype = other.dtype = DType::kFloat32;  // the misses below are float32 rounding
   const DecisionView view{&boundary, {&other}};
   auto graded = [&](double g0, double g1) {
     Array got = want;

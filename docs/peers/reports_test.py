@@ -206,9 +206,18 @@ def causes_problems(path, stem, rep, causes, causes_path, doc, folder) -> list:
     out = []
     out += demos.problems(causes, doc, causes_path)
     for key in sorted(set(causes) | set(rep.causes)):
-        want_texts = [c.text.replace("|", "/") for c in causes.get(key, [])]
+        want_texts = [c.rendered() for c in causes.get(key, [])]
         if rep.causes.get(key, []) != want_texts:
             out.append(f"{path}: the causes of {key} are not those of {causes_path}: rerun tools/peers/run.sh {stem}")
+        q = demos.qualifier(causes.get(key, []))
+        fam_fn = tuple(key.split("/", 1))
+        cells = list(rep.cells.get(fam_fn, {}).values()) + [rep.explore.get(fam_fn, "")]
+        for cell in cells:
+            if cell.startswith("differs (") and cell.startswith(f"differs ({q};") != bool(q):
+                out.append(
+                    f"{path}: {key}: verdict '{cell[:60]}' does not say what its causes are "
+                    f"({q or 'not all classed'}): rerun tools/peers/run.sh {stem}"
+                )
         want_cases = [case for c in causes.get(key, []) for case in c.cases]
         if rep.shown_by.get(key, []) != want_cases:
             out.append(f"{path}: {key} is shown by {rep.shown_by.get(key, [])}, the causes file names {want_cases}")
@@ -522,6 +531,7 @@ class DemoChecksTest(unittest.TestCase):
     DOC = {
         "schema": "verlconf.explore",
         "schema_version": 1,
+        "conform_revision": "5845976",
         "functions": [{"function": "kl/k1", "dp_ranks": 0, "cases": 10, "failed": 1}],
         "differences": [
             {
@@ -559,6 +569,41 @@ class DemoChecksTest(unittest.TestCase):
         wrong = {"kl/k1": [demos.Cause("kl/k1", ["kl/k1/min_grads_logprob"], "why", 3)]}
         self.assertTrue(any("is no difference" in p for p in demos.problems(wrong, self.DOC, "c.tsv")))
 
+    def test_revision_must_be_a_commits(self):
+        named = {"kl/k1": [demos.Cause("kl/k1", ["kl/k1/min_outputs_kl"], "why", 1)]}
+        for rev in ("unknown", "5845976-dirty"):
+            doc = dict(self.DOC, conform_revision=rev)
+            self.assertTrue(any("conform revision" in p for p in demos.problems(named, doc, "c.tsv")), rev)
+        missing = {k: v for k, v in self.DOC.items() if k != "conform_revision"}
+        self.assertTrue(any("conform revision" in p for p in demos.problems(named, missing, "c.tsv")))
+
+    def test_classes(self):
+        validation = {"kl/k1": [demos.Cause("kl/k1", ["kl/k1/min_outputs_kl"], "why", 1, "input-validation")]}
+        self.assertTrue(any("input-validation" in p for p in demos.problems(validation, self.DOC, "c.tsv")))
+        error = dict(self.DOC)
+        error["differences"] = [
+            dict(
+                self.DOC["differences"][0],
+                field="error",
+                kind="exception vs result",
+                got_error="returned a result",
+                want_error="ValueError: no",
+                minimal={"name": "min_error"},
+            )
+        ]
+        ok = {"kl/k1": [demos.Cause("kl/k1", ["kl/k1/min_error"], "why", 1, "input-validation")]}
+        self.assertEqual(demos.problems(ok, error, "c.tsv"), [])
+        self.assertEqual(demos.qualifier(ok["kl/k1"]), "input validation only")
+        mixed = ok["kl/k1"] + [demos.Cause("kl/k1", ["kl/k1/min_error"], "why", 2)]
+        self.assertEqual(demos.qualifier(mixed), "")
+        both = ok["kl/k1"] + [demos.Cause("kl/k1", ["kl/k1/min_error"], "why", 2, "verl-quirk")]
+        self.assertEqual(demos.qualifier(both), "input validation and verl's own float32 quirk only")
+        self.assertTrue(ok["kl/k1"][0].rendered().startswith("(input validation) why"))
+        # An error difference recorded as the same outcome on both sides is a stale record.
+        stale = dict(error)
+        stale["differences"] = [dict(error["differences"][0], want_error="returned a result")]
+        self.assertTrue(any("both sides" in p for p in demos.problems(ok, stale, "c.tsv")))
+
     def test_replay_must_fail_for_the_field(self):
         named = {"kl/k1": [demos.Cause("kl/k1", ["kl/k1/min_outputs_kl"], "why", 1)]}
         ok = self.check("FAILED", [("outputs/kl", "FAILED"), ("grads/logprob", "PASSED")])
@@ -580,6 +625,13 @@ class DemoChecksTest(unittest.TestCase):
                 f.write("kl/k1\twhy only\n")
             with self.assertRaises(demos.DemoError):
                 demos.read_causes(p)
+            with open(p, "w", encoding="utf-8") as f:
+                f.write("kl/k1\tkl/k1/min_error\twhy\tnot-a-class\n")
+            with self.assertRaises(demos.DemoError):
+                demos.read_causes(p)
+            with open(p, "w", encoding="utf-8") as f:
+                f.write("kl/k1\tkl/k1/min_error\twhy\tverl-quirk\n")
+            self.assertEqual(demos.read_causes(p)["kl/k1"][0].klass, "verl-quirk")
 
 
 if __name__ == "__main__":

@@ -14,23 +14,6 @@
 namespace verlconf::explore {
 namespace {
 
-// grade.h's thresholds, for one element.
-constexpr double kMaterialRel = 1e-3;
-constexpr double kRoundingRel = 1e-5;
-constexpr double kRoundingAbsAtZero = 1e-6;
-
-Grade ElementGrade(double got, double want) {
-  if (std::isfinite(got) != std::isfinite(want) || (!std::isfinite(got) && got != want)) return Grade::kMaterial;
-  const double diff = std::fabs(got - want);
-  if (want == 0.0) {
-    if (!(diff <= kMaterialRel)) return Grade::kMaterial;
-    return diff <= kRoundingAbsAtZero ? Grade::kRounding : Grade::kSmall;
-  }
-  const double rel = diff / std::fabs(want);
-  if (!(rel <= kMaterialRel)) return Grade::kMaterial;
-  return rel <= kRoundingRel ? Grade::kRounding : Grade::kSmall;
-}
-
 bool NonFinitePair(double got, double want) { return std::isfinite(got) != std::isfinite(want); }
 
 // verl clamps every log-ratio to +-20 before exp.
@@ -72,6 +55,7 @@ std::string ElementCause(const FunctionSpec& spec, const Case& golden, const Arr
 }
 
 std::string FieldKind(const FieldReport& f) {
+  if (f.mismatched == 0 && f.dtype_differs) return "dtype";
   if (f.mismatched == 0 && std::isinf(f.err_tol)) return "shape";
   for (const auto& p : f.worst_mismatches)
     if (NonFinitePair(p.got, p.want)) return "non-finite";
@@ -123,7 +107,7 @@ std::vector<Failure> CaseFailures(const FunctionSpec& spec, const Case& golden, 
       const auto key = std::make_pair(cause, kind);
       auto [it, fresh] = groups.emplace(key, Grade::kNone);
       if (fresh) order.push_back(key);
-      it->second = std::max(it->second, ElementGrade(e.got, e.want));
+      it->second = std::max(it->second, ValueGrade(e.got, e.want, golden.dtype));
     }
     if (order.empty()) {  // nothing element-wise (every miss was in the judge's combinations)
       out.push_back({f.field, FieldKind(f), GradeName(FieldGrade(f)), ""});

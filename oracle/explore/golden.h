@@ -24,7 +24,8 @@ Case InputsOnly(const Case& c);
 struct Failure {
   std::string field;  // "outputs/loss", ..., or "error" for the error semantics
   // "exception vs result" (one side raised, or they raised differently), "non-finite" (a
-  // NaN or Inf on one side only), "shape" (shape or dtype), or "value".
+  // NaN or Inf on one side only), "shape", "dtype" (the other float dtype, every value
+  // within tolerance), or "value".
   std::string kind;
   // Its size (grade.h: "material", "small", "rounding"). Two mechanisms behind one field
   // (an epsilon placed differently and a missing clamp) usually differ in size, and each

@@ -179,6 +179,7 @@ CaseReport CheckCandidate(const FunctionSpec& spec, const Case& golden, const Ca
     if (!retyped.count(f.field)) continue;
     const std::string what = std::string("candidate returned float32 for a ") + DTypeName(golden.dtype) + " case";
     f.note = f.note.empty() ? what : what + "; " + f.note;
+    f.dtype_differs = true;
     if (f.outcome != Outcome::kFailed) {
       f.outcome = Outcome::kFailed;
       // The values may agree; the precision does not, so the figures read as a failure.

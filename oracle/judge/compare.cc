@@ -99,6 +99,7 @@ FieldReport CompareField(const std::string& field, const Array* got, const Array
   r.tol = tol;
   r.discrete = discrete;
   r.shape = want.shape;
+  r.dtype = want.dtype;
   r.total = want.size();
   if (got == nullptr) {
     r.outcome = Outcome::kUnsupported;

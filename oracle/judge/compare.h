@@ -68,6 +68,11 @@ struct FieldReport {
   double grade_rel = 0.0;
   double grade_abs_at_zero = 0.0;
   bool grade_non_finite = false;
+  // The reference's dtype: what "rounding" means for the grade (float32's or float64's).
+  DType dtype = DType::kFloat64;
+  // The candidate returned the field in the other float dtype (judge.cc, candidate.cc):
+  // failed whatever its values, and named a dtype difference, not a shape.
+  bool dtype_differs = false;
 
   // The largest ErrorRatio over the elements (at a flipped element, against the decision
   // value it matched): <= 1 exactly when no element is mismatched. +inf when the field

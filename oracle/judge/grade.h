@@ -7,17 +7,23 @@
 
 namespace verlconf {
 
+// "Rounding" is the case dtype's: a float64 case off by float32 rounding (a framework
+// computing in float32, an epsilon of 1e-8 placed differently) is systematic, not rounding.
 enum class Grade {
   kNone,      // not a failure
-  kRounding,  // every differing element within 1e-5 relative (1e-6 absolute where the
-              // reference is 0): float32 rounding, an epsilon placed differently
+  kRounding,  // every differing element within the dtype's rounding: float32 1e-5 relative
+              // (1e-6 absolute where the reference is 0), float64 1e-12 (1e-13); or only
+              // the dtype differs and every value agrees
   kSmall,     // larger than that, within 1e-3 relative
   kMaterial,  // a relative error above 1e-3 somewhere (1e-3 absolute where the reference is
               // 0), a non-finite value where the reference has a number or the other way
-              // round, a wrong shape or dtype, or an error where verl returned (or the reverse)
+              // round, a wrong shape, or an error where verl returned (or the reverse)
 };
 const char* GradeName(Grade g);
 
 Grade FieldGrade(const FieldReport& f);
+
+// One element's grade: got against want in a case of `dtype`.
+Grade ValueGrade(double got, double want, DType dtype);
 
 }  // namespace verlconf

@@ -294,6 +294,7 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
           w.dtype != DType::kInt64 && f.outcome != Outcome::kUnsupported) {
         // Precision is semantics: a float32 answer to a float64 case is reported as such.
         f.outcome = Outcome::kFailed;
+        f.dtype_differs = true;
         f.err_tol = std::numeric_limits<double>::infinity();
         f.note = std::string("candidate returned ") + DTypeName(it->second.dtype) + " for a " + DTypeName(w.dtype) +
                  " case" + (f.note.empty() ? "" : "; " + f.note);
@@ -390,6 +391,8 @@ CaseReport CompareResult(const FunctionSpec& spec, const Case& golden, const Res
     if (discrete && f.outcome == Outcome::kFailed) f.note = FractionNote(f, golden, tol, own_share);
     r.fields.push_back(std::move(f));
   }
+  // Metrics travel as doubles: every field's rounding is the case's dtype's (grade.h).
+  for (FieldReport& f : r.fields) f.dtype = golden.dtype;
   FoldOutcome(r);
   if (r.outcome == Outcome::kFailed)
     if (std::optional<CaseReport> other = AgainstAlternatives(spec, golden, *got, ref, verl_version)) return *other;

@@ -20,12 +20,33 @@
 #include "oracle/judge/compare.h"
 #include "oracle/judge/validate.h"
 #include "oracle/registry.h"
+#include "tools/explore/engine.h"
 #include "tools/explore/wire.h"
+#include "tools/h5/h5names.h"
 
 namespace verlconf::explore {
 namespace {
 
 bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// A minimal case is written as a fixture that check must read back: every name explore can
+// give is a valid case name, whatever the field, kind, grade and cause hold (capitals,
+// comparisons, punctuation).
+TEST(MinimalCaseNames, AreCaseNamesCheckReads) {
+  const std::vector<explore::Failure> failures = {
+      {"grads/log_prob", "value", "material", "valid token, ratio > 1, A > 0"},
+      {"outputs/pg_loss", "dtype", "rounding", "row with valid tokens"},
+      {"metrics/actor/pg_clipfrac", "non-finite", "small", "A < 0, at a decision boundary"},
+      {"error", "exception vs result", "material", ""},
+      {"vjps/kl/logprob", "value", "small", "masked token, reference 0"},
+  };
+  for (const auto& f : failures) {
+    const std::string name = explore::MinimalCaseName(f);
+    EXPECT_TRUE(fixtures::IsValidName(fixtures::NameKind::kCase, name)) << name;
+  }
+  EXPECT_EQ(explore::MinimalCaseName(failures[0]), "min_grads_log_prob__valid_token__ratio_gt_1__a_gt_0");
+  EXPECT_EQ(explore::MinimalCaseName(failures[1]), "min_outputs_pg_loss_dtype_rounding__row_with_valid_tokens");
+}
 
 TEST(Wire, Base64RoundTripsEveryLength) {
   std::mt19937 rng(3);

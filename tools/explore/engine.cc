@@ -28,35 +28,6 @@
 namespace verlconf::explore {
 namespace {
 
-// A minimal case is named after what fails on it, so that a report or a review can name
-// it and the name survives a rerun that finds other differences first.
-std::string MinimalCaseName(const Failure& f) {
-  std::string name = "min_";
-  // A comparison keeps its sense ("A < 0" and "A > 0" are two causes); any other mark is '_'.
-  auto slug = [&name](const std::string& s) {
-    for (char ch : s) {
-      if (ch == '<' || ch == '>') {
-        name += ch == '<' ? "lt" : "gt";
-        continue;
-      }
-      name += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-    }
-  };
-  slug(f.field);
-  if (f.kind != "value" && f.field != "error") {
-    name += '_';
-    slug(f.kind);
-  }
-  if (f.grade != "material") {
-    name += '_';
-    slug(f.grade);
-  }
-  if (!f.cause.empty()) {
-    name += "__";
-    slug(f.cause);
-  }
-  return name;
-}
 
 constexpr int kAttempts = 6;  // generations tried before a case index counts as refused
 
@@ -81,6 +52,37 @@ Case FromImplementation(const FunctionSpec& spec, const RunFn& run, const Case& 
 }
 
 }  // namespace
+
+// Named after what fails, so that a report or a review can name the case and the name
+// survives a rerun that finds other differences first.
+std::string MinimalCaseName(const Failure& f) {
+  std::string name = "min_";
+  // A comparison keeps its sense ("A < 0" and "A > 0" are two causes); any other mark is '_'.
+  auto slug = [&name](const std::string& s) {
+    for (char ch : s) {
+      if (ch == '<' || ch == '>') {
+        name += ch == '<' ? "lt" : "gt";
+        continue;
+      }
+      const auto c = static_cast<unsigned char>(ch);
+      name += std::isalnum(c) ? static_cast<char>(std::tolower(c)) : '_';
+    }
+  };
+  slug(f.field);
+  if (f.kind != "value" && f.field != "error") {
+    name += '_';
+    slug(f.kind);
+  }
+  if (f.grade != "material") {
+    name += '_';
+    slug(f.grade);
+  }
+  if (!f.cause.empty()) {
+    name += "__";
+    slug(f.cause);
+  }
+  return name;
+}
 
 int64_t ShrinksAtBudget(const ExploreRun& run) {
   int64_t n = 0;

@@ -152,6 +152,11 @@ int64_t ShrinksAtBudget(const ExploreRun& run);
 // end and a merge of shards both finish with it, so both read alike.
 void FinishDifferences(ExploreRun& run);
 
+// The name of a difference's minimal case, from what fails on it ("min_FIELD[_KIND][_GRADE]
+// [__CAUSE]"): a valid case name (tools/h5/h5names.h), lower case, so that the fixture
+// explore writes is one check reads back.
+std::string MinimalCaseName(const Failure& f);
+
 // Explores every function of `specs` (the caller's selection) that the candidate and the
 // reference provide, then shrinks each difference. `progress` gets one line per function.
 ExploreRun RunExplore(const std::vector<const FunctionSpec*>& specs, const EngineOptions& o,

@@ -104,6 +104,7 @@ void WriteField(JsonWriter& w, const FieldReport& f) {
   w.EndArray();
   w.Key("grade_rel").Raw(Exact(f.grade_rel)).Key("grade_abs_at_zero").Raw(Exact(f.grade_abs_at_zero));
   w.Key("grade_non_finite").Bool(f.grade_non_finite).Key("err_tol").Raw(Exact(f.err_tol));
+  w.Key("float32").Bool(f.dtype == DType::kFloat32).Key("dtype_differs").Bool(f.dtype_differs);
   w.EndObject();
 }
 
@@ -298,6 +299,8 @@ struct Reader {
     f.grade_abs_at_zero = Num(j, "grade_abs_at_zero", at);
     f.grade_non_finite = Bool(j, "grade_non_finite", at);
     f.err_tol = Num(j, "err_tol", at);
+    f.dtype = Bool(j, "float32", at) ? DType::kFloat32 : DType::kFloat64;
+    f.dtype_differs = Bool(j, "dtype_differs", at);
     return f;
   }
 

@@ -2,7 +2,7 @@
 
 The causes file (tools/peers/causes/NAME.tsv) holds one line per cause,
 
-    family/function<TAB>CASE[ CASE...]<TAB>cause
+    family/function<TAB>CASE[ CASE...]<TAB>cause[<TAB>CLASS]
 
 where each CASE names a difference `conform explore` found with the framework and shrank
 (explore.json in docs/peers/explore/NAME.tar.xz): `family/function/min_FIELD` for a shrunk
@@ -12,6 +12,9 @@ candidate/), or
 function may have several causes; every cause names at least one case of its own function,
 and every difference explore found is named by a cause. The cause text says why, in the
 framework's source (file and function); the case shows it: shape, inputs, got and want.
+CLASS, where given, says the difference is of a kind a reader weighs apart (CLASSES): the
+report's verdicts then say "differs (... only; ...)" for a function all of whose causes are
+classed. An input-validation cause must be shown by error differences (one side raised).
 Standard library only: CI runs it with the system python3."""
 
 from __future__ import annotations
@@ -35,12 +38,38 @@ class DemoError(Exception):
     pass
 
 
+# A cause's class: what the verdict of a function all of whose causes have it says.
+CLASSES = {
+    # One side refuses the inputs (raises) where the other returns: the numbers agree
+    # wherever both compute.
+    "input-validation": "input validation only",
+    # verl's own float32 arithmetic (docs/verl-quirks.md), which the framework does not copy:
+    # the framework is the more exact one.
+    "verl-quirk": "verl's own float32 quirk only",
+}
+
+
 @dataclass
 class Cause:
     function: str  # family/function
     cases: List[str]  # family/function/min_... or family/function/dpK_...
     text: str
     line: int
+    klass: str = ""  # a key of CLASSES, or "" for a difference of the framework's semantics
+
+    def rendered(self) -> str:
+        """The cause as the report shows it: its class first, where it has one."""
+        tag = f"({CLASSES[self.klass].replace(' only', '')}) " if self.klass else ""
+        return (tag + self.text).replace("|", "/")
+
+
+def qualifier(causes: List[Cause]) -> str:
+    """What the verdicts of a function with these causes say of it: its causes' classes where
+    every cause has one, else ""."""
+    classes = {c.klass for c in causes}
+    if not classes or "" in classes:
+        return ""
+    return " and ".join(CLASSES[k] for k in sorted(classes)).replace(" only and ", " and ")
 
 
 def tsv_rows(path: str) -> Iterator[Tuple[int, List[str]]]:
@@ -56,14 +85,17 @@ def tsv_rows(path: str) -> Iterator[Tuple[int, List[str]]]:
 def read_causes(path: str) -> Dict[str, List[Cause]]:
     out: Dict[str, List[Cause]] = collections.defaultdict(list)
     for i, parts in tsv_rows(path):
-        if len(parts) != 3 or parts[0].count("/") != 1 or not parts[1].strip() or not parts[2].strip():
-            raise DemoError(f"{path}:{i}: expected 'family/function<TAB>CASE[ CASE...]<TAB>cause'")
+        if len(parts) not in (3, 4) or parts[0].count("/") != 1 or not parts[1].strip() or not parts[2].strip():
+            raise DemoError(f"{path}:{i}: expected 'family/function<TAB>CASE[ CASE...]<TAB>cause[<TAB>CLASS]'")
+        klass = parts[3].strip() if len(parts) == 4 else ""
+        if len(parts) == 4 and klass not in CLASSES:
+            raise DemoError(f"{path}:{i}: class '{klass}' is not one of {sorted(CLASSES)}")
         fn = parts[0]
         cases = parts[1].split()
         for c in cases:
             if not c.startswith(fn + "/") or c.count("/") != 2:
                 raise DemoError(f"{path}:{i}: {c} is not a case of {fn} (family/function/NAME)")
-        out[fn].append(Cause(fn, cases, parts[2].strip(), i))
+        out[fn].append(Cause(fn, cases, parts[2].strip(), i, klass))
     return dict(out)
 
 
@@ -89,9 +121,18 @@ def tallies(doc: Dict) -> Dict[Tuple[str, int], Dict]:
 
 def problems(causes: Dict[str, List[Cause]], doc: Dict, causes_path: str) -> List[str]:
     """What is wrong between the causes and an explore run: a named case that is no difference
-    of the run, or a difference no cause names."""
+    of the run, a difference no cause names, an input-validation cause shown by a difference
+    that is no error, an error difference whose record shows the same outcome on both sides
+    (a run by a conform that did not record the sharded calls' errors), or a run whose conform
+    revision is not a clean commit's."""
     diffs = differences(doc)
     out = []
+    rev = str(doc.get("conform_revision", "unknown"))
+    if rev == "unknown" or rev.endswith("-dirty"):
+        out.append(
+            f"explore.json: conform revision '{rev}': run explore with a conform built by bazel from a "
+            "committed tree (a copied binary loses the runfile that carries its revision)"
+        )
     named = set()
     for fn, cs in sorted(causes.items()):
         for c in cs:
@@ -99,6 +140,17 @@ def problems(causes: Dict[str, List[Cause]], doc: Dict, causes_path: str) -> Lis
                 named.add(case)
                 if case not in diffs:
                     out.append(f"{causes_path}:{c.line}: {case} is no difference of the explore run")
+                elif c.klass == "input-validation" and diffs[case]["field"] != "error":
+                    out.append(
+                        f"{causes_path}:{c.line}: {case} fails on {diffs[case]['field']}, yet its cause is classed "
+                        "input-validation (an error difference: one side raised)"
+                    )
+    for case, d in sorted(diffs.items()):
+        if d["field"] == "error" and d.get("got_error") == d.get("want_error"):
+            out.append(
+                f"explore.json: {case} is an error difference whose record shows '{d.get('got_error')}' on both "
+                "sides: rerun explore with a current conform"
+            )
     for case in sorted(set(diffs) - named):
         d = diffs[case]
         out.append(

@@ -51,7 +51,14 @@ import peer_report
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPEC = os.path.join(REPO, "fixtures", "spec.json")
-TITLES = {"openrlhf": "OpenRLHF", "skyrl": "SkyRL", "areal": "AReaL", "trl": "TRL"}
+TITLES = {
+    "openrlhf": "OpenRLHF",
+    "skyrl": "SkyRL",
+    "areal": "AReaL",
+    "trl": "TRL",
+    "torchrl": "TorchRL",
+    "liger": "Liger-Kernel",
+}
 
 
 def sha256(path: str) -> str:
@@ -79,6 +86,41 @@ def verdict(fn: Dict) -> Tuple[str, str]:
     if fn["provided"] and passed:
         return "conforms", f"conforms ({counts} of {n})"
     return "not provided", "not provided" if not fn["provided"] else f"not provided (0 compared of {n})"
+
+
+def qualified(cell: str, qualifier: str) -> str:
+    """A "differs (...)" cell with what all of the function's causes are (demos.CLASSES)."""
+    if not qualifier or not cell.startswith("differs ("):
+        return cell
+    return f"differs ({qualifier}; " + cell[len("differs (") :]
+
+
+def newest_release(package: str) -> str:
+    """The newest release of `package` on PyPI (its JSON API, whatever Python it requires)."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"https://pypi.org/pypi/{package}/json", timeout=30) as r:
+        return str(json.load(r)["info"]["version"])
+
+
+def release_row(pins: List[str], requirements: str) -> str:
+    """The provenance row that says which release the report covers against the newest one; a
+    report of an older release must say why, in a '# newest: ...' line of its requirements."""
+    package, _, pinned = pins[0].partition("==")
+    try:
+        newest = newest_release(package)
+    except OSError as ex:
+        raise SystemExit(f"could not ask PyPI for {package}'s newest release ({ex})") from None
+    if newest == pinned:
+        return f"| newest release | `{package}` {newest} on PyPI at this run: the one covered |"
+    with open(os.path.join(REPO, requirements), encoding="utf-8") as f:
+        why = [ln[len("# newest:") :].strip() for ln in f if ln.startswith("# newest:")]
+    if not why:
+        raise SystemExit(
+            f"{requirements}: {package} {pinned} is pinned, PyPI's newest is {newest}: cover it or say why "
+            "not in a '# newest: ...' line"
+        )
+    return f"| newest release | `{package}` {newest} on PyPI at this run, not covered: {' '.join(why)} |"
 
 
 def ratio(x) -> str:
@@ -155,6 +197,12 @@ def cmd_report(a) -> int:
         checks[s] = merged
     if set(checks) != set(peer_report.SETS):
         raise SystemExit(f"need results for every golden set: {peer_report.SETS}")
+    for s, doc in checks.items():
+        rev = str(doc.get("conform_revision", "unknown"))
+        if rev == "unknown" or rev.endswith("-dirty"):
+            raise SystemExit(
+                f"{s}: conform revision '{rev}': judge with a conform built by bazel from a committed tree"
+            )
     try:
         causes = demos.read_causes(a.causes)
         with demos.unpacked_explore(a.explore) as unpacked:
@@ -219,6 +267,8 @@ def cmd_report(a) -> int:
             print(f"{a.causes}: {k} has a cause but does not differ", file=sys.stderr)
         print("\n".join(unshown), file=sys.stderr, end="\n" if unshown else "")
         return 1
+    # What a function's verdicts say of it where every one of its causes is classed.
+    qualifier = {key: demos.qualifier(causes[key]) for key in differs}
     dp_rows = sorted({(fn, k) for (fn, k) in tallies if k})
     golden_dp_rows = {
         (f"{fam}/{DP_ROW.sub('', name)}", int(DP_ROW.search(name).group(1))): per
@@ -272,6 +322,7 @@ def cmd_report(a) -> int:
         "| what | value |",
         "|---|---|",
         f"| framework | `{pins[0]}` |",
+        release_row(pins, a.requirements),
         f"| adapter | `{a.adapter}` |",
         f"| adapter sha256 | `{sha256(os.path.join(REPO, a.adapter))}` |",
         f"| requirements | `{a.requirements}` |",
@@ -331,8 +382,9 @@ def cmd_report(a) -> int:
             out.append(f"| {fam} | `{fn}` | " + " | ".join([nc] * len(peer_report.SETS)) + f" | {nc} | - / - |")
             continue
         per = by_fn[(fam, fn)]
+        q = qualifier.get(f"{fam}/{fn}", "")
         cells = [
-            verdict(per[s])[1]
+            qualified(verdict(per[s])[1], q)
             if s in per
             else "not provided (file not judged)"
             if (s, fam) in not_judged
@@ -340,7 +392,7 @@ def cmd_report(a) -> int:
             for s in peer_report.SETS
         ]
         e = per.get(peer_report.SETS[0], {}).get("err_tol", {})
-        ex = explore_cell(tallies.get((f"{fam}/{fn}", 0)))
+        ex = qualified(explore_cell(tallies.get((f"{fam}/{fn}", 0))), q)
         out.append(
             f"| {fam} | `{fn}` | "
             + " | ".join(cells)
@@ -394,10 +446,11 @@ def cmd_report(a) -> int:
         ]
         for fn in sorted({fn for fn, _ in dp_rows} | {fn for fn, _ in golden_dp_rows}):
             cells = []
+            q = qualifier.get(fn, "")
             for k in ks:
                 g = golden_dp_rows.get((fn, k), {}).get(peer_report.SETS[0])
-                cells.append(verdict(g)[1] if g else "not provided")
-                cells.append(explore_cell(tallies.get((fn, k))))
+                cells.append(qualified(verdict(g)[1], q) if g else "not provided")
+                cells.append(qualified(explore_cell(tallies.get((fn, k))), q))
             out.append(f"| `{fn}` | " + " | ".join(cells) + " |")
         out += ["", f"How the framework's trainer computes each rank's normaliser (`{rel(a.sharding)}`):", ""]
         out += [sharding_text]
@@ -408,14 +461,19 @@ def cmd_report(a) -> int:
         "Each cause was read in the framework's installed source (file and function named), and each is "
         "shown by the minimal case `conform explore` shrank (its fixture and the framework's result on it "
         f"are in `{rel(a.explore)}`, which `tar -xJf` unpacks; `conform check --against cases --candidate "
-        "candidate` in that folder replays them, and CI checks that each named case fails for its field).",
+        "candidate` in that folder replays them, and CI checks that each named case fails for its field). "
+        "A cause marked (input validation) is one side raising where the other returns; one marked (verl's "
+        "own float32 quirk) is verl's float32 arithmetic (`docs/verl-quirks.md`) that the framework does not "
+        "copy. A function all of whose causes are so marked says it in its verdicts. Grades: rounding (within "
+        "the case dtype's rounding: 1e-5 relative in float32, 1e-12 in float64, or only the dtype differs), "
+        "small (within 1e-3), material (beyond, a non-finite value, a shape, an error).",
         "",
     ]
     for key in differs:
         fam, fn = key.split("/", 1)
         out.append(f"- `{key}`:")
         for c in causes[key]:
-            out.append(f"  - {c.text}")
+            out.append(f"  - {c.rendered()}")
             for case in c.cases:
                 d = diffs[case]
                 out.append(f"    - shown by {demos.render(case, d, tallies.get((key, d['dp_ranks'])))}")
@@ -530,6 +588,12 @@ def cmd_control(a) -> int:
                             "case": c["case"],
                             "fields": [x["field"] for x in flds],
                             "worst_abs": max((x["worst_abs"] or 0.0) for x in flds) if flds else None,
+                            # The case's size (check's grade: rounding is the case dtype's).
+                            "grade": max(
+                                (x.get("grade", "material") for x in flds),
+                                key=("rounding", "small", "material").index,
+                                default="material",
+                            ),
                             "detail": c["detail"],
                         }
                     )
@@ -580,7 +644,7 @@ def control_section() -> List[str]:
         for x in c["failed"]:
             lines.append(
                 f"- `{x['function']}` `{x['case']}`: {', '.join('`' + f + '`' for f in x['fields'])} "
-                f"(worst abs {x['worst_abs']:.3g})"
+                f"(worst abs {x['worst_abs']:.3g}, {x.get('grade', 'ungraded')})"
                 if x["worst_abs"] is not None
                 else f"- `{x['function']}` `{x['case']}`: {x['detail'][:160]}"
             )
@@ -609,7 +673,22 @@ def cmd_readme(a) -> int:
         "declined); `[0.8.0: ...]` where the verdict against verl 0.8.0's differs; `explore:` the verdict on "
         "generated cases (`conform explore`, against the oracle); `not yet checked` where the framework's "
         "report predates the function's registry entry (`tools/peers/run.sh NAME` checks it). Every function some "
-        "framework provides has its row; functions no framework provides are left out.",
+        "framework provides has its row; functions no framework provides are left out. `differs (input "
+        "validation only; ...)` and `differs (verl's own float32 quirk only; ...)`: every cause the report "
+        "finds for the function is of that kind (one side raises where the other returns; verl's float32 "
+        "arithmetic, `docs/verl-quirks.md`, which the framework does not copy).",
+        "",
+        "## One policy for declines",
+        "",
+        "Every adapter declines a case (UNSUPPORTED, never FAILED) only when the case asks for something the "
+        "framework cannot be told: a config value it has no setting for, an input it takes no argument for, a "
+        "batch layout it cannot represent. A value a framework fixes in its code where verl has a setting (a "
+        "hard-coded epsilon, clip bound or reduction) is a setting with one value: a case at verl's default for "
+        "that key runs, so the fixed value stands against verl's default and is counted where it differs (the "
+        "difference a user porting verl's default configuration meets); a case at the framework's own value "
+        "runs; any other value is declined, naming the fixed value (`fixed_setting`, "
+        "`docs/adapter-contract.md`). Where verl's function ignores a setting (SAPO's `loss_agg_mode`), the "
+        "adapter does not map it onto the framework's. Each report lists its declined cases with their reasons.",
         "",
         "| family | function | " + " | ".join(f"[{TITLES.get(n, n)}]({n}.md)" for n in names) + " |",
         "|---|---|" + "---|" * len(names),
@@ -630,6 +709,9 @@ def cmd_readme(a) -> int:
             if v[peer_report.SETS[1]] != v[peer_report.SETS[0]]:
                 cell += f" [0.8.0: {v[peer_report.SETS[1]]}]"
             ex = reports[n].explore[key].split(" (")[0]
+            q = reports[n].explore[key][len("differs (") :].split(";")[0] if ex == "differs" else ""
+            if q.endswith(" only"):
+                ex += f" ({q})"
             if ex not in ("not provided", nc):
                 cell += f"; explore: {ex}"
             cells.append(cell)

@@ -129,6 +129,7 @@ def parse(path: str) -> Report:
         rep.header[cells[0]] = _unquote(cells[1])
     for key in (
         "framework",
+        "newest release",
         "adapter",
         "adapter sha256",
         "requirements",

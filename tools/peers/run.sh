@@ -73,6 +73,10 @@ if [ -z "${CONFORM:-}" ]; then
   CONFORM=$REPO/bazel-bin/tools/conform
 fi
 [ -x "$CONFORM" ] || die "$CONFORM: not an executable conform binary"
+# The report names the conform revision that judged it: a copied binary without its runfiles
+# says "unknown", a build of an uncommitted tree "-dirty"; neither can be checked out again.
+rev=$("$CONFORM" --version | sed -n '1s/^conform //p')
+case "$rev" in ""|unknown|*-dirty) die "$CONFORM: revision '${rev}': use a conform built by bazel from a committed tree (with its runfiles)" ;; esac
 if [ "$STEPS" != report ]; then
 rm -rf "$WORK"
 mkdir -p "$WORK"
