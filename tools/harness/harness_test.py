@@ -468,6 +468,43 @@ class Contract(unittest.TestCase):
                     else:
                         self.assertNotIn("0 adapter errors", text)
 
+    def test_framework_code_run_without_a_module_name_is_still_the_frameworks(self):
+        # An adapter may run a framework function's source exec'd in a bare namespace (its
+        # module's own imports would pull in a trainer stack), under a stand-in package that
+        # has only a __path__: what that code raises is the framework's result, not glue.
+        helper = """
+            def token_mean(loss_mat, mask):
+                raise ValueError("the framework refuses this batch")
+        """
+        with tmpdir() as work:
+            code, text, out, _ = self.harness(
+                work,
+                """
+                import os
+                import sys
+                import types
+                here = os.path.dirname(os.path.abspath(__file__))
+                fw = types.ModuleType("mini_framework")
+                fw.__path__ = [here]
+                sys.modules["mini_framework"] = fw
+                source = os.path.join(here, "mini_framework.py")
+                with open(source) as f:
+                    ns = {}
+                    exec(compile(f.read(), source, "exec"), ns)
+                name = "mine"
+                def versions(): return {}
+                def token_mean(inputs, cfg, dtype):
+                    return ns["token_mean"](inputs["loss_mat"], inputs["loss_mask"])
+                FUNCTIONS = {"token-mean": token_mean}
+            """,
+                files=("aggregation.h5",),
+                helpers={"mini_framework": helper},
+            )
+            self.assertEqual(code, 0, text)
+            self.assertIn("0 adapter errors", text)
+            for cn, (attrs, _, _) in self.cases(os.path.join(out, "aggregation.h5"), "token-mean").items():
+                self.assertEqual(attrs.get("expect_error"), "ValueError: the framework refuses this batch", cn)
+
     def test_a_framework_declared_elsewhere_makes_the_helper_glue(self):
         # FRAMEWORK names the packages: a helper beside the adapter that is not among them
         # is the adapter's own code.
