@@ -390,6 +390,23 @@ class ReportWriterTest(unittest.TestCase):
     """make_report.py report on a run of our own: one function checked, every other registry
     function rendered "not yet checked" in the verdict and inventory tables."""
 
+    def setUp(self):
+        # PyPI stands still here: its newest release is the one pinned, unless a test says otherwise.
+        self.newest = None
+        real = make_report.newest_release
+
+        def newest(package):
+            return self.newest or self.pinned(package)
+
+        make_report.newest_release = newest
+        self.addCleanup(setattr, make_report, "newest_release", real)
+
+    @staticmethod
+    def pinned(package):
+        with open(os.path.join(REPO, "tools", "peers", "trl-requirements.txt"), encoding="utf-8") as f:
+            pins = [ln.strip() for ln in f if ln.strip() and not ln.startswith("#")]
+        return pins[0].partition("==")[2]
+
     def write(self, tmp, inventory):
         def dump(name, doc):
             with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
@@ -400,6 +417,7 @@ class ReportWriterTest(unittest.TestCase):
         check = {
             "schema": "verlconf.check",
             "schema_version": 1,
+            "conform_revision": "8684e15",
             "functions": [
                 {
                     "family": "kl",
@@ -418,6 +436,7 @@ class ReportWriterTest(unittest.TestCase):
             {
                 "schema": demos.EXPLORE_SCHEMA,
                 "schema_version": 1,
+                "conform_revision": "8684e15",
                 "seed": 1,
                 "cases_per_function": 1,
                 "functions": [
@@ -451,6 +470,35 @@ class ReportWriterTest(unittest.TestCase):
             out=os.path.join(tmp, "trl.md"),
             sets=[f"{s}={dump(s + '.json', check)}" for s in peer_report.SETS],
         )
+
+    def test_a_report_names_the_newest_release_or_why_not(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            a = self.write(tmp, [("kl/k1", "trl/x.py:k1", "wired")])
+            self.assertEqual(make_report.cmd_report(a), 0)
+            self.assertIn("the one covered", peer_report.parse(a.out).header["newest release"])
+            self.newest = "99.0"
+            with self.assertRaises(SystemExit) as refused:
+                make_report.cmd_report(a)
+            self.assertIn("say why not", str(refused.exception))
+            req = os.path.join(tmp, "req.txt")
+            with open(a.requirements, encoding="utf-8") as f, open(req, "w", encoding="utf-8") as g:
+                g.write("# newest: 99.0 needs a python this machine lacks\n" + f.read())
+            a.requirements = req
+            self.assertEqual(make_report.cmd_report(a), 0)
+            self.assertIn("not covered: 99.0 needs a python", peer_report.parse(a.out).header["newest release"])
+
+    def test_results_of_an_uncommitted_conform_are_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            a = self.write(tmp, [("kl/k1", "trl/x.py:k1", "wired")])
+            path = a.sets[0].partition("=")[2]
+            with open(path, encoding="utf-8") as f:
+                doc = json.load(f)
+            for rev in ("unknown", "8684e15-dirty"):
+                doc["conform_revision"] = rev
+                with open(path, "w", encoding="utf-8") as f:
+                    json.dump(doc, f)
+                with self.assertRaises(SystemExit):
+                    make_report.cmd_report(a)
 
     def test_unchecked_functions_render_as_not_yet_checked(self):
         fns = registry()

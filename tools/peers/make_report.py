@@ -631,6 +631,8 @@ def control_section() -> List[str]:
         f"(captured with torch `{c['goldens_torch']}`), conform revision `{c['conform_revision']}`: "
         f"{t['cases']} cases, {t['passed']} passed, {t['failed']} failed, {t['mistrusted']} mistrusted, "
         f"{t['unsupported']} unsupported; {c['flips']} elements judged as boundary flips. "
+        "(A float64 value where the golden holds exactly 0 is small, not rounding, once it is past 1e-13: "
+        "rounding is the case dtype's.) "
         + (
             "Failures by grade (rounding is the case dtype's): "
             + ", ".join(f"{t['failed_by_grade'].get(g, 0)} {g}" for g in ("material", "small", "rounding"))
@@ -685,18 +687,6 @@ def cmd_readme(a) -> int:
         "finds for the function is of that kind (one side raises where the other returns; verl's float32 "
         "arithmetic, `docs/verl-quirks.md`, which the framework does not copy).",
         "",
-        "## One policy for declines",
-        "",
-        "Every adapter declines a case (UNSUPPORTED, never FAILED) only when the case asks for something the "
-        "framework cannot be told: a config value it has no setting for, an input it takes no argument for, a "
-        "batch layout it cannot represent. A value a framework fixes in its code where verl has a setting (a "
-        "hard-coded epsilon, clip bound or reduction) is a setting with one value: a case at verl's default for "
-        "that key runs, so the fixed value stands against verl's default and is counted where it differs (the "
-        "difference a user porting verl's default configuration meets); a case at the framework's own value "
-        "runs; any other value is declined, naming the fixed value (`fixed_setting`, "
-        "`docs/adapter-contract.md`). Where verl's function ignores a setting (SAPO's `loss_agg_mode`), the "
-        "adapter does not map it onto the framework's. Each report lists its declined cases with their reasons.",
-        "",
         "| family | function | " + " | ".join(f"[{TITLES.get(n, n)}]({n}.md)" for n in names) + " |",
         "|---|---|" + "---|" * len(names),
     ]
@@ -724,6 +714,18 @@ def cmd_readme(a) -> int:
             cells.append(cell)
         out.append(f"| {key[0]} | `{key[1]}` | " + " | ".join(cells) + " |")
     out += [
+        "",
+        "## One policy for declines",
+        "",
+        "Every adapter declines a case (UNSUPPORTED, never FAILED) only when the case asks for something the "
+        "framework cannot be told: a config value it has no setting for, an input it takes no argument for, a "
+        "batch layout it cannot represent. A value a framework fixes in its code where verl has a setting (a "
+        "hard-coded epsilon, clip bound or reduction) is a setting with one value: a case at verl's default for "
+        "that key runs, so the fixed value stands against verl's default and is counted where it differs (the "
+        "difference a user porting verl's default configuration meets); a case at the framework's own value "
+        "runs; any other value is declined, naming the fixed value (`fixed_setting`, "
+        "`docs/adapter-contract.md`). Where verl's function ignores a setting (SAPO's `loss_agg_mode`), the "
+        "adapter does not map it onto the framework's. Each report lists its declined cases with their reasons.",
         "",
         "## How the environments are built",
         "",
