@@ -26,7 +26,6 @@ std::vector<Failure> CaseFailures(const FunctionSpec& spec, const Case& golden, 
 
 // The same from the report alone (no element is grouped): what a sharded row shows; the
 // cases, where given, name an error difference's cause.
-std::vector<Failure> ReportFailures(const CaseReport& report, const Case* golden = nullptr,
-                                    const Case* got = nullptr);
+std::vector<Failure> ReportFailures(const CaseReport& report, const Case* golden = nullptr, const Case* got = nullptr);
 
 }  // namespace verlconf::explore

@@ -28,7 +28,6 @@
 namespace verlconf::explore {
 namespace {
 
-
 constexpr int kAttempts = 6;  // generations tried before a case index counts as refused
 
 // The candidate case an in-process implementation's result makes: what the display of a
